@@ -1,0 +1,266 @@
+//! The merged catalog: one immutable snapshot of every ready upstream's tools, prompts, resources
+//! and templates under the names clients see, with the tables that route a name back.
+//!
+//! A snapshot is built whole from the per-upstream lists and swapped in atomically (the gateway
+//! holds it in an `ArcSwap`), so a request reads one consistent catalog without locking and
+//! never copies it. Order is deterministic: upstreams in config order, each in its own order.
+
+mod naming;
+mod template;
+
+use std::{collections::HashMap, sync::Arc};
+
+use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
+
+pub use naming::NameScheme;
+use template::TemplatePattern;
+
+use crate::names::UpstreamName;
+
+/// What one upstream listed at discovery, with its own names and URIs.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamCatalog {
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+    pub instructions: Option<String>,
+}
+
+/// Where an exposed tool or prompt lives upstream.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub upstream: UpstreamName,
+    /// The name the upstream knows it by.
+    pub original: Arc<str>,
+}
+
+/// A tool's route and its position in the tool list.
+#[derive(Debug, Clone)]
+pub struct ToolRoute {
+    pub route: Route,
+    index: usize,
+}
+
+/// The upstream that owns a resource URI, and the URI as that upstream knows it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UriRoute<'a> {
+    pub upstream: &'a str,
+    pub original: &'a str,
+}
+
+/// One consistent view of everything the gateway serves.
+#[derive(Debug)]
+pub struct Catalog {
+    scheme: NameScheme,
+    upstreams: Vec<UpstreamName>,
+    tools: Vec<Tool>,
+    tool_routes: HashMap<String, ToolRoute>,
+    prompts: Vec<Prompt>,
+    prompt_routes: HashMap<String, Route>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    /// Unprefixed only: who listed each exact URI, and whose template matches a URI.
+    resource_owners: HashMap<String, UpstreamName>,
+    template_owners: Vec<(TemplatePattern, UpstreamName)>,
+    instructions: Option<String>,
+}
+
+impl Catalog {
+    /// A catalog with nothing in it yet.
+    pub fn empty(scheme: NameScheme) -> Self {
+        Self::build(scheme, &[])
+    }
+
+    /// Merges `parts` (in config order) under `scheme`. When two entries would get the same
+    /// exposed name or URI (possible only unprefixed), the first wins and the rest are logged.
+    pub fn build(scheme: NameScheme, parts: &[(UpstreamName, Arc<UpstreamCatalog>)]) -> Self {
+        let mut catalog = Self {
+            scheme,
+            upstreams: parts.iter().map(|(name, _)| name.clone()).collect(),
+            tools: Vec::new(),
+            tool_routes: HashMap::new(),
+            prompts: Vec::new(),
+            prompt_routes: HashMap::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            resource_owners: HashMap::new(),
+            template_owners: Vec::new(),
+            instructions: merge_instructions(parts),
+        };
+        for (upstream, part) in parts {
+            catalog.add_tools(upstream, &part.tools);
+            catalog.add_prompts(upstream, &part.prompts);
+            catalog.add_resources(upstream, part);
+        }
+        catalog
+    }
+
+    fn add_tools(&mut self, upstream: &UpstreamName, tools: &[Tool]) {
+        for tool in tools {
+            let exposed = self.scheme.expose_name(upstream, &tool.name);
+            if let Some(first) = self.tool_routes.get(&exposed) {
+                warn_shadowed("tool", &exposed, upstream, &first.route.upstream);
+                continue;
+            }
+            let mut tool = tool.clone();
+            let original = Arc::from(&*tool.name);
+            tool.name = exposed.clone().into();
+            self.tool_routes.insert(
+                exposed,
+                ToolRoute {
+                    route: Route {
+                        upstream: upstream.clone(),
+                        original,
+                    },
+                    index: self.tools.len(),
+                },
+            );
+            self.tools.push(tool);
+        }
+    }
+
+    fn add_prompts(&mut self, upstream: &UpstreamName, prompts: &[Prompt]) {
+        for prompt in prompts {
+            let exposed = self.scheme.expose_name(upstream, &prompt.name);
+            if let Some(first) = self.prompt_routes.get(&exposed) {
+                warn_shadowed("prompt", &exposed, upstream, &first.upstream);
+                continue;
+            }
+            let mut prompt = prompt.clone();
+            let original = Arc::from(std::mem::replace(&mut prompt.name, exposed.clone()));
+            self.prompt_routes.insert(
+                exposed,
+                Route {
+                    upstream: upstream.clone(),
+                    original,
+                },
+            );
+            self.prompts.push(prompt);
+        }
+    }
+
+    fn add_resources(&mut self, upstream: &UpstreamName, part: &UpstreamCatalog) {
+        let prefixed = self.scheme.is_prefixed();
+        for resource in &part.resources {
+            if !prefixed {
+                if let Some(first) = self.resource_owners.get(&resource.uri) {
+                    warn_shadowed("resource", &resource.uri, upstream, first);
+                    continue;
+                }
+                self.resource_owners
+                    .insert(resource.uri.clone(), upstream.clone());
+            }
+            let mut resource = resource.clone();
+            resource.uri = self.scheme.expose_uri(upstream, &resource.uri);
+            self.resources.push(resource);
+        }
+        for template in &part.templates {
+            if !prefixed {
+                self.template_owners
+                    .push((TemplatePattern::new(&template.uri_template), upstream.clone()));
+            }
+            let mut template = template.clone();
+            template.uri_template = self.scheme.expose_uri(upstream, &template.uri_template);
+            self.templates.push(template);
+        }
+    }
+
+    pub fn scheme(&self) -> &NameScheme {
+        &self.scheme
+    }
+
+    /// The upstreams whose lists are in this snapshot, in config order.
+    pub fn upstreams(&self) -> &[UpstreamName] {
+        &self.upstreams
+    }
+
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn prompts(&self) -> &[Prompt] {
+        &self.prompts
+    }
+
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    pub fn templates(&self) -> &[ResourceTemplate] {
+        &self.templates
+    }
+
+    /// Instructions of the upstreams, each under its name.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// The route of an exposed tool name.
+    pub fn tool(&self, exposed: &str) -> Option<&Route> {
+        self.tool_routes.get(exposed).map(|t| &t.route)
+    }
+
+    /// The exposed tool `exposed`, by reference.
+    pub fn tool_definition(&self, exposed: &str) -> Option<&Tool> {
+        self.tool_routes.get(exposed).map(|t| &self.tools[t.index])
+    }
+
+    /// The input schema of an exposed tool; a cheap shared pointer.
+    pub fn tool_schema(&self, exposed: &str) -> Option<Arc<JsonObject>> {
+        self.tool_definition(exposed).map(|t| t.input_schema.clone())
+    }
+
+    /// The route of an exposed prompt name.
+    pub fn prompt(&self, exposed: &str) -> Option<&Route> {
+        self.prompt_routes.get(exposed)
+    }
+
+    /// Which upstream owns `uri` and what it calls it. Prefixed, the URI itself says so (listed or
+    /// not, e.g. an expanded template or a link from a tool result); unprefixed, the owner is
+    /// whoever listed it, else whose template matches it, else the only upstream there is.
+    pub fn resolve_uri<'a>(&'a self, uri: &'a str) -> Option<UriRoute<'a>> {
+        if self.scheme.is_prefixed() {
+            let (upstream, original) = self.scheme.split_uri(uri)?;
+            return Some(UriRoute { upstream, original });
+        }
+        let owner = self
+            .resource_owners
+            .get(uri)
+            .or_else(|| {
+                self.template_owners
+                    .iter()
+                    .find(|(pattern, _)| pattern.matches(uri))
+                    .map(|(_, owner)| owner)
+            })
+            .or(match self.upstreams.as_slice() {
+                [only] => Some(only),
+                _ => None,
+            })?;
+        Some(UriRoute {
+            upstream: owner.as_str(),
+            original: uri,
+        })
+    }
+}
+
+fn warn_shadowed(kind: &str, exposed: &str, loser: &UpstreamName, winner: &UpstreamName) {
+    tracing::warn!(
+        %kind, name = %exposed, upstream = %loser, kept = %winner,
+        "two upstreams offer the same {kind} name; keeping the first (use prefix_mode = \"always\" to keep both)"
+    );
+}
+
+fn merge_instructions(parts: &[(UpstreamName, Arc<UpstreamCatalog>)]) -> Option<String> {
+    let sections: Vec<String> = parts
+        .iter()
+        .filter_map(|(name, part)| {
+            let text = part.instructions.as_deref()?.trim();
+            (!text.is_empty()).then(|| format!("## {name}\n{text}"))
+        })
+        .collect();
+    (!sections.is_empty()).then(|| sections.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests;

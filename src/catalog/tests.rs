@@ -1,0 +1,164 @@
+//! Catalog merge: naming, order, pass-through of fields, collisions and URI routing.
+
+use std::{collections::HashSet, sync::Arc};
+
+use proptest::prelude::*;
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool, ToolAnnotations};
+use serde_json::json;
+
+use super::*;
+
+fn up(name: &str) -> UpstreamName {
+    UpstreamName::new(name).unwrap()
+}
+
+fn tool(name: &str) -> Tool {
+    let schema = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+    let serde_json::Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    Tool::new(name.to_owned(), format!("{name} does things"), schema)
+}
+
+fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalog> {
+    Arc::new(UpstreamCatalog {
+        tools: tools.iter().map(|t| tool(t)).collect(),
+        prompts: tools
+            .iter()
+            .map(|t| Prompt::new(format!("{t}_prompt"), Some("p"), None))
+            .collect(),
+        resources: uris.iter().map(|u| Resource::new(*u, "r")).collect(),
+        templates: templates
+            .iter()
+            .map(|t| ResourceTemplate::new(*t, "t"))
+            .collect(),
+        instructions: None,
+    })
+}
+
+fn names(catalog: &Catalog) -> Vec<&str> {
+    catalog.tools().iter().map(|t| &*t.name).collect()
+}
+
+#[test]
+fn prefixed_merge_keeps_config_order_and_both_colliding_tools() {
+    let parts = [
+        (up("zeta"), part(&["echo", "add"], &["file:///a"], &["test://t/{id}"])),
+        (up("alpha"), part(&["echo"], &["file:///a"], &[])),
+    ];
+    let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
+    assert_eq!(names(&catalog), ["zeta__echo", "zeta__add", "alpha__echo"]);
+    let route = catalog.tool("alpha__echo").unwrap();
+    assert_eq!((route.upstream.as_str(), &*route.original), ("alpha", "echo"));
+    assert!(catalog.tool("echo").is_none());
+    assert_eq!(catalog.prompt("zeta__add_prompt").unwrap().original.as_ref(), "add_prompt");
+
+    let uris: Vec<_> = catalog.resources().iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["zeta+file:///a", "alpha+file:///a"]);
+    assert_eq!(catalog.templates()[0].uri_template, "zeta+test://t/{id}");
+    assert_eq!(
+        catalog.resolve_uri("zeta+test://t/7"),
+        Some(UriRoute {
+            upstream: "zeta",
+            original: "test://t/7"
+        })
+    );
+    assert_eq!(catalog.resolve_uri("file:///a"), None);
+}
+
+#[test]
+fn fields_pass_through_unchanged() {
+    let mut original = tool("search");
+    original.title = Some("Search".into());
+    original.annotations = Some(ToolAnnotations::new().read_only(true));
+    let meta: rmcp::model::JsonObject =
+        serde_json::from_value(json!({"vendor/x": [1, 2]})).unwrap();
+    original.meta = Some(rmcp::model::MetaObject(meta));
+    let parts = [(
+        up("web"),
+        Arc::new(UpstreamCatalog {
+            tools: vec![original.clone()],
+            ..UpstreamCatalog::default()
+        }),
+    )];
+    let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
+    let exposed = catalog.tool_definition("web__search").unwrap();
+    let mut expected = serde_json::to_value(&original).unwrap();
+    expected["name"] = json!("web__search");
+    assert_eq!(serde_json::to_value(exposed).unwrap(), expected);
+    assert!(Arc::ptr_eq(
+        &catalog.tool_schema("web__search").unwrap(),
+        &original.input_schema
+    ));
+}
+
+#[test]
+fn unprefixed_first_upstream_wins_and_uris_route_by_listing_or_template() {
+    let parts = [
+        (up("a"), part(&["echo"], &["mem://one"], &["test://template/{id}/data"])),
+        (up("b"), part(&["echo", "other"], &["mem://one", "mem://two"], &[])),
+    ];
+    let catalog = Catalog::build(NameScheme::unprefixed(), &parts);
+    assert_eq!(names(&catalog), ["echo", "other"]);
+    assert_eq!(catalog.tool("echo").unwrap().upstream.as_str(), "a");
+    assert_eq!(catalog.tool("other").unwrap().upstream.as_str(), "b");
+    assert_eq!(catalog.resources().len(), 2, "the shadowed mem://one is left out");
+    assert_eq!(catalog.resolve_uri("mem://two").unwrap().upstream, "b");
+    assert_eq!(catalog.resolve_uri("test://template/9/data").unwrap().upstream, "a");
+    assert_eq!(catalog.resolve_uri("mem://unlisted"), None, "two owners possible");
+
+    let single = Catalog::build(NameScheme::unprefixed(), &parts[..1]);
+    let route = single.resolve_uri("mem://unlisted").unwrap();
+    assert_eq!((route.upstream, route.original), ("a", "mem://unlisted"));
+}
+
+#[test]
+fn instructions_are_merged_under_upstream_names() {
+    let mut with = UpstreamCatalog::default();
+    with.instructions = Some("Use search first.".into());
+    let parts = [
+        (up("web"), Arc::new(with)),
+        (up("quiet"), Arc::new(UpstreamCatalog::default())),
+    ];
+    let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
+    assert_eq!(catalog.instructions(), Some("## web\nUse search first."));
+    assert_eq!(Catalog::empty(NameScheme::unprefixed()).instructions(), None);
+}
+
+proptest! {
+    /// Every exposed tool name is unique and routes back to an upstream that listed that tool.
+    #[test]
+    fn merge_without_duplicates(
+        lists in proptest::collection::vec(proptest::collection::vec("[a-c]{1,2}", 0..6), 1..4),
+        prefixed in any::<bool>(),
+    ) {
+        let parts: Vec<_> = lists
+            .iter()
+            .enumerate()
+            .map(|(i, tools)| {
+                let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
+                (up(&format!("u{i}")), part(&tools, &[], &[]))
+            })
+            .collect();
+        let scheme = if prefixed { NameScheme::prefixed("__") } else { NameScheme::unprefixed() };
+        let catalog = Catalog::build(scheme, &parts);
+        let mut seen = HashSet::new();
+        for tool in catalog.tools() {
+            prop_assert!(seen.insert(tool.name.to_string()), "duplicate {}", tool.name);
+            let route = catalog.tool(&tool.name).unwrap();
+            let (_, listed) = parts.iter().find(|(n, _)| *n == route.upstream).unwrap();
+            prop_assert!(listed.tools.iter().any(|t| *t.name == *route.original));
+        }
+        let distinct: HashSet<(usize, &String)> = lists
+            .iter()
+            .enumerate()
+            .flat_map(|(i, tools)| tools.iter().map(move |t| (i, t)))
+            .collect();
+        let expected = if prefixed {
+            distinct.len()
+        } else {
+            distinct.iter().map(|(_, t)| *t).collect::<HashSet<_>>().len()
+        };
+        prop_assert_eq!(catalog.tools().len(), expected);
+    }
+}

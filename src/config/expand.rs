@@ -1,0 +1,143 @@
+//! Placeholder expansion in configuration values: `${env:NAME}`, `${env:NAME:-default}` and
+//! `${switchyard}` (this executable), with `$${` for a literal `${`.
+//!
+//! Expansion happens once, at load time, so secrets can stay in the environment instead of the
+//! file. An unset variable without a default is an error, never an empty string.
+
+use std::path::Path;
+
+/// Where placeholder values come from: the process environment in production, a map in tests.
+pub trait Vars {
+    fn env(&self, name: &str) -> Option<String>;
+    /// The path of the running Switchyard executable, for `${switchyard}`.
+    fn self_exe(&self) -> Option<String>;
+}
+
+/// The real process environment.
+pub struct ProcessVars;
+
+impl Vars for ProcessVars {
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    fn self_exe(&self) -> Option<String> {
+        std::env::current_exe()
+            .ok()
+            .as_deref()
+            .and_then(Path::to_str)
+            .map(str::to_owned)
+    }
+}
+
+/// Expands every placeholder in `value`; the error says which placeholder failed and why.
+pub fn expand(value: &str, vars: &dyn Vars) -> Result<String, String> {
+    if !value.contains('$') {
+        return Ok(value.to_owned());
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            out.push_str("${");
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("${") {
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("unterminated placeholder `${{{after}`"))?;
+            out.push_str(&resolve(&after[..end], vars)?);
+            rest = &after[end + 1..];
+        } else {
+            out.push('$');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn resolve(placeholder: &str, vars: &dyn Vars) -> Result<String, String> {
+    if placeholder == "switchyard" {
+        return vars
+            .self_exe()
+            .ok_or_else(|| "cannot determine the path of the switchyard executable".into());
+    }
+    let Some(spec) = placeholder.strip_prefix("env:") else {
+        return Err(format!(
+            "unsupported placeholder `${{{placeholder}}}`; use `${{env:NAME}}`, \
+             `${{env:NAME:-default}}` or `${{switchyard}}` (write `$${{` for a literal `${{`)"
+        ));
+    };
+    let (name, default) = match spec.split_once(":-") {
+        Some((name, default)) => (name, Some(default)),
+        None => (spec, None),
+    };
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(format!("`{name}` is not a valid environment variable name"));
+    }
+    match (vars.env(name), default) {
+        (Some(value), _) => Ok(value),
+        (None, Some(default)) => Ok(default.to_owned()),
+        (None, None) => Err(format!("environment variable `{name}` is not set")),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Fixed variables for tests.
+    pub(crate) struct MapVars(pub HashMap<&'static str, &'static str>);
+
+    impl Vars for MapVars {
+        fn env(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+        fn self_exe(&self) -> Option<String> {
+            Some("/opt/switchyard/bin/switchyard".into())
+        }
+    }
+
+    fn vars() -> MapVars {
+        MapVars(HashMap::from([("TOKEN", "s3cret"), ("EMPTY", "")]))
+    }
+
+    #[test]
+    fn expands_env_and_defaults() {
+        let v = vars();
+        assert_eq!(expand("Bearer ${env:TOKEN}", &v).unwrap(), "Bearer s3cret");
+        assert_eq!(expand("${env:MISSING:-fallback}", &v).unwrap(), "fallback");
+        assert_eq!(expand("${env:EMPTY:-fallback}", &v).unwrap(), "");
+        assert_eq!(expand("a${env:TOKEN}b${env:TOKEN}", &v).unwrap(), "as3cretbs3cret");
+        assert_eq!(
+            expand("${switchyard}", &v).unwrap(),
+            "/opt/switchyard/bin/switchyard"
+        );
+    }
+
+    #[test]
+    fn leaves_plain_dollars_and_escapes() {
+        let v = vars();
+        assert_eq!(expand("cost: $5", &v).unwrap(), "cost: $5");
+        assert_eq!(expand("$${env:TOKEN}", &v).unwrap(), "${env:TOKEN}");
+        assert_eq!(expand("trailing $", &v).unwrap(), "trailing $");
+    }
+
+    #[test]
+    fn reports_what_failed() {
+        let v = vars();
+        assert!(expand("${env:MISSING}", &v).unwrap_err().contains("`MISSING` is not set"));
+        assert!(expand("${workspaceFolder}", &v)
+            .unwrap_err()
+            .contains("unsupported placeholder `${workspaceFolder}`"));
+        assert!(expand("${env:TOKEN", &v).unwrap_err().contains("unterminated"));
+        assert!(expand("${env:BAD-NAME}", &v).unwrap_err().contains("not a valid"));
+    }
+}

@@ -1,0 +1,208 @@
+//! Configuration: parse (TOML, or an MCP client's `mcpServers` JSON) → validate → runtime types.
+//!
+//! `load` is the only entry point. It never returns a half-valid config: every problem found is
+//! reported at once, each with the file and the key path, and the caller keeps what it had.
+
+mod expand;
+mod mcp_json;
+mod raw;
+mod validate;
+
+use std::{
+    fmt,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use http::{HeaderName, HeaderValue};
+use url::Url;
+
+pub use expand::{ProcessVars, Vars};
+pub use validate::check_separator;
+
+use crate::names::UpstreamName;
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was loaded from.
+    pub source: PathBuf,
+    pub server: ServerSettings,
+    pub catalog: CatalogSettings,
+    /// Enabled upstreams, in file order (which is also the catalog order).
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// The downstream MCP endpoint.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub listen: SocketAddr,
+    pub endpoint_path: String,
+    /// `Host` values accepted (DNS-rebinding guard); empty accepts any.
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted when a request carries one; empty accepts any.
+    pub allowed_origins: Vec<String>,
+    /// A session with no traffic for this long is closed with its upstream sessions.
+    pub session_idle_timeout: Duration,
+    pub max_request_body_bytes: usize,
+}
+
+/// How upstream catalogs are merged into one.
+#[derive(Debug, Clone)]
+pub struct CatalogSettings {
+    pub prefix_mode: PrefixMode,
+    /// Between the upstream name and the tool or prompt name; never empty, and always holds a
+    /// character that upstream names cannot contain, so the first occurrence splits a name.
+    pub separator: String,
+}
+
+/// When tool and prompt names (and resource URIs) carry their upstream's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixMode {
+    Always,
+    /// Only when more than one upstream is configured.
+    Conditional,
+    Never,
+}
+
+/// One upstream MCP server.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub name: UpstreamName,
+    pub transport: TransportConfig,
+    pub session: SessionMode,
+    pub connect_timeout: Duration,
+    pub discovery_timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub enum TransportConfig {
+    Stdio(StdioConfig),
+    StreamableHttp(HttpConfig),
+}
+
+/// A local server started as a child process speaking newline-delimited JSON-RPC.
+#[derive(Debug, Clone)]
+pub struct StdioConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to (not replacing) the gateway's own environment.
+    pub env: Vec<(String, String)>,
+    /// Working directory; relative paths were resolved against the config file's directory.
+    pub cwd: Option<PathBuf>,
+    /// With `session = "per_client"`: the most processes alive at once.
+    pub max_processes: usize,
+}
+
+/// A remote server on the streamable HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub url: Url,
+    /// Sent on every request to this upstream.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Whether downstream sessions share one upstream session or each get their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionMode {
+    Shared,
+    PerClient,
+}
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: cannot read the file: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}", format_problems(path, problems))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+/// One thing wrong with a configuration, located by its key path (`upstreams.github.url`) or,
+/// for syntax errors, by line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.key, self.message)
+        }
+    }
+}
+
+fn format_problems(path: &Path, problems: &[Problem]) -> String {
+    let mut out = format!(
+        "{}: {} problem{} in the configuration:",
+        path.display(),
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for problem in problems {
+        out.push_str("\n  - ");
+        out.push_str(&problem.to_string());
+    }
+    out
+}
+
+/// The two accepted file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Toml,
+    McpJson,
+}
+
+impl Format {
+    /// By extension when it is telling, else by the first non-blank character.
+    fn detect(path: &Path, text: &str) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("toml") => Self::Toml,
+            Some(ext) if ext.eq_ignore_ascii_case("json") => Self::McpJson,
+            _ if text.trim_start().starts_with('{') => Self::McpJson,
+            _ => Self::Toml,
+        }
+    }
+}
+
+/// Loads and validates `path`, expanding placeholders from the process environment.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, &ProcessVars)
+}
+
+/// Loads and validates `path`, taking placeholder values from `vars`.
+pub fn load_with(path: &Path, vars: &dyn Vars) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_str(path, &text, vars)
+}
+
+/// Validates configuration `text` as if it had been read from `path`.
+pub fn parse_str(path: &Path, text: &str, vars: &dyn Vars) -> Result<Config, ConfigError> {
+    let invalid = |problems| ConfigError::Invalid {
+        path: path.to_owned(),
+        problems,
+    };
+    let parsed = match Format::detect(path, text) {
+        Format::Toml => validate::parse_toml(text),
+        Format::McpJson => mcp_json::parse(text),
+    }
+    .map_err(invalid)?;
+    validate::validate(parsed, path, vars).map_err(invalid)
+}
+
+#[cfg(test)]
+mod tests;

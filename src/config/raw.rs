@@ -1,0 +1,127 @@
+//! The configuration as written: serde structures for the TOML file, before validation.
+//!
+//! Everything is optional and loosely typed (strings for enums, floats for seconds) so that
+//! `validate` can report every problem at once with its key path, instead of stopping at the
+//! first one. Unknown keys are collected by `serde_ignored` in `load`, not rejected here.
+
+use std::{collections::HashSet, fmt, marker::PhantomData};
+
+use serde::{
+    Deserialize, Deserializer,
+    de::{MapAccess, Visitor},
+};
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub server: RawServer,
+    #[serde(default)]
+    pub catalog: RawCatalog,
+    #[serde(default)]
+    pub upstream_defaults: RawUpstreamDefaults,
+    #[serde(default)]
+    pub upstreams: Entries<RawUpstream>,
+}
+
+/// `[server]`: the downstream endpoint.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawServer {
+    pub listen: Option<String>,
+    pub endpoint_path: Option<String>,
+    pub allowed_hosts: Option<Vec<String>>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub session_idle_timeout_seconds: Option<f64>,
+    pub max_request_body_bytes: Option<u64>,
+}
+
+/// `[catalog]`: how upstream names are merged.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawCatalog {
+    pub prefix_mode: Option<String>,
+    pub separator: Option<String>,
+}
+
+/// `[upstream_defaults]`: values every upstream inherits unless it sets its own.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawUpstreamDefaults {
+    pub connect_timeout_seconds: Option<f64>,
+    pub discovery_timeout_seconds: Option<f64>,
+}
+
+/// `[upstreams.NAME]`: one upstream server. Transport-specific keys are all here, flat, and
+/// `validate` checks that each one fits the chosen transport.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawUpstream {
+    pub transport: Option<String>,
+    /// The key `transport` was read from, for problems (the JSON form calls it `type`).
+    #[serde(skip)]
+    pub transport_key: Option<&'static str>,
+    pub enabled: Option<bool>,
+    // stdio
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<Entries<String>>,
+    pub cwd: Option<String>,
+    pub max_processes: Option<u32>,
+    // streamable_http
+    pub url: Option<String>,
+    pub headers: Option<Entries<String>>,
+    // both
+    pub session: Option<String>,
+    pub connect_timeout_seconds: Option<f64>,
+    pub discovery_timeout_seconds: Option<f64>,
+}
+
+/// A map that keeps its keys in file order and remembers keys given more than once (JSON allows
+/// duplicates syntactically; TOML rejects them while parsing).
+#[derive(Debug)]
+pub struct Entries<T> {
+    pub items: Vec<(String, T)>,
+    pub duplicates: Vec<String>,
+}
+
+impl<T> Default for Entries<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            duplicates: Vec::new(),
+        }
+    }
+}
+
+impl<T> Entries<T> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        self.items.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EntriesVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for EntriesVisitor<T> {
+            type Value = Entries<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Entries::default();
+                let mut seen = HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value::<T>()?;
+                    if seen.insert(key.clone()) {
+                        entries.items.push((key, value));
+                    } else {
+                        entries.duplicates.push(key);
+                    }
+                }
+                Ok(entries)
+            }
+        }
+
+        deserializer.deserialize_map(EntriesVisitor(PhantomData))
+    }
+}

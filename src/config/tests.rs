@@ -1,0 +1,285 @@
+//! Config loading: both formats, defaults, placeholders, and every problem reported at once.
+
+use std::{collections::HashMap, path::Path, time::Duration};
+
+use super::{
+    ConfigError, PrefixMode, SessionMode, TransportConfig, expand::tests::MapVars, parse_str,
+};
+
+fn vars() -> MapVars {
+    MapVars(HashMap::from([("GH_TOKEN", "ghp_123"), ("HOME", "/home/u")]))
+}
+
+fn load(name: &str, text: &str) -> Result<super::Config, ConfigError> {
+    parse_str(Path::new(name), text, &vars())
+}
+
+/// The problems of a failed load, as `key: message` lines.
+fn problems(name: &str, text: &str) -> Vec<String> {
+    match load(name, text) {
+        Ok(_) => panic!("expected {name} to be rejected"),
+        Err(ConfigError::Invalid { problems, .. }) => {
+            problems.iter().map(ToString::to_string).collect()
+        }
+        Err(other) => panic!("unexpected error {other}"),
+    }
+}
+
+fn assert_has(problems: &[String], expected: &str) {
+    assert!(
+        problems.iter().any(|p| p.contains(expected)),
+        "no problem contains {expected:?}; got:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn toml_with_every_option() {
+    let config = load(
+        "/etc/switchyard/switchyard.toml",
+        r#"
+        [server]
+        listen = "0.0.0.0:9000"
+        endpoint_path = "/gateway/mcp"
+        allowed_hosts = ["mcp.example.com"]
+        allowed_origins = ["https://app.example.com", "http://localhost:*"]
+        session_idle_timeout_seconds = 60
+        max_request_body_bytes = 65536
+
+        [catalog]
+        prefix_mode = "conditional"
+        separator = "."
+
+        [upstream_defaults]
+        connect_timeout_seconds = 5
+        discovery_timeout_seconds = 2.5
+
+        [upstreams.github]
+        url = "https://api.example.com/mcp"
+        headers = { Authorization = "Bearer ${env:GH_TOKEN}" }
+
+        [upstreams.files]
+        transport = "stdio"
+        command = "mcp-files"
+        args = ["--root", "${env:HOME}/docs"]
+        env = { LOG = "debug" }
+        cwd = "data"
+        session = "per_client"
+        max_processes = 4
+        connect_timeout_seconds = 1
+
+        [upstreams.off]
+        command = "never-run"
+        enabled = false
+        "#,
+    )
+    .unwrap();
+
+    assert_eq!(config.server.listen.to_string(), "0.0.0.0:9000");
+    assert_eq!(config.server.endpoint_path, "/gateway/mcp");
+    assert_eq!(config.server.allowed_hosts, ["mcp.example.com"]);
+    assert_eq!(config.server.session_idle_timeout, Duration::from_secs(60));
+    assert_eq!(config.server.max_request_body_bytes, 65536);
+    assert_eq!(config.catalog.prefix_mode, PrefixMode::Conditional);
+    assert_eq!(config.catalog.separator, ".");
+
+    let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["github", "files"], "file order, disabled left out");
+
+    let github = &config.upstreams[0];
+    assert_eq!(github.session, SessionMode::PerClient, "http defaults to per_client");
+    assert_eq!(github.connect_timeout, Duration::from_secs(5));
+    assert_eq!(github.discovery_timeout, Duration::from_millis(2500));
+    let TransportConfig::StreamableHttp(http) = &github.transport else {
+        panic!("github should be http");
+    };
+    assert_eq!(http.url.as_str(), "https://api.example.com/mcp");
+    assert_eq!(http.headers[0].0, "authorization");
+    assert_eq!(http.headers[0].1, "Bearer ghp_123");
+    assert!(http.headers[0].1.is_sensitive());
+
+    let files = &config.upstreams[1];
+    assert_eq!(files.session, SessionMode::PerClient);
+    assert_eq!(files.connect_timeout, Duration::from_secs(1));
+    let TransportConfig::Stdio(stdio) = &files.transport else {
+        panic!("files should be stdio");
+    };
+    assert_eq!(stdio.command, "mcp-files");
+    assert_eq!(stdio.args, ["--root", "/home/u/docs"]);
+    assert_eq!(stdio.env, [("LOG".to_owned(), "debug".to_owned())]);
+    assert_eq!(stdio.cwd.as_deref(), Some(Path::new("/etc/switchyard/data")));
+    assert_eq!(stdio.max_processes, 4);
+}
+
+#[test]
+fn defaults_for_an_almost_empty_file() {
+    let config = load("s.toml", "[upstreams.demo]\ncommand = \"demo\"\n").unwrap();
+    assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(config.server.endpoint_path, "/mcp");
+    assert_eq!(config.catalog.prefix_mode, PrefixMode::Always);
+    assert_eq!(config.catalog.separator, "__");
+    assert_eq!(config.upstreams[0].session, SessionMode::Shared, "stdio is shared");
+    assert_eq!(config.upstreams[0].connect_timeout, Duration::from_secs(30));
+}
+
+#[test]
+fn every_problem_at_once_with_key_paths() {
+    let found = problems(
+        "bad.toml",
+        r#"
+        colour = "blue"
+
+        [server]
+        listen = "localhost"
+        endpoint_path = "mcp"
+        allowed_origins = ["app.example.com"]
+
+        [catalog]
+        prefix_mode = "sometimes"
+        separator = "-"
+
+        [upstreams.GitHub]
+        url = "ftp://example.com"
+        headers = { "Mcp-Session-Id" = "x", "Bad Header" = "y" }
+        retries = 3
+
+        [upstreams.files]
+        command = "files"
+        url = "http://example.com"
+
+        [upstreams.secret]
+        transport = "stdio"
+        command = "${env:MISSING_SECRET}"
+        url = "http://example.com"
+        session = "sometimes"
+        connect_timeout_seconds = -1
+
+        [upstreams.neither]
+        "#,
+    );
+    for expected in [
+        "colour: unknown key",
+        "upstreams.GitHub.retries: unknown key",
+        "server.listen: `localhost` is not an address",
+        "server.endpoint_path: `mcp` must start with `/`",
+        "server.allowed_origins[0]: `app.example.com` is not an origin",
+        "catalog.prefix_mode: `sometimes` is not one of",
+        "catalog.separator: `-` must contain a character",
+        "upstreams.GitHub: upstream name `GitHub` contains 'G'",
+        "upstreams.GitHub.url: `ftp://example.com` must be an http:// or https:// URL",
+        "upstreams.GitHub.headers.Mcp-Session-Id: is set by the MCP transport",
+        "upstreams.GitHub.headers.\"Bad Header\": is not a valid HTTP header name",
+        "upstreams.files: has both `command` and `url`",
+        "upstreams.secret.command: environment variable `MISSING_SECRET` is not set",
+        "upstreams.secret.url: does not apply to transport `stdio`",
+        "upstreams.secret.session: `sometimes` is not one of",
+        "upstreams.secret.connect_timeout_seconds: must be a positive number",
+        "upstreams.neither: needs `command`",
+    ] {
+        assert_has(&found, expected);
+    }
+    assert_eq!(found.len(), 17, "{}", found.join("\n"));
+}
+
+#[test]
+fn error_message_names_the_file() {
+    let err = load("/srv/bad.toml", "[upstreams.x]\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("/srv/bad.toml: 1 problem in the configuration:"), "{text}");
+    assert!(text.contains("upstreams.x: needs `command`"), "{text}");
+}
+
+#[test]
+fn toml_syntax_and_type_errors_are_located() {
+    assert_has(
+        &problems("s.toml", "[server]\nlisten = \n"),
+        "line 2, column 10: syntax error",
+    );
+    assert_has(
+        &problems("s.toml", "[upstreams.a]\nurl = \"http://x\"\n[upstreams.a]\n"),
+        "syntax error",
+    );
+    assert_has(
+        &problems("s.toml", "[upstreams.a]\ncommand = \"x\"\nargs = \"--flag\"\n"),
+        "upstreams.a.args: invalid type: string \"--flag\", expected a sequence",
+    );
+}
+
+const CLAUDE_DESKTOP: &str = r#"{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+      "env": { "TOKEN": "${env:GH_TOKEN}" },
+      "autoApprove": ["read_file"]
+    },
+    "remote": {
+      "url": "https://mcp.example.com/mcp",
+      "headers": { "X-Api-Key": "k" }
+    },
+    "vscode-http": { "type": "http", "url": "http://127.0.0.1:3000/mcp" },
+    "old": { "command": "old", "disabled": true }
+  }
+}"#;
+
+#[test]
+fn mcp_servers_json() {
+    let config = load("claude_desktop_config.json", CLAUDE_DESKTOP).unwrap();
+    let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["filesystem", "remote", "vscode-http"]);
+    let TransportConfig::Stdio(fs) = &config.upstreams[0].transport else {
+        panic!("filesystem is stdio");
+    };
+    assert_eq!(fs.command, "npx");
+    assert_eq!(fs.env, [("TOKEN".to_owned(), "ghp_123".to_owned())]);
+    let TransportConfig::StreamableHttp(remote) = &config.upstreams[1].transport else {
+        panic!("remote is http");
+    };
+    assert_eq!(remote.headers[0].0, "x-api-key");
+    assert!(matches!(
+        config.upstreams[2].transport,
+        TransportConfig::StreamableHttp(_)
+    ));
+}
+
+#[test]
+fn json_is_detected_by_content_and_vscode_servers_key_works() {
+    let text = r#"  {"servers": {"a": {"type": "stdio", "command": "a"}}}"#;
+    let config = load("mcp.conf", text).unwrap();
+    assert_eq!(config.upstreams[0].name.as_str(), "a");
+}
+
+#[test]
+fn json_problems_use_json_key_paths() {
+    let found = problems(
+        "mcp.json",
+        r#"{"mcpServers": {
+            "Bad Name": {"command": "x"},
+            "a": {"command": "x", "bogus": 1},
+            "b": {"type": "websocket", "url": "ws://x"},
+            "a": {"command": "y"}
+        }, "extra": true}"#,
+    );
+    for expected in [
+        "mcpServers.\"Bad Name\": upstream name `Bad Name` contains 'B'",
+        "mcpServers.a.bogus: unknown key",
+        "mcpServers.b.type: `websocket` is not a supported transport",
+        "mcpServers.a: this upstream is defined more than once",
+        "extra: unknown key",
+    ] {
+        assert_has(&found, expected);
+    }
+}
+
+#[test]
+fn json_syntax_errors_are_located() {
+    assert_has(
+        &problems("mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": }\n  }\n}"),
+        "mcpServers.a.command (line 3, column 22): expected value",
+    );
+    assert_has(
+        &problems("mcp.json", "{\"mcpServers\": {}} }"),
+        "line 1, column 20: syntax error: trailing characters",
+    );
+    assert_has(&problems("mcp.json", "{\"other\": 1}"), "no `mcpServers` object");
+}

@@ -1,0 +1,4 @@
+//! Switchyard: an MCP gateway.
+pub mod catalog;
+pub mod config;
+pub mod names;

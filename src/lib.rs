@@ -1,4 +1,52 @@
-//! Switchyard: an MCP gateway.
+//! Switchyard: an MCP gateway. It connects, as an MCP client, to many upstream MCP servers
+//! (local processes over stdio, remote servers over streamable HTTP) and serves their merged,
+//! server-prefixed catalog of tools, prompts and resources as one streamable-HTTP MCP endpoint.
+//!
+//! # Layout
+//!
+//! The module tree follows the path of a request:
+//!
+//! | module     | owns                                                                          |
+//! |------------|-------------------------------------------------------------------------------|
+//! | `front`    | the HTTP listener: the MCP endpoint (rmcp's streamable-HTTP service), `/healthz` |
+//! | `session`  | one rmcp `ServerHandler` per downstream session, and that session's upstream sessions |
+//! | `router`   | exposed name or URI → owning upstream; forwarding with the original name restored |
+//! | `catalog`  | the merged, immutable catalog snapshot and the reversible naming scheme       |
+//! | `upstream` | per-upstream state, transports (stdio, streamable HTTP), discovery, supervision |
+//!
+//! Beside the path: `config` (parse → validate → runtime types), `gateway` (the shared state:
+//! config, upstreams, catalog in an `ArcSwap`), `error` (errors by side, mapped to JSON-RPC in
+//! one place), `names` (identifier newtypes) and `demo` (the demo server that ships with
+//! Switchyard).
+//!
+//! # The life of a `tools/call`
+//!
+//! 1. `front`: hyper accepts the POST; axum hands it to `McpEndpoint`, which passes it to rmcp's
+//!    `StreamableHttpService`. rmcp checks Host/Origin, headers and the session id, parses the
+//!    JSON-RPC message and dispatches it to the session's handler task.
+//! 2. `session::SessionHandler::call_tool` picks the connection source: the session's own
+//!    upstream sessions, or the shared ones for stateless (2026-07-28) requests.
+//! 3. `router::call_tool` loads the catalog snapshot (no lock), looks up the exposed name, copies
+//!    out the route (upstream name and original tool name, both shared pointers) and lets go of
+//!    the snapshot.
+//! 4. The source returns the connection: the upstream's shared one, or the session's own, opened
+//!    on first use (`session::SessionUpstreams`).
+//! 5. The router restores the original name and sends the request on the rmcp `Peer` of that
+//!    connection, racing the client's cancellation token.
+//! 6. `upstream`: the request goes out over the child's stdin, or as an HTTP POST whose headers
+//!    the connection's `RequestHook` fills in.
+//! 7. The result comes back unchanged; an upstream JSON-RPC error passes through, a transport
+//!    failure becomes an error naming the upstream (`error::GatewayError`).
+
 pub mod catalog;
 pub mod config;
+pub mod demo;
+pub mod error;
+pub mod front;
+pub mod gateway;
 pub mod names;
+pub mod router;
+pub mod session;
+pub mod upstream;
+
+pub use gateway::Gateway;

@@ -1,1 +1,145 @@
-fn main() {}
+//! The `switchyard` command: run the gateway, check a configuration, or serve the demo server.
+
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use switchyard::{Gateway, config, demo, front};
+
+/// The configuration loaded when `-c` is not given.
+const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
+
+#[derive(Parser)]
+#[command(
+    name = "switchyard",
+    version,
+    about = "An MCP gateway: many MCP servers behind one endpoint"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Args, Clone)]
+struct RunArgs {
+    /// Configuration file: Switchyard TOML, or an MCP client's `mcpServers` JSON.
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on, overriding the configuration (e.g. 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway (the default).
+    Run(RunArgs),
+    /// Validate a configuration and exit: 0 if it is valid, 1 with every problem if not.
+    Check {
+        #[arg(short, long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Serve the demo MCP server on stdin/stdout.
+    DemoServer,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("switchyard: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            None => run(cli.run).await,
+            Some(Command::Run(args)) => run(args).await,
+            Some(Command::Check { config }) => check(config),
+            Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("switchyard: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr (stdout is the protocol channel of `demo-server`); `RUST_LOG` filters them.
+fn init_logging() {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let path = args.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+    let mut config = config::load(&path)?;
+    if let Some(listen) = args.listen {
+        config.server.listen = listen;
+    }
+    let listen = config.server.listen;
+    let endpoint = config.server.endpoint_path.clone();
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let gateway = Gateway::start(config);
+    tracing::info!(
+        config = %path.display(),
+        "serving MCP on http://{}{endpoint}",
+        listener.local_addr()?
+    );
+    front::serve(listener, gateway.clone(), shutdown_signal()).await?;
+    gateway.shutdown();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn check(path: PathBuf) -> anyhow::Result<()> {
+    let config = config::load(&path)?;
+    println!(
+        "{}: valid; {} upstream{} ({})",
+        path.display(),
+        config.upstreams.len(),
+        if config.upstreams.len() == 1 { "" } else { "s" },
+        config
+            .upstreams
+            .iter()
+            .map(|u| u.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+}

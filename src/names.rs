@@ -123,7 +123,11 @@ mod tests {
             assert!(err.contains(reason), "{name}: {err}");
         }
         let long = "a".repeat(33);
-        assert!(UpstreamName::new(&long).unwrap_err().contains("limit is 32"));
+        assert!(
+            UpstreamName::new(&long)
+                .unwrap_err()
+                .contains("limit is 32")
+        );
     }
 
     #[test]

@@ -157,8 +157,10 @@ impl Catalog {
         }
         for template in &part.templates {
             if !prefixed {
-                self.template_owners
-                    .push((TemplatePattern::new(&template.uri_template), upstream.clone()));
+                self.template_owners.push((
+                    TemplatePattern::new(&template.uri_template),
+                    upstream.clone(),
+                ));
             }
             let mut template = template.clone();
             template.uri_template = self.scheme.expose_uri(upstream, &template.uri_template);
@@ -208,7 +210,8 @@ impl Catalog {
 
     /// The input schema of an exposed tool; a cheap shared pointer.
     pub fn tool_schema(&self, exposed: &str) -> Option<Arc<JsonObject>> {
-        self.tool_definition(exposed).map(|t| t.input_schema.clone())
+        self.tool_definition(exposed)
+            .map(|t| t.input_schema.clone())
     }
 
     /// The route of an exposed prompt name.

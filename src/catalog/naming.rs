@@ -58,7 +58,8 @@ impl NameScheme {
     pub fn expose_name(&self, upstream: &UpstreamName, name: &str) -> String {
         match &self.separator {
             Some(sep) => {
-                let mut out = String::with_capacity(upstream.as_str().len() + sep.len() + name.len());
+                let mut out =
+                    String::with_capacity(upstream.as_str().len() + sep.len() + name.len());
                 out.push_str(upstream.as_str());
                 out.push_str(sep);
                 out.push_str(name);
@@ -116,11 +117,23 @@ mod tests {
     fn examples() {
         let scheme = NameScheme::prefixed("__");
         let gh = up("github");
-        assert_eq!(scheme.expose_name(&gh, "create_issue"), "github__create_issue");
-        assert_eq!(scheme.split_name("github__create__issue"), Some(("github", "create__issue")));
+        assert_eq!(
+            scheme.expose_name(&gh, "create_issue"),
+            "github__create_issue"
+        );
+        assert_eq!(
+            scheme.split_name("github__create__issue"),
+            Some(("github", "create__issue"))
+        );
         assert_eq!(scheme.split_name("plain"), None);
-        assert_eq!(scheme.expose_uri(&gh, "file:///a b.md"), "github+file:///a b.md");
-        assert_eq!(scheme.split_uri("github+git+ssh://host/repo"), Some(("github", "git+ssh://host/repo")));
+        assert_eq!(
+            scheme.expose_uri(&gh, "file:///a b.md"),
+            "github+file:///a b.md"
+        );
+        assert_eq!(
+            scheme.split_uri("github+git+ssh://host/repo"),
+            Some(("github", "git+ssh://host/repo"))
+        );
         assert_eq!(
             scheme.expose_uri(&gh, "test://template/{id}/data"),
             "github+test://template/{id}/data"
@@ -130,10 +143,18 @@ mod tests {
     #[test]
     fn mapped_uris_stay_valid_uris() {
         let scheme = NameScheme::prefixed("__");
-        for uri in ["file:///tmp/notes.md", "https://example.com/x?y=1#z", "urn:isbn:0451450523", "test://static-text"] {
+        for uri in [
+            "file:///tmp/notes.md",
+            "https://example.com/x?y=1#z",
+            "urn:isbn:0451450523",
+            "test://static-text",
+        ] {
             let exposed = scheme.expose_uri(&up("fs-2"), uri);
             let parsed = url::Url::parse(&exposed).unwrap_or_else(|e| panic!("{exposed}: {e}"));
-            assert_eq!(parsed.scheme(), format!("fs-2+{}", uri.split(':').next().unwrap()));
+            assert_eq!(
+                parsed.scheme(),
+                format!("fs-2+{}", uri.split(':').next().unwrap())
+            );
         }
     }
 

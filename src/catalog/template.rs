@@ -14,23 +14,25 @@ pub struct TemplatePattern {
 
 impl TemplatePattern {
     pub fn new(template: &str) -> Self {
-        let mut pieces = vec![String::new()];
+        let mut pieces = Vec::new();
+        let mut literal = String::new();
         let mut rest = template;
         while let Some(open) = rest.find('{') {
-            pieces.last_mut().map(|p| p.push_str(&rest[..open]));
+            literal.push_str(&rest[..open]);
             match rest[open..].find('}') {
                 Some(close) => {
-                    pieces.push(String::new());
+                    pieces.push(std::mem::take(&mut literal));
                     rest = &rest[open + close + 1..];
                 }
                 None => {
                     // Not a valid expression: keep the text literally.
-                    pieces.last_mut().map(|p| p.push_str(&rest[open..]));
+                    literal.push_str(&rest[open..]);
                     rest = "";
                 }
             }
         }
-        pieces.last_mut().map(|p| p.push_str(rest));
+        literal.push_str(rest);
+        pieces.push(literal);
         Self { pieces }
     }
 

@@ -43,15 +43,28 @@ fn names(catalog: &Catalog) -> Vec<&str> {
 #[test]
 fn prefixed_merge_keeps_config_order_and_both_colliding_tools() {
     let parts = [
-        (up("zeta"), part(&["echo", "add"], &["file:///a"], &["test://t/{id}"])),
+        (
+            up("zeta"),
+            part(&["echo", "add"], &["file:///a"], &["test://t/{id}"]),
+        ),
         (up("alpha"), part(&["echo"], &["file:///a"], &[])),
     ];
     let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
     assert_eq!(names(&catalog), ["zeta__echo", "zeta__add", "alpha__echo"]);
     let route = catalog.tool("alpha__echo").unwrap();
-    assert_eq!((route.upstream.as_str(), &*route.original), ("alpha", "echo"));
+    assert_eq!(
+        (route.upstream.as_str(), &*route.original),
+        ("alpha", "echo")
+    );
     assert!(catalog.tool("echo").is_none());
-    assert_eq!(catalog.prompt("zeta__add_prompt").unwrap().original.as_ref(), "add_prompt");
+    assert_eq!(
+        catalog
+            .prompt("zeta__add_prompt")
+            .unwrap()
+            .original
+            .as_ref(),
+        "add_prompt"
+    );
 
     let uris: Vec<_> = catalog.resources().iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(uris, ["zeta+file:///a", "alpha+file:///a"]);
@@ -95,17 +108,37 @@ fn fields_pass_through_unchanged() {
 #[test]
 fn unprefixed_first_upstream_wins_and_uris_route_by_listing_or_template() {
     let parts = [
-        (up("a"), part(&["echo"], &["mem://one"], &["test://template/{id}/data"])),
-        (up("b"), part(&["echo", "other"], &["mem://one", "mem://two"], &[])),
+        (
+            up("a"),
+            part(&["echo"], &["mem://one"], &["test://template/{id}/data"]),
+        ),
+        (
+            up("b"),
+            part(&["echo", "other"], &["mem://one", "mem://two"], &[]),
+        ),
     ];
     let catalog = Catalog::build(NameScheme::unprefixed(), &parts);
     assert_eq!(names(&catalog), ["echo", "other"]);
     assert_eq!(catalog.tool("echo").unwrap().upstream.as_str(), "a");
     assert_eq!(catalog.tool("other").unwrap().upstream.as_str(), "b");
-    assert_eq!(catalog.resources().len(), 2, "the shadowed mem://one is left out");
+    assert_eq!(
+        catalog.resources().len(),
+        2,
+        "the shadowed mem://one is left out"
+    );
     assert_eq!(catalog.resolve_uri("mem://two").unwrap().upstream, "b");
-    assert_eq!(catalog.resolve_uri("test://template/9/data").unwrap().upstream, "a");
-    assert_eq!(catalog.resolve_uri("mem://unlisted"), None, "two owners possible");
+    assert_eq!(
+        catalog
+            .resolve_uri("test://template/9/data")
+            .unwrap()
+            .upstream,
+        "a"
+    );
+    assert_eq!(
+        catalog.resolve_uri("mem://unlisted"),
+        None,
+        "two owners possible"
+    );
 
     let single = Catalog::build(NameScheme::unprefixed(), &parts[..1]);
     let route = single.resolve_uri("mem://unlisted").unwrap();
@@ -114,15 +147,20 @@ fn unprefixed_first_upstream_wins_and_uris_route_by_listing_or_template() {
 
 #[test]
 fn instructions_are_merged_under_upstream_names() {
-    let mut with = UpstreamCatalog::default();
-    with.instructions = Some("Use search first.".into());
+    let with = UpstreamCatalog {
+        instructions: Some("Use search first.".into()),
+        ..UpstreamCatalog::default()
+    };
     let parts = [
         (up("web"), Arc::new(with)),
         (up("quiet"), Arc::new(UpstreamCatalog::default())),
     ];
     let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
     assert_eq!(catalog.instructions(), Some("## web\nUse search first."));
-    assert_eq!(Catalog::empty(NameScheme::unprefixed()).instructions(), None);
+    assert_eq!(
+        Catalog::empty(NameScheme::unprefixed()).instructions(),
+        None
+    );
 }
 
 proptest! {

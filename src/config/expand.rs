@@ -74,11 +74,7 @@ fn resolve(placeholder: &str, vars: &dyn Vars) -> Result<String, String> {
         Some((name, default)) => (name, Some(default)),
         None => (spec, None),
     };
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!("`{name}` is not a valid environment variable name"));
     }
     match (vars.env(name), default) {
@@ -115,7 +111,10 @@ pub(crate) mod tests {
         assert_eq!(expand("Bearer ${env:TOKEN}", &v).unwrap(), "Bearer s3cret");
         assert_eq!(expand("${env:MISSING:-fallback}", &v).unwrap(), "fallback");
         assert_eq!(expand("${env:EMPTY:-fallback}", &v).unwrap(), "");
-        assert_eq!(expand("a${env:TOKEN}b${env:TOKEN}", &v).unwrap(), "as3cretbs3cret");
+        assert_eq!(
+            expand("a${env:TOKEN}b${env:TOKEN}", &v).unwrap(),
+            "as3cretbs3cret"
+        );
         assert_eq!(
             expand("${switchyard}", &v).unwrap(),
             "/opt/switchyard/bin/switchyard"
@@ -133,11 +132,25 @@ pub(crate) mod tests {
     #[test]
     fn reports_what_failed() {
         let v = vars();
-        assert!(expand("${env:MISSING}", &v).unwrap_err().contains("`MISSING` is not set"));
-        assert!(expand("${workspaceFolder}", &v)
-            .unwrap_err()
-            .contains("unsupported placeholder `${workspaceFolder}`"));
-        assert!(expand("${env:TOKEN", &v).unwrap_err().contains("unterminated"));
-        assert!(expand("${env:BAD-NAME}", &v).unwrap_err().contains("not a valid"));
+        assert!(
+            expand("${env:MISSING}", &v)
+                .unwrap_err()
+                .contains("`MISSING` is not set")
+        );
+        assert!(
+            expand("${workspaceFolder}", &v)
+                .unwrap_err()
+                .contains("unsupported placeholder `${workspaceFolder}`")
+        );
+        assert!(
+            expand("${env:TOKEN", &v)
+                .unwrap_err()
+                .contains("unterminated")
+        );
+        assert!(
+            expand("${env:BAD-NAME}", &v)
+                .unwrap_err()
+                .contains("not a valid")
+        );
     }
 }

@@ -55,8 +55,13 @@ struct McpJsonServer {
 /// Parses an `mcpServers` JSON document.
 pub fn parse(text: &str) -> Result<Parsed, Vec<Problem>> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let (file, mut problems): (McpJsonFile, _) = deserialize_collecting(&mut de)
-        .map_err(|problems| problems.into_iter().map(locate_json_error).collect::<Vec<_>>())?;
+    let (file, mut problems): (McpJsonFile, _) =
+        deserialize_collecting(&mut de).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(locate_json_error)
+                .collect::<Vec<_>>()
+        })?;
     de.end().map_err(|e| {
         vec![locate_json_error(Problem {
             key: String::new(),

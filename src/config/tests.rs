@@ -7,7 +7,10 @@ use super::{
 };
 
 fn vars() -> MapVars {
-    MapVars(HashMap::from([("GH_TOKEN", "ghp_123"), ("HOME", "/home/u")]))
+    MapVars(HashMap::from([
+        ("GH_TOKEN", "ghp_123"),
+        ("HOME", "/home/u"),
+    ]))
 }
 
 fn load(name: &str, text: &str) -> Result<super::Config, ConfigError> {
@@ -87,7 +90,11 @@ fn toml_with_every_option() {
     assert_eq!(names, ["github", "files"], "file order, disabled left out");
 
     let github = &config.upstreams[0];
-    assert_eq!(github.session, SessionMode::PerClient, "http defaults to per_client");
+    assert_eq!(
+        github.session,
+        SessionMode::PerClient,
+        "http defaults to per_client"
+    );
     assert_eq!(github.connect_timeout, Duration::from_secs(5));
     assert_eq!(github.discovery_timeout, Duration::from_millis(2500));
     let TransportConfig::StreamableHttp(http) = &github.transport else {
@@ -107,7 +114,10 @@ fn toml_with_every_option() {
     assert_eq!(stdio.command, "mcp-files");
     assert_eq!(stdio.args, ["--root", "/home/u/docs"]);
     assert_eq!(stdio.env, [("LOG".to_owned(), "debug".to_owned())]);
-    assert_eq!(stdio.cwd.as_deref(), Some(Path::new("/etc/switchyard/data")));
+    assert_eq!(
+        stdio.cwd.as_deref(),
+        Some(Path::new("/etc/switchyard/data"))
+    );
     assert_eq!(stdio.max_processes, 4);
 }
 
@@ -118,7 +128,11 @@ fn defaults_for_an_almost_empty_file() {
     assert_eq!(config.server.endpoint_path, "/mcp");
     assert_eq!(config.catalog.prefix_mode, PrefixMode::Always);
     assert_eq!(config.catalog.separator, "__");
-    assert_eq!(config.upstreams[0].session, SessionMode::Shared, "stdio is shared");
+    assert_eq!(
+        config.upstreams[0].session,
+        SessionMode::Shared,
+        "stdio is shared"
+    );
     assert_eq!(config.upstreams[0].connect_timeout, Duration::from_secs(30));
 }
 
@@ -185,7 +199,10 @@ fn every_problem_at_once_with_key_paths() {
 fn error_message_names_the_file() {
     let err = load("/srv/bad.toml", "[upstreams.x]\n").unwrap_err();
     let text = err.to_string();
-    assert!(text.starts_with("/srv/bad.toml: 1 problem in the configuration:"), "{text}");
+    assert!(
+        text.starts_with("/srv/bad.toml: 1 problem in the configuration:"),
+        "{text}"
+    );
     assert!(text.contains("upstreams.x: needs `command`"), "{text}");
 }
 
@@ -196,11 +213,17 @@ fn toml_syntax_and_type_errors_are_located() {
         "line 2, column 10: syntax error",
     );
     assert_has(
-        &problems("s.toml", "[upstreams.a]\nurl = \"http://x\"\n[upstreams.a]\n"),
+        &problems(
+            "s.toml",
+            "[upstreams.a]\nurl = \"http://x\"\n[upstreams.a]\n",
+        ),
         "syntax error",
     );
     assert_has(
-        &problems("s.toml", "[upstreams.a]\ncommand = \"x\"\nargs = \"--flag\"\n"),
+        &problems(
+            "s.toml",
+            "[upstreams.a]\ncommand = \"x\"\nargs = \"--flag\"\n",
+        ),
         "upstreams.a.args: invalid type: string \"--flag\", expected a sequence",
     );
 }
@@ -274,12 +297,18 @@ fn json_problems_use_json_key_paths() {
 #[test]
 fn json_syntax_errors_are_located() {
     assert_has(
-        &problems("mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": }\n  }\n}"),
+        &problems(
+            "mcp.json",
+            "{\n  \"mcpServers\": {\n    \"a\": {\"command\": }\n  }\n}",
+        ),
         "mcpServers.a.command (line 3, column 22): expected value",
     );
     assert_has(
         &problems("mcp.json", "{\"mcpServers\": {}} }"),
         "line 1, column 20: syntax error: trailing characters",
     );
-    assert_has(&problems("mcp.json", "{\"other\": 1}"), "no `mcpServers` object");
+    assert_has(
+        &problems("mcp.json", "{\"other\": 1}"),
+        "no `mcpServers` object",
+    );
 }

@@ -101,10 +101,8 @@ where
             message: "unknown key".into(),
         });
     };
-    let result = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(
-        de,
-        &mut on_unknown,
-    ));
+    let result =
+        serde_path_to_error::deserialize(serde_ignored::Deserializer::new(de, &mut on_unknown));
     match result {
         Ok(value) => Ok((value, problems)),
         Err(error) => {
@@ -218,7 +216,10 @@ impl Checker<'_> {
             None => default,
             Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Duration::from_secs_f64(s),
             Some(s) => {
-                self.problem(key, format!("must be a positive number of seconds, not {s}"));
+                self.problem(
+                    key,
+                    format!("must be a positive number of seconds, not {s}"),
+                );
                 default
             }
         }
@@ -247,7 +248,10 @@ impl Checker<'_> {
                 format!("`{endpoint_path}` must start with `/` and name a path, like `/mcp`"),
             );
         } else if endpoint_path.contains(['?', '#', ' ']) {
-            self.problem("server.endpoint_path", "must be a plain path, without query or spaces");
+            self.problem(
+                "server.endpoint_path",
+                "must be a plain path, without query or spaces",
+            );
         }
         let max_body = raw
             .max_request_body_bytes
@@ -258,9 +262,10 @@ impl Checker<'_> {
         ServerSettings {
             listen,
             endpoint_path,
-            allowed_hosts: raw.allowed_hosts.clone().unwrap_or_else(|| {
-                vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
-            }),
+            allowed_hosts: raw
+                .allowed_hosts
+                .clone()
+                .unwrap_or_else(|| vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]),
             allowed_origins: self.origins(raw.allowed_origins.as_deref().unwrap_or_default()),
             session_idle_timeout: self.seconds(
                 "server.session_idle_timeout_seconds",
@@ -408,7 +413,10 @@ impl Checker<'_> {
             (None, Some(_), None) => "stdio",
             (None, None, Some(_)) => "streamable_http",
             (None, Some(_), Some(_)) => {
-                self.problem(key, "has both `command` and `url`; set `transport` to choose");
+                self.problem(
+                    key,
+                    "has both `command` and `url`; set `transport` to choose",
+                );
                 return None;
             }
             (None, None, None) => {
@@ -446,7 +454,10 @@ impl Checker<'_> {
     fn stdio(&mut self, key: &str, raw: &RawUpstream) -> Option<StdioConfig> {
         self.not_for(
             key,
-            &[("url", raw.url.is_some()), ("headers", raw.headers.is_some())],
+            &[
+                ("url", raw.url.is_some()),
+                ("headers", raw.headers.is_some()),
+            ],
             "stdio",
         );
         let Some(command) = raw.command.as_deref() else {
@@ -520,7 +531,10 @@ impl Checker<'_> {
         let url = match Url::parse(&url) {
             Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Some(url),
             Ok(_) => {
-                self.problem(&url_key, format!("`{url}` must be an http:// or https:// URL"));
+                self.problem(
+                    &url_key,
+                    format!("`{url}` must be an http:// or https:// URL"),
+                );
                 None
             }
             Err(e) => {
@@ -537,7 +551,10 @@ impl Checker<'_> {
             return Vec::new();
         };
         for dup in &raw.duplicates {
-            self.problem(format!("{key}.{}", key_segment(dup)), "is given more than once");
+            self.problem(
+                format!("{key}.{}", key_segment(dup)),
+                "is given more than once",
+            );
         }
         raw.iter()
             .map(|(name, value)| {
@@ -562,7 +579,10 @@ impl Checker<'_> {
                 continue;
             };
             if RESERVED_HEADERS.contains(&header_name.as_str()) {
-                self.problem(header_key, "is set by the MCP transport and cannot be configured");
+                self.problem(
+                    header_key,
+                    "is set by the MCP transport and cannot be configured",
+                );
                 continue;
             }
             match HeaderValue::from_str(&value) {
@@ -570,7 +590,9 @@ impl Checker<'_> {
                     header_value.set_sensitive(is_secret_header(&header_name));
                     headers.push((header_name, header_value));
                 }
-                Err(_) => self.problem(header_key, "value holds characters not allowed in a header"),
+                Err(_) => {
+                    self.problem(header_key, "value holds characters not allowed in a header")
+                }
             }
         }
         headers

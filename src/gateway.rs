@@ -1,0 +1,185 @@
+//! The gateway's shared state: the configuration it runs, its upstreams, and the merged catalog
+//! snapshot that every request reads.
+//!
+//! Upstream supervisors report changes here; each change rebuilds the catalog from the ready
+//! upstreams and swaps it in whole. Readers never lock: they load the current snapshot.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use arc_swap::{ArcSwap, Guard};
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    catalog::{Catalog, NameScheme},
+    config::Config,
+    error::GatewayError,
+    names::UpstreamName,
+    upstream::{Upstream, UpstreamState, spawn_supervisor},
+};
+
+/// Everything requests share. Cheap to reach through an `Arc`.
+pub struct Gateway {
+    config: Arc<Config>,
+    /// In config order.
+    upstreams: Vec<Arc<Upstream>>,
+    catalog: ArcSwap<Catalog>,
+    /// Serializes rebuilds so the last one stored reflects the latest upstream state.
+    rebuild_lock: Mutex<()>,
+    /// Bumped after every catalog rebuild.
+    catalog_version: watch::Sender<u64>,
+    shutdown: CancellationToken,
+}
+
+impl Gateway {
+    /// Creates the gateway for `config` and starts connecting every upstream in the background.
+    pub fn start(config: Config) -> Arc<Self> {
+        let scheme = NameScheme::new(
+            config.catalog.prefix_mode,
+            &config.catalog.separator,
+            config.upstreams.len(),
+        );
+        let mut receivers = Vec::new();
+        let upstreams = config
+            .upstreams
+            .iter()
+            .map(|upstream| {
+                let (upstream, events) = Upstream::new(upstream.clone());
+                receivers.push(events);
+                upstream
+            })
+            .collect();
+        let gateway = Arc::new(Self {
+            config: Arc::new(config),
+            upstreams,
+            catalog: ArcSwap::from_pointee(Catalog::empty(scheme)),
+            rebuild_lock: Mutex::new(()),
+            catalog_version: watch::Sender::new(0),
+            shutdown: CancellationToken::new(),
+        });
+        let weak: Weak<Self> = Arc::downgrade(&gateway);
+        let on_change = Arc::new(move || {
+            if let Some(gateway) = weak.upgrade() {
+                gateway.rebuild_catalog();
+            }
+        });
+        for (upstream, events) in gateway.upstreams.iter().zip(receivers) {
+            spawn_supervisor(
+                upstream.clone(),
+                events,
+                on_change.clone(),
+                gateway.shutdown.child_token(),
+            );
+        }
+        gateway
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The current catalog snapshot. Hold it briefly: clone what you need before awaiting.
+    pub fn catalog(&self) -> Guard<Arc<Catalog>> {
+        self.catalog.load()
+    }
+
+    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+        &self.upstreams
+    }
+
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.iter().find(|u| u.name().as_str() == name)
+    }
+
+    /// The upstream a route points to, or why it cannot serve.
+    pub fn serving_upstream(&self, name: &UpstreamName) -> Result<&Arc<Upstream>, GatewayError> {
+        self.upstream(name.as_str())
+            .ok_or_else(|| GatewayError::Internal(format!("upstream `{name}` is not configured")))
+    }
+
+    /// The error for a tool or prompt name that is not in the catalog: if its prefix names a
+    /// configured upstream that is down, say so; otherwise the name is unknown.
+    pub fn missing_name(&self, name: &str, unknown: fn(String) -> GatewayError) -> GatewayError {
+        let catalog = self.catalog();
+        let owner = catalog
+            .scheme()
+            .split_name(name)
+            .and_then(|(upstream, _)| self.upstream(upstream));
+        match owner {
+            Some(upstream) if upstream.status().state != UpstreamState::Ready => {
+                unavailable(upstream)
+            }
+            _ => unknown(name.to_owned()),
+        }
+    }
+
+    /// Rebuilds the catalog from the upstreams that are ready now.
+    pub fn rebuild_catalog(&self) {
+        let _serialized = self
+            .rebuild_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let parts: Vec<_> = self
+            .upstreams
+            .iter()
+            .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
+            .collect();
+        let scheme = self.catalog.load().scheme().clone();
+        self.catalog.store(Arc::new(Catalog::build(scheme, &parts)));
+        self.catalog_version.send_modify(|v| *v += 1);
+    }
+
+    /// Resolves once every upstream has been tried at least once (ready or failed).
+    pub async fn wait_settled(&self) {
+        let mut version = self.catalog_version.subscribe();
+        loop {
+            if self.upstreams.iter().all(|u| u.has_settled()) || version.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// What Switchyard announces about itself to clients.
+    pub fn server_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_prompts_list_changed()
+            .enable_resources_list_changed()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities).with_server_info(
+            Implementation::new("switchyard", env!("CARGO_PKG_VERSION"))
+                .with_title("Switchyard MCP gateway"),
+        );
+        info.instructions = self.catalog().instructions().map(str::to_owned);
+        info
+    }
+
+    /// Stops the supervisors and closes the shared upstream connections.
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The error for a request routed to an upstream that cannot serve now.
+pub fn unavailable(upstream: &Upstream) -> GatewayError {
+    let status = upstream.status();
+    let reason = match (&status.last_error, status.state) {
+        (Some(error), UpstreamState::Failed) => error.clone(),
+        (_, state) => format!("it is {}", format!("{state:?}").to_lowercase()),
+    };
+    GatewayError::Unavailable {
+        upstream: upstream.name().clone(),
+        reason,
+    }
+}

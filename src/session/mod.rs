@@ -1,0 +1,169 @@
+//! Downstream sessions: the rmcp `ServerHandler` that serves one MCP client.
+//!
+//! rmcp's streamable-HTTP service creates one handler per session when a client `initialize`s,
+//! and one per request for stateless 2026-07-28 clients. A session's handler owns that session's
+//! upstream connections, which close when the session ends (DELETE or idle timeout) and the
+//! handler is dropped. Lists are answered from the catalog snapshot; everything else is routed.
+
+mod upstreams;
+
+use std::sync::{Arc, OnceLock};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+        Tool,
+    },
+    service::RequestContext,
+};
+
+pub use upstreams::{SessionUpstreams, Source};
+
+use crate::{error::GatewayError, gateway::Gateway, router};
+
+/// Serves one downstream session (or one stateless request).
+pub struct SessionHandler {
+    gateway: Arc<Gateway>,
+    /// Set by `initialize`; stateless requests never have one and use shared connections.
+    session: OnceLock<SessionUpstreams>,
+}
+
+impl SessionHandler {
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        Self {
+            gateway,
+            session: OnceLock::new(),
+        }
+    }
+
+    fn source(&self) -> Source<'_> {
+        match self.session.get() {
+            Some(session) => Source::Session(session),
+            None => Source::Shared,
+        }
+    }
+}
+
+/// Lists are served whole; a cursor can only be one the client made up.
+fn reject_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        Some(cursor) => {
+            Err(GatewayError::InvalidParams(format!("unknown cursor `{cursor}`")).into())
+        }
+        None => Ok(()),
+    }
+}
+
+impl ServerHandler for SessionHandler {
+    fn get_info(&self) -> ServerConfig {
+        self.gateway.server_info()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        // A repeated initialize on the same session keeps the first identity.
+        let _ = self
+            .session
+            .set(SessionUpstreams::new(request.client_info.clone()));
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        reject_cursor(request.as_ref())?;
+        Ok(ListToolsResult::with_all_items(
+            self.gateway.catalog().tools().to_vec(),
+        ))
+    }
+
+    /// For rmcp's SEP-2243 header validation: only the input schema is read, so no copy of the
+    /// full definition is made.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let schema = self.gateway.catalog().tool_schema(name)?;
+        Some(Tool::new(name.to_owned(), "", schema))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        router::call_tool(&self.gateway, &self.source(), request, &context.ct)
+            .await
+            .map_err(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        reject_cursor(request.as_ref())?;
+        Ok(ListPromptsResult::with_all_items(
+            self.gateway.catalog().prompts().to_vec(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        router::get_prompt(&self.gateway, &self.source(), request, &context.ct)
+            .await
+            .map_err(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        reject_cursor(request.as_ref())?;
+        Ok(ListResourcesResult::with_all_items(
+            self.gateway.catalog().resources().to_vec(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        reject_cursor(request.as_ref())?;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.gateway.catalog().templates().to_vec(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        router::read_resource(&self.gateway, &self.source(), request, &context.ct)
+            .await
+            .map_err(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        router::complete(&self.gateway, &self.source(), request, &context.ct)
+            .await
+            .map_err(Into::into)
+    }
+}

@@ -1,0 +1,113 @@
+//! The upstream sessions of one downstream session, opened on first use and closed with it.
+//!
+//! For `per_client` upstreams each downstream session gets its own upstream session, so a
+//! stateful upstream keeps per-client state as if the client were connected to it directly.
+//! `shared` upstreams are reached through their one shared connection.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use rmcp::model::Implementation;
+use tokio::sync::OnceCell;
+
+use crate::{
+    error::GatewayError,
+    gateway::unavailable,
+    names::UpstreamName,
+    router::ConnectionSource,
+    upstream::{Connection, Upstream},
+};
+
+/// One lazily opened connection slot; the cell makes concurrent first requests open it once.
+type Slot = Arc<OnceCell<Arc<Connection>>>;
+
+/// A downstream session's own upstream connections. Dropping it closes them all.
+pub struct SessionUpstreams {
+    /// How the client introduced itself; upstream sessions are opened in its name.
+    client: Implementation,
+    /// Per-session lock, held only to find or insert a slot, never across an await.
+    slots: Mutex<HashMap<UpstreamName, Slot>>,
+}
+
+impl SessionUpstreams {
+    pub fn new(client: Implementation) -> Self {
+        Self {
+            client,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How many upstream sessions this session has open.
+    pub fn open_count(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|slot| slot.initialized())
+            .count()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<UpstreamName, Slot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// This session's connection to `upstream`, opening it if needed. A connection that has
+    /// closed (the upstream restarted, say) is replaced once.
+    async fn own_connection(&self, upstream: &Upstream) -> Result<Arc<Connection>, GatewayError> {
+        for _ in 0..2 {
+            let slot = self
+                .lock()
+                .entry(upstream.name().clone())
+                .or_default()
+                .clone();
+            let connection = slot
+                .get_or_try_init(|| async {
+                    let connection = upstream
+                        .open_session_connection(self.client.clone())
+                        .await
+                        .map_err(|error| GatewayError::Unavailable {
+                            upstream: upstream.name().clone(),
+                            reason: error.to_string(),
+                        })?;
+                    tracing::debug!(upstream = %upstream.name(), "opened a per-client upstream session");
+                    Ok::<_, GatewayError>(Arc::new(connection))
+                })
+                .await?;
+            if !connection.is_closed() {
+                return Ok(connection.clone());
+            }
+            let mut slots = self.lock();
+            if slots
+                .get(upstream.name())
+                .is_some_and(|s| Arc::ptr_eq(s, &slot))
+            {
+                slots.remove(upstream.name());
+            }
+        }
+        Err(GatewayError::UpstreamFailed {
+            upstream: upstream.name().clone(),
+            reason: "its session closed as soon as it was opened".into(),
+        })
+    }
+}
+
+/// Where one request gets its connections: its session's, or only the shared ones (requests
+/// outside a session, from 2026-07-28 clients).
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    Session(&'a SessionUpstreams),
+    Shared,
+}
+
+impl ConnectionSource for Source<'_> {
+    async fn connection(&self, upstream: &Arc<Upstream>) -> Result<Arc<Connection>, GatewayError> {
+        match self {
+            Source::Session(session) if upstream.is_per_client() => {
+                session.own_connection(upstream).await
+            }
+            _ => upstream.shared().map_err(|_| unavailable(upstream)),
+        }
+    }
+}

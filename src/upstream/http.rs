@@ -1,0 +1,173 @@
+//! The streamable HTTP upstream transport: rmcp's client worker over a reqwest client wrapped
+//! so that the connection's `RequestHook` adds its headers to every request.
+//!
+//! rmcp's own `custom_headers` are static and cloned per request; the wrapper replaces them with
+//! the hook, which is per connection and may vary per request.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    model::ClientJsonRpcMessage,
+    transport::{
+        StreamableHttpClientTransport,
+        common::client_side_sse::ExponentialBackoff,
+        streamable_http_client::{
+            SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
+            StreamableHttpError, StreamableHttpPostResponse,
+        },
+    },
+};
+use sse_stream::Sse;
+
+use super::hook::{RequestHeaders, RequestHook};
+use crate::config::HttpConfig;
+
+/// How many requests one upstream connection may have in flight. rmcp defaults to 16, which
+/// would silently queue a busy gateway; this is a guard against runaway use, not a throttle.
+const MAX_IN_FLIGHT: usize = 4096;
+/// Messages buffered between the connection and its HTTP worker.
+const CHANNEL_CAPACITY: usize = 256;
+/// Attempts to resume a broken response stream before its requests fail. rmcp retries forever
+/// by default, which leaves a call to a vanished upstream hanging; the server's own `retry`
+/// hint still sets the least wait between attempts.
+const STREAM_RESUME_ATTEMPTS: usize = 2;
+
+/// A reqwest client that runs a hook before each request.
+#[derive(Clone)]
+pub struct HookedClient {
+    http: reqwest::Client,
+    hook: Arc<dyn RequestHook>,
+}
+
+type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+impl HookedClient {
+    async fn headers(
+        &self,
+        message: Option<&ClientJsonRpcMessage>,
+        mut headers: RequestHeaders,
+    ) -> HttpResult<RequestHeaders> {
+        self.hook
+            .prepare(message, &mut headers)
+            .await
+            .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
+        Ok(headers)
+    }
+}
+
+impl StreamableHttpClient for HookedClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let headers = self.headers(Some(&message), custom_headers).await?;
+        self.http
+            .post_message(uri, message, session_id, auth_header, headers)
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let headers = self.headers(Some(&message), custom_headers).await?;
+        self.http
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<()> {
+        let headers = self.headers(None, custom_headers).await?;
+        self.http
+            .delete_session(uri, session_id, auth_header, headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        let headers = self.headers(None, custom_headers).await?;
+        self.http
+            .get_stream(uri, session_id, last_event_id, auth_header, headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        let headers = self.headers(None, custom_headers).await?;
+        self.http
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+/// The HTTP client an upstream's connections share (one connection pool per upstream).
+pub fn http_client(connect_timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
+        .unwrap_or_default()
+}
+
+/// A transport to `config.url` whose requests pass through `hook`.
+pub fn transport(
+    config: &HttpConfig,
+    http: reqwest::Client,
+    hook: Arc<dyn RequestHook>,
+) -> StreamableHttpClientTransport<HookedClient> {
+    let mut transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
+        .max_concurrent_requests(MAX_IN_FLIGHT)
+        .reinit_on_expired_session(true);
+    transport_config.channel_buffer_capacity = CHANNEL_CAPACITY;
+    let mut backoff = ExponentialBackoff::default();
+    backoff.max_times = Some(STREAM_RESUME_ATTEMPTS);
+    backoff.base_duration = Duration::from_millis(250);
+    backoff.max_delay = Some(Duration::from_secs(2));
+    transport_config.retry_config = Arc::new(backoff);
+    StreamableHttpClientTransport::with_client(HookedClient { http, hook }, transport_config)
+}

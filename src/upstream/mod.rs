@@ -1,0 +1,192 @@
+//! Upstream MCP servers: one `Upstream` per configured server, holding its shared connection,
+//! what it listed, and its state; plus the transports, the handler Switchyard answers them with,
+//! discovery, and the supervisor task that keeps each one connected.
+//!
+//! Every upstream keeps one shared connection (for discovery, list-change notifications, shared
+//! mode and stateless clients). In `per_client` mode each downstream session also opens its own
+//! (see `session`), which `open_session_connection` provides.
+
+mod client;
+mod connection;
+mod discovery;
+mod hook;
+mod http;
+mod status;
+mod stdio;
+mod supervisor;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use rmcp::model::Implementation;
+use tokio::sync::{Semaphore, mpsc};
+
+pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
+pub use connection::Connection;
+pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
+pub use status::{UpstreamState, UpstreamStatus};
+pub use supervisor::spawn_supervisor;
+
+use crate::{
+    catalog::UpstreamCatalog,
+    config::{SessionMode, TransportConfig, UpstreamConfig},
+    names::UpstreamName,
+};
+
+/// Why an upstream could not be reached or listed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("{0}")]
+    Spawn(std::io::Error),
+    #[error("no answer to initialize within {}s", .0.as_secs_f64())]
+    ConnectTimeout(Duration),
+    #[error("initialize failed: {0}")]
+    Initialize(String),
+    #[error("listing its {what} took longer than {}s", .timeout.as_secs_f64())]
+    DiscoveryTimeout {
+        what: &'static str,
+        timeout: Duration,
+    },
+    #[error("listing its {what} failed: {reason}")]
+    Discovery { what: &'static str, reason: String },
+    #[error("not connected ({0})")]
+    NotConnected(String),
+    #[error("all {0} per-client processes are in use")]
+    ProcessLimit(usize),
+}
+
+/// One configured upstream server and everything known about it.
+pub struct Upstream {
+    config: UpstreamConfig,
+    /// One connection pool for all of this upstream's HTTP sessions.
+    http: reqwest::Client,
+    /// The shared session; swapped as the supervisor reconnects.
+    shared: ArcSwapOption<Connection>,
+    /// What the upstream listed last; `None` until first discovered.
+    catalog: ArcSwapOption<UpstreamCatalog>,
+    status: ArcSwap<UpstreamStatus>,
+    /// Where every connection of this upstream reports list changes (read by the supervisor).
+    events: mpsc::UnboundedSender<UpstreamEvent>,
+    /// Caps the processes of a `per_client` stdio upstream.
+    process_slots: Arc<Semaphore>,
+    /// Set once the first connection attempt has ended, either way.
+    settled: AtomicBool,
+}
+
+impl Upstream {
+    /// A new, not yet connected upstream, and the receiver its supervisor reads events from.
+    pub fn new(config: UpstreamConfig) -> (Arc<Self>, mpsc::UnboundedReceiver<UpstreamEvent>) {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let slots = match &config.transport {
+            TransportConfig::Stdio(stdio) => stdio.max_processes,
+            TransportConfig::StreamableHttp(_) => Semaphore::MAX_PERMITS,
+        };
+        let upstream = Arc::new(Self {
+            http: http::http_client(config.connect_timeout),
+            config,
+            shared: ArcSwapOption::empty(),
+            catalog: ArcSwapOption::empty(),
+            status: ArcSwap::from_pointee(UpstreamStatus::new(UpstreamState::Connecting)),
+            events,
+            process_slots: Arc::new(Semaphore::new(slots)),
+            settled: AtomicBool::new(false),
+        });
+        (upstream, receiver)
+    }
+
+    pub fn name(&self) -> &UpstreamName {
+        &self.config.name
+    }
+
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// Whether the first connection attempt has ended (ready or failed).
+    pub fn has_settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
+    pub fn status(&self) -> Arc<UpstreamStatus> {
+        self.status.load_full()
+    }
+
+    /// The last discovered lists, if the upstream is ready.
+    pub fn catalog(&self) -> Option<Arc<UpstreamCatalog>> {
+        if self.status.load().state == UpstreamState::Ready {
+            self.catalog.load_full()
+        } else {
+            None
+        }
+    }
+
+    /// The shared connection, if it is up.
+    pub fn shared(&self) -> Result<Arc<Connection>, UpstreamError> {
+        match self.shared.load_full() {
+            Some(connection) if !connection.is_closed() => Ok(connection),
+            _ => {
+                let status = self.status.load();
+                let reason = match &status.last_error {
+                    Some(error) if status.state != UpstreamState::Ready => error.clone(),
+                    _ => format!("{:?}", status.state).to_lowercase(),
+                };
+                Err(UpstreamError::NotConnected(reason))
+            }
+        }
+    }
+
+    /// Whether downstream sessions get their own upstream session.
+    pub fn is_per_client(&self) -> bool {
+        self.config.session == SessionMode::PerClient
+    }
+
+    /// Opens a connection for one downstream session, introducing it as `client`. A stdio
+    /// upstream starts a process, within its `max_processes`.
+    pub async fn open_session_connection(
+        &self,
+        client: Implementation,
+    ) -> Result<Connection, UpstreamError> {
+        let slot = match &self.config.transport {
+            TransportConfig::Stdio(stdio) => Some(
+                self.process_slots
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| UpstreamError::ProcessLimit(stdio.max_processes))?,
+            ),
+            TransportConfig::StreamableHttp(_) => None,
+        };
+        self.open(client, slot).await
+    }
+
+    async fn open(
+        &self,
+        client: Implementation,
+        slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<Connection, UpstreamError> {
+        let handler = UpstreamClient::new(self.name().clone(), client, self.events.clone());
+        let hook = self.request_hook();
+        Connection::open(&self.config, handler, &self.http, hook, slot).await
+    }
+
+    /// The hook for a new connection: the configured static headers.
+    fn request_hook(&self) -> Arc<dyn RequestHook> {
+        match &self.config.transport {
+            TransportConfig::StreamableHttp(http) => StaticHeaders::new(http.headers.clone()),
+            TransportConfig::Stdio(_) => StaticHeaders::new(Vec::new()),
+        }
+    }
+
+    fn set_status(&self, status: UpstreamStatus) {
+        self.status.store(Arc::new(status));
+    }
+
+    fn mark_settled(&self) {
+        self.settled.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,172 @@
+//! The `switchyard` command and its configuration files: `check`, every file in `conf/`, and
+//! running from an MCP client's `mcpServers` JSON.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::json;
+
+use crate::{
+    fixtures::notes::NotesServer,
+    harness::{SWITCHYARD, TestGateway, call, connect_client, text},
+};
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn every_file_in_conf_loads() {
+    let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf");
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&conf).unwrap() {
+        let path = entry.unwrap().path();
+        let config = switchyard::config::load(&path)
+            .unwrap_or_else(|e| panic!("{} does not load:\n{e}", path.display()));
+        assert!(!config.upstreams.is_empty(), "{}", path.display());
+        let status = Command::new(SWITCHYARD)
+            .args(["check", "-c"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        loaded += 1;
+    }
+    assert!(loaded >= 1);
+}
+
+#[test]
+fn check_reports_every_problem_with_file_and_key_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "bad.toml",
+        "[server]\nlisten = \"nowhere\"\n[upstreams.Bad_Name]\ncommand = \"x\"\n\
+         [upstreams.web]\nurl = \"not a url\"\ntimeout = 3\n",
+    );
+    let output = Command::new(SWITCHYARD)
+        .args(["check", "-c"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let header = format!("{}: 4 problems in the configuration:", path.display());
+    for expected in [
+        header.as_str(),
+        "server.listen: `nowhere` is not an address",
+        "upstreams.Bad_Name: upstream name `Bad_Name`",
+        "upstreams.web.url: `not a url` is not a valid URL",
+        "upstreams.web.timeout: unknown key",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+
+    let missing = Command::new(SWITCHYARD)
+        .args(["check", "-c", "/nonexistent/switchyard.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the file"));
+}
+
+#[tokio::test]
+async fn mcp_servers_json_configures_the_gateway() {
+    let notes = NotesServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let text_json = json!({
+        "mcpServers": {
+            "local": {"command": SWITCHYARD, "args": ["demo-server"]},
+            "remote": {"type": "http", "url": notes.url(), "headers": {"X-Test": "1"}},
+            "off": {"command": "does-not-exist", "disabled": true}
+        }
+    });
+    let path = write(
+        dir.path(),
+        "claude_desktop_config.json",
+        &text_json.to_string(),
+    );
+    let config = switchyard::config::load(&path).unwrap();
+    let gw = TestGateway::start(config).await;
+    let client = gw.client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "local__echo"));
+    assert!(tools.iter().any(|t| t.name == "remote__echo"));
+    let result = call(&client, "remote__echo", json!({"text": "json"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "notes: json");
+}
+
+/// The binary itself: run on a JSON config with `--listen 127.0.0.1:0`, serve, stop on SIGTERM.
+#[tokio::test]
+async fn the_binary_serves_and_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"mcpServers": {"local": {"command": SWITCHYARD, "args": ["demo-server"]}}});
+    let path = write(dir.path(), "servers.json", &config.to_string());
+    let mut child = Command::new(SWITCHYARD)
+        .args(["run", "-c"])
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("serving MCP on ") {
+                let url = line[at + 15..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                let _ = url_tx.send(url);
+            }
+        }
+    });
+    let url = url_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the gateway starts");
+    let client = connect_client(&url, "cli").await;
+    let mut ready = false;
+    for _ in 0..100 {
+        if !client.list_all_tools().await.unwrap().is_empty() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready, "the demo upstream's tools appear");
+    let result = call(&client, "local__echo", json!({"text": "bin"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "bin");
+
+    // SIGTERM, as a service manager would send it.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+}

@@ -1,0 +1,223 @@
+//! The test harness: real upstreams → a real gateway on 127.0.0.1:0 → real rmcp clients.
+//!
+//! ```ignore
+//! let notes = NotesServer::start().await;
+//! let gw = GatewayBuilder::new().demo("local").http("remote", &notes.url()).start().await;
+//! let client = gw.client().await;
+//! ```
+
+use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
+
+use rmcp::{
+    RoleClient, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+        ProtocolVersion,
+    },
+    service::{ClientLifecycleMode, ClientServiceExt, RunningService},
+    transport::StreamableHttpClientTransport,
+};
+use switchyard::{Gateway, config};
+use tokio_util::sync::CancellationToken;
+
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+/// The switchyard binary under test (used as the stdio demo upstream and for the CLI).
+pub const SWITCHYARD: &str = env!("CARGO_BIN_EXE_switchyard");
+
+/// Logs to the test output when `RUST_LOG` is set.
+pub fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+/// Builds a gateway configuration and starts the gateway.
+#[derive(Default)]
+pub struct GatewayBuilder {
+    sections: Vec<String>,
+    upstreams: Vec<String>,
+}
+
+impl GatewayBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a raw TOML section (e.g. `[catalog]\nprefix_mode = "never"`).
+    pub fn section(mut self, toml: &str) -> Self {
+        self.sections.push(toml.to_owned());
+        self
+    }
+
+    /// Adds an upstream `[upstreams.NAME]` with the given TOML body.
+    pub fn upstream(mut self, name: &str, body: &str) -> Self {
+        self.upstreams.push(format!("[upstreams.{name}]\n{body}\n"));
+        self
+    }
+
+    /// Adds `switchyard demo-server` over stdio.
+    pub fn demo(self, name: &str) -> Self {
+        let body = format!(
+            "transport = \"stdio\"\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\nconnect_timeout_seconds = 10"
+        );
+        self.upstream(name, &body)
+    }
+
+    /// Adds a streamable-HTTP upstream at `url`.
+    pub fn http(self, name: &str, url: &str) -> Self {
+        self.upstream(name, &format!("url = {url:?}\nconnect_timeout_seconds = 5"))
+    }
+
+    pub fn config_text(&self) -> String {
+        let mut text = self.sections.join("\n");
+        text.push('\n');
+        text.push_str(&self.upstreams.join("\n"));
+        text
+    }
+
+    /// Starts the gateway and waits until every upstream has been tried once.
+    pub async fn start(self) -> TestGateway {
+        let text = self.config_text();
+        let config = config::parse_str(
+            Path::new("/tmp/switchyard-it.toml"),
+            &text,
+            &config::ProcessVars,
+        )
+        .unwrap_or_else(|e| panic!("test config rejected: {e}\n{text}"));
+        TestGateway::start(config).await
+    }
+}
+
+/// A gateway serving on 127.0.0.1 at an ephemeral port.
+pub struct TestGateway {
+    pub gateway: Arc<Gateway>,
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl TestGateway {
+    pub async fn start(config: config::Config) -> Self {
+        init_logging();
+        let path = config.server.endpoint_path.clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let gateway = Gateway::start(config);
+        let stop = CancellationToken::new();
+        let shutdown = stop.clone();
+        tokio::spawn(switchyard::front::serve(
+            listener,
+            gateway.clone(),
+            async move { shutdown.cancelled().await },
+        ));
+        tokio::time::timeout(Duration::from_secs(30), gateway.wait_settled())
+            .await
+            .expect("upstreams did not settle");
+        assert_eq!(path, gateway.config().server.endpoint_path);
+        Self {
+            gateway,
+            addr,
+            stop,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!(
+            "http://{}{}",
+            self.addr,
+            self.gateway.config().server.endpoint_path
+        )
+    }
+
+    /// A client that `initialize`s and keeps a session (protocol 2025-11-25).
+    pub async fn client(&self) -> Client {
+        connect_client(&self.url(), "it-client").await
+    }
+
+    /// A stateless 2026-07-28 client (`server/discover`, no session).
+    pub async fn modern_client(&self) -> Client {
+        client_info("it-modern")
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_uri(self.url()),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("modern client connects")
+    }
+
+    /// `GET /healthz` as JSON.
+    pub async fn health(&self) -> serde_json::Value {
+        reqwest::get(format!("http://{}/healthz", self.addr))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.gateway.shutdown();
+    }
+}
+
+fn client_info(name: &str) -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(name, "0.1.0"),
+    )
+}
+
+/// A session client of `url` (the gateway, or an upstream directly).
+pub async fn connect_client(url: &str, name: &str) -> Client {
+    client_info(name)
+        .serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
+        .await
+        .expect("client connects")
+}
+
+/// Calls `name` with JSON `arguments`.
+pub async fn call(
+    client: &Client,
+    name: &str,
+    arguments: serde_json::Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let serde_json::Value::Object(arguments) = arguments {
+        params = params.with_arguments(arguments);
+    }
+    client.call_tool(params).await
+}
+
+/// The first text block of a tool result.
+pub fn text(result: &CallToolResult) -> &str {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .expect("a text block")
+}
+
+/// Polls `check` every 20 ms until it holds or `within` passes.
+pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    check()
+}
+
+/// A 127.0.0.1 port with nothing listening on it.
+pub async fn closed_port() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    listener.local_addr().unwrap().port()
+}

@@ -1,0 +1,8 @@
+//! Switchyard's integration tests: one binary, real upstream servers, real clients.
+
+mod catalog;
+mod cli;
+mod fixtures;
+mod harness;
+mod routing;
+mod sessions;

@@ -1,0 +1,192 @@
+//! Per-session routing: each client session gets its own upstream sessions (or shares one when
+//! configured), DELETE closes them, and an upstream that is down does not stop the others.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::{
+    fixtures::notes::NotesServer,
+    harness::{GatewayBuilder, call, closed_port, eventually, text},
+};
+
+#[tokio::test]
+async fn concurrent_sessions_keep_separate_upstream_state() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let (a, b) = (gw.client().await, gw.client().await);
+
+    let count = |client| async move {
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let result = call(client, "remote__increment", json!({})).await.unwrap();
+            seen.push(text(&result).to_owned());
+        }
+        seen
+    };
+    let (seen_a, seen_b) = tokio::join!(count(&a), count(&b));
+    assert_eq!(seen_a, ["1", "2", "3", "4", "5"]);
+    assert_eq!(seen_b, ["1", "2", "3", "4", "5"]);
+    assert_eq!(
+        notes.sessions.open(),
+        3,
+        "one shared (discovery) session and one per client"
+    );
+}
+
+#[tokio::test]
+async fn shared_mode_uses_one_upstream_session_for_everyone() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "remote",
+            &format!("url = {:?}\nsession = \"shared\"", notes.url()),
+        )
+        .start()
+        .await;
+    let (a, b) = (gw.client().await, gw.client().await);
+    let first = call(&a, "remote__increment", json!({})).await.unwrap();
+    let second = call(&b, "remote__increment", json!({})).await.unwrap();
+    assert_eq!((text(&first), text(&second)), ("1", "2"));
+    assert_eq!(notes.sessions.open(), 1);
+}
+
+#[tokio::test]
+async fn ending_a_session_closes_its_upstream_sessions() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    assert_eq!(notes.sessions.open(), 1, "the shared session");
+
+    let client = gw.client().await;
+    let other = gw.client().await;
+    call(&client, "remote__increment", json!({})).await.unwrap();
+    call(&other, "remote__increment", json!({})).await.unwrap();
+    assert_eq!(notes.sessions.open(), 3);
+
+    // Closing the client sends DELETE for its gateway session.
+    client.cancel().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || notes.sessions.open() == 2).await,
+        "the upstream session of the deleted client closes; open: {}",
+        notes.sessions.open()
+    );
+    let still = call(&other, "remote__increment", json!({})).await.unwrap();
+    assert_eq!(text(&still), "2", "the other session is untouched");
+}
+
+#[tokio::test]
+async fn idle_sessions_expire_and_close_their_upstream_sessions() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .section("[server]\nsession_idle_timeout_seconds = 0.5")
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let client = gw.client().await;
+    call(&client, "remote__increment", json!({})).await.unwrap();
+    assert_eq!(notes.sessions.open(), 2);
+    assert!(
+        eventually(Duration::from_secs(5), || notes.sessions.open() == 1).await,
+        "the idle session's upstream session closes"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_down_at_start_does_not_stop_the_others() {
+    let port = closed_port().await;
+    let gw = GatewayBuilder::new()
+        .http("down", &format!("http://127.0.0.1:{port}/mcp"))
+        .demo("local")
+        .start()
+        .await;
+
+    let health = gw.health().await;
+    assert_eq!(health["status"], "degraded");
+    let down = &health["upstreams"][0];
+    assert_eq!(
+        (down["name"].as_str(), down["state"].as_str()),
+        (Some("down"), Some("failed"))
+    );
+    assert!(
+        down["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("initialize failed"),
+        "{down}"
+    );
+    assert_eq!(health["upstreams"][1]["state"], "ready");
+
+    let client = gw.client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(!tools.is_empty() && tools.iter().all(|t| t.name.starts_with("local__")));
+    let echoed = call(&client, "local__echo", json!({"text": "up"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echoed), "up");
+
+    let Err(rmcp::ServiceError::McpError(error)) = call(&client, "down__anything", json!({})).await
+    else {
+        panic!("a call to the down upstream must fail");
+    };
+    assert!(
+        error.message.contains("upstream `down` is unavailable"),
+        "{}",
+        error.message
+    );
+    assert_eq!(error.data, Some(json!({"upstream": "down"})));
+}
+
+#[tokio::test]
+async fn per_client_stdio_gets_a_process_per_session_within_its_cap() {
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "local",
+            &format!(
+                "command = {:?}\nargs = [\"demo-server\"]\nsession = \"per_client\"\nmax_processes = 2",
+                crate::harness::SWITCHYARD
+            ),
+        )
+        .start()
+        .await;
+    let (a, b, c) = (gw.client().await, gw.client().await, gw.client().await);
+    for client in [&a, &a, &b] {
+        call(client, "local__increment", json!({})).await.unwrap();
+    }
+    let a_count = call(&a, "local__increment", json!({})).await.unwrap();
+    let b_count = call(&b, "local__increment", json!({})).await.unwrap();
+    assert_eq!(
+        (text(&a_count), text(&b_count)),
+        ("3", "2"),
+        "one process per session"
+    );
+
+    let Err(rmcp::ServiceError::McpError(error)) = call(&c, "local__increment", json!({})).await
+    else {
+        panic!("a third process exceeds max_processes = 2");
+    };
+    assert!(
+        error
+            .message
+            .contains("all 2 per-client processes are in use"),
+        "{}",
+        error.message
+    );
+    // Ending a session frees its process for the next one.
+    a.cancel().await.unwrap();
+    let mut freed = false;
+    for _ in 0..100 {
+        if let Ok(result) = call(&c, "local__increment", json!({})).await {
+            assert_eq!(text(&result), "1");
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "the closed session's process slot is reused");
+}

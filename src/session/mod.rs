@@ -23,7 +23,7 @@ use rmcp::{
 
 pub use upstreams::{SessionUpstreams, Source};
 
-use crate::{error::GatewayError, gateway::Gateway, router};
+use crate::{catalog::Catalog, error::GatewayError, gateway::Gateway, router};
 
 /// Serves one downstream session (or one stateless request).
 pub struct SessionHandler {
@@ -46,15 +46,18 @@ impl SessionHandler {
             None => Source::Shared,
         }
     }
-}
 
-/// Lists are served whole; a cursor can only be one the client made up.
-fn reject_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
-    match request.and_then(|r| r.cursor.as_deref()) {
-        Some(cursor) => {
-            Err(GatewayError::InvalidParams(format!("unknown cursor `{cursor}`")).into())
+    /// One list of the current catalog, served whole: a cursor can only be one the client made
+    /// up, since none is ever given out.
+    fn listed<T: Clone>(
+        &self,
+        request: Option<&PaginatedRequestParams>,
+        items: fn(&Catalog) -> &[T],
+    ) -> Result<Vec<T>, ErrorData> {
+        if let Some(cursor) = request.and_then(|r| r.cursor.as_deref()) {
+            return Err(GatewayError::InvalidParams(format!("unknown cursor `{cursor}`")).into());
         }
-        None => Ok(()),
+        Ok(items(&self.gateway.catalog()).to_vec())
     }
 }
 
@@ -81,10 +84,8 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        reject_cursor(request.as_ref())?;
-        Ok(ListToolsResult::with_all_items(
-            self.gateway.catalog().tools().to_vec(),
-        ))
+        let items = self.listed(request.as_ref(), Catalog::tools)?;
+        Ok(ListToolsResult::with_all_items(items))
     }
 
     /// For rmcp's SEP-2243 header validation: only the input schema is read, so no copy of the
@@ -109,10 +110,8 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        reject_cursor(request.as_ref())?;
-        Ok(ListPromptsResult::with_all_items(
-            self.gateway.catalog().prompts().to_vec(),
-        ))
+        let items = self.listed(request.as_ref(), Catalog::prompts)?;
+        Ok(ListPromptsResult::with_all_items(items))
     }
 
     async fn get_prompt(
@@ -130,10 +129,8 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        reject_cursor(request.as_ref())?;
-        Ok(ListResourcesResult::with_all_items(
-            self.gateway.catalog().resources().to_vec(),
-        ))
+        let items = self.listed(request.as_ref(), Catalog::resources)?;
+        Ok(ListResourcesResult::with_all_items(items))
     }
 
     async fn list_resource_templates(
@@ -141,10 +138,8 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        reject_cursor(request.as_ref())?;
-        Ok(ListResourceTemplatesResult::with_all_items(
-            self.gateway.catalog().templates().to_vec(),
-        ))
+        let items = self.listed(request.as_ref(), Catalog::templates)?;
+        Ok(ListResourceTemplatesResult::with_all_items(items))
     }
 
     async fn read_resource(

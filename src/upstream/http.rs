@@ -39,6 +39,8 @@ const STREAM_RESUME_ATTEMPTS: usize = 2;
 pub struct HookedClient {
     http: reqwest::Client,
     hook: Arc<dyn RequestHook>,
+    /// rmcp's default event size limit, for the trait methods that take none.
+    default_max_event: usize,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -57,6 +59,8 @@ impl HookedClient {
     }
 }
 
+/// Every method runs the hook, then hands the request to reqwest. rmcp's worker calls the
+/// `*_with_max_sse_event_size` variants; the others apply the same default limit.
 impl StreamableHttpClient for HookedClient {
     type Error = reqwest::Error;
 
@@ -68,10 +72,16 @@ impl StreamableHttpClient for HookedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let headers = self.headers(Some(&message), custom_headers).await?;
-        self.http
-            .post_message(uri, message, session_id, auth_header, headers)
-            .await
+        let limit = self.default_max_event;
+        self.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limit,
+        )
+        .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -117,10 +127,16 @@ impl StreamableHttpClient for HookedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let headers = self.headers(None, custom_headers).await?;
-        self.http
-            .get_stream(uri, session_id, last_event_id, auth_header, headers)
-            .await
+        let limit = self.default_max_event;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            limit,
+        )
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -169,5 +185,10 @@ pub fn transport(
     backoff.base_duration = Duration::from_millis(250);
     backoff.max_delay = Some(Duration::from_secs(2));
     transport_config.retry_config = Arc::new(backoff);
-    StreamableHttpClientTransport::with_client(HookedClient { http, hook }, transport_config)
+    let client = HookedClient {
+        http,
+        hook,
+        default_max_event: transport_config.max_sse_event_size,
+    };
+    StreamableHttpClientTransport::with_client(client, transport_config)
 }

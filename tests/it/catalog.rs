@@ -3,7 +3,7 @@
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, connect_client},
+    harness::{GatewayBuilder, connect_client, two_upstreams},
 };
 
 fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> Vec<String> {
@@ -12,12 +12,7 @@ fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> Vec<String> {
 
 #[tokio::test]
 async fn merged_lists_carry_prefixes_in_config_order() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .demo("local")
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = two_upstreams().await;
     let client = gw.client().await;
 
     let tools = client.list_all_tools().await.unwrap();

@@ -221,3 +221,14 @@ pub async fn closed_port() -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
 }
+
+/// The usual setup: the demo server over stdio as `local`, a notes server as `remote`.
+pub async fn two_upstreams() -> (crate::fixtures::notes::NotesServer, TestGateway) {
+    let notes = crate::fixtures::notes::NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .demo("local")
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    (notes, gw)
+}

@@ -12,18 +12,8 @@ use serde_json::json;
 
 use crate::{
     fixtures::notes::{FIXTURE_ERROR_CODE, NotesServer},
-    harness::{Client, GatewayBuilder, TestGateway, call, connect_client, text},
+    harness::{Client, GatewayBuilder, call, connect_client, text, two_upstreams},
 };
-
-async fn two_upstreams() -> (NotesServer, TestGateway) {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .demo("local")
-        .http("remote", &notes.url())
-        .start()
-        .await;
-    (notes, gw)
-}
 
 fn rpc_error(result: Result<impl std::fmt::Debug, ServiceError>) -> rmcp::ErrorData {
     match result {
@@ -197,6 +187,11 @@ async fn unknown_names_get_errors_that_name_them() {
         ErrorCode::RESOURCE_NOT_FOUND,
         "the upstream's own answer"
     );
+
+    let cursor = rmcp::model::PaginatedRequestParams::default().with_cursor(Some("made-up".into()));
+    let error = rpc_error(client.list_tools(Some(cursor)).await);
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("made-up"), "{}", error.message);
 
     // The session is still healthy after all that.
     let ok = call(&client, "remote__echo", json!({"text": "still here"}))

@@ -50,7 +50,13 @@ async fn merged_lists_carry_prefixes_in_config_order() {
     let resources = client.list_all_resources().await.unwrap();
     assert_eq!(
         names(&resources, |r| &r.uri),
-        ["local+demo://about", "remote+notes://index"]
+        [
+            "local+demo://about",
+            "remote+notes://index",
+            "remote+notes://readme",
+            "remote+notes://todo"
+        ],
+        "every page of the upstream's paginated list"
     );
     let templates = client.list_all_resource_templates().await.unwrap();
     assert_eq!(

@@ -103,6 +103,7 @@ async fn an_upstream_down_at_start_does_not_stop_the_others() {
     let gw = GatewayBuilder::new()
         .http("down", &format!("http://127.0.0.1:{port}/mcp"))
         .demo("local")
+        .upstream("missing", "command = \"switchyard-test-no-such-program\"")
         .start()
         .await;
 
@@ -121,6 +122,15 @@ async fn an_upstream_down_at_start_does_not_stop_the_others() {
         "{down}"
     );
     assert_eq!(health["upstreams"][1]["state"], "ready");
+    let missing = &health["upstreams"][2];
+    assert_eq!(missing["state"], "failed");
+    assert!(
+        missing["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start `switchyard-test-no-such-program`"),
+        "{missing}"
+    );
 
     let client = gw.client().await;
     let tools = client.list_all_tools().await.unwrap();
@@ -189,4 +199,28 @@ async fn per_client_stdio_gets_a_process_per_session_within_its_cap() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(freed, "the closed session's process slot is reused");
+}
+
+#[tokio::test]
+async fn stdio_env_and_cwd_reach_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    // The server starts only if it sees the expanded variable and runs in the configured cwd.
+    let script = format!(
+        "test \"$GREETING\" = hello-switchyard && test \"$(pwd)\" = {:?} && exec {:?} demo-server",
+        dir.path().canonicalize().unwrap(),
+        crate::harness::SWITCHYARD
+    );
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "local",
+            &format!(
+                "command = \"sh\"\nargs = [\"-c\", {script:?}]\n\
+                 env = {{ GREETING = \"hello-${{env:CARGO_PKG_NAME}}\" }}\ncwd = {:?}",
+                dir.path()
+            ),
+        )
+        .start()
+        .await;
+    let health = gw.health().await;
+    assert_eq!(health["upstreams"][0]["state"], "ready", "{health}");
 }

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::{
     Problem,
+    parse::{Parsed, deserialize_collecting},
     raw::{Entries, RawConfig, RawUpstream},
-    validate::{Parsed, deserialize_collecting},
 };
 
 #[derive(Deserialize)]

@@ -5,6 +5,7 @@
 
 mod expand;
 mod mcp_json;
+mod parse;
 mod raw;
 mod validate;
 
@@ -197,7 +198,7 @@ pub fn parse_str(path: &Path, text: &str, vars: &dyn Vars) -> Result<Config, Con
         problems,
     };
     let parsed = match Format::detect(path, text) {
-        Format::Toml => validate::parse_toml(text),
+        Format::Toml => parse::parse_toml(text),
         Format::McpJson => mcp_json::parse(text),
     }
     .map_err(invalid)?;

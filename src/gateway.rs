@@ -159,9 +159,17 @@ impl Gateway {
         info
     }
 
-    /// Stops the supervisors and closes the shared upstream connections.
+    /// Stops the supervisors; shared connections close when the gateway is dropped.
     pub fn shutdown(&self) {
         self.shutdown.cancel();
+    }
+
+    /// Stops the supervisors and closes every shared upstream session, waiting up to `grace`
+    /// for each (stdio processes are asked to exit, HTTP sessions are deleted upstream).
+    pub async fn close(&self, grace: std::time::Duration) {
+        self.shutdown();
+        let closing = self.upstreams.iter().filter_map(|u| u.take_shared());
+        futures::future::join_all(closing.map(|c| async move { c.close(grace).await })).await;
     }
 }
 

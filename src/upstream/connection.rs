@@ -5,7 +5,10 @@
 //! signal for when the loop ends. Dropping the `Connection` ends the session: the stdio process
 //! is killed, the HTTP session is deleted upstream.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use rmcp::{
     RoleClient, ServiceExt,
@@ -24,8 +27,8 @@ pub struct Connection {
     server: Arc<ServerPeerInfo>,
     /// Cancelled once the service loop has ended, for whatever reason.
     done: CancellationToken,
-    /// Ends the service loop; taken on drop.
-    stop: Option<RunningServiceCancellationToken>,
+    /// Ends the service loop; taken by the first `close` or the drop.
+    stop: Mutex<Option<RunningServiceCancellationToken>>,
     /// Held by per-client stdio processes against the upstream's process cap.
     _slot: Option<OwnedSemaphorePermit>,
 }
@@ -69,7 +72,7 @@ impl Connection {
         let server = peer
             .peer_info()
             .ok_or_else(|| UpstreamError::Initialize("no initialize result".into()))?;
-        let stop = Some(service.cancellation_token());
+        let stop = Mutex::new(Some(service.cancellation_token()));
         let done = CancellationToken::new();
         let signal = done.clone();
         tokio::spawn(async move {
@@ -104,8 +107,13 @@ impl Connection {
     }
 
     /// Ends the session and waits (up to `grace`) for the transport to shut down.
-    pub async fn close(mut self, grace: Duration) {
-        if let Some(stop) = self.stop.take() {
+    pub async fn close(&self, grace: Duration) {
+        let stop = self
+            .stop
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(stop) = stop {
             stop.cancel();
         }
         let _ = tokio::time::timeout(grace, self.done.cancelled()).await;
@@ -114,7 +122,12 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
+        let stop = self
+            .stop
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(stop) = stop {
             stop.cancel();
         }
     }

@@ -141,6 +141,11 @@ impl Upstream {
         }
     }
 
+    /// Removes the shared connection, for shutdown.
+    pub fn take_shared(&self) -> Option<Arc<Connection>> {
+        self.shared.swap(None)
+    }
+
     /// Whether downstream sessions get their own upstream session.
     pub fn is_per_client(&self) -> bool {
         self.config.session == SessionMode::PerClient

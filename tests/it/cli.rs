@@ -111,11 +111,16 @@ async fn mcp_servers_json_configures_the_gateway() {
     assert_eq!(text(&result), "notes: json");
 }
 
-/// The binary itself: run on a JSON config with `--listen 127.0.0.1:0`, serve, stop on SIGTERM.
+/// The binary itself: run on a JSON config with `--listen 127.0.0.1:0`, serve, and on SIGTERM
+/// close its upstream sessions before exiting.
 #[tokio::test]
 async fn the_binary_serves_and_stops_cleanly() {
+    let notes = NotesServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let config = json!({"mcpServers": {"local": {"command": SWITCHYARD, "args": ["demo-server"]}}});
+    let config = json!({"mcpServers": {
+        "local": {"command": SWITCHYARD, "args": ["demo-server"]},
+        "remote": {"url": notes.url()}
+    }});
     let path = write(dir.path(), "servers.json", &config.to_string());
     let mut child = Command::new(SWITCHYARD)
         .args(["run", "-c"])
@@ -146,13 +151,17 @@ async fn the_binary_serves_and_stops_cleanly() {
     let client = connect_client(&url, "cli").await;
     let mut ready = false;
     for _ in 0..100 {
-        if !client.list_all_tools().await.unwrap().is_empty() {
+        let tools = client.list_all_tools().await.unwrap();
+        if tools.iter().any(|t| t.name.starts_with("local__"))
+            && tools.iter().any(|t| t.name.starts_with("remote__"))
+        {
             ready = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(ready, "the demo upstream's tools appear");
+    assert!(ready, "both upstreams' tools appear");
+    assert_eq!(notes.sessions.open(), 1, "the gateway's shared session");
     let result = call(&client, "local__echo", json!({"text": "bin"}))
         .await
         .unwrap();

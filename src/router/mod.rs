@@ -2,19 +2,22 @@
 //! of the request there with the upstream's own name or URI restored.
 //!
 //! Each function reads one catalog snapshot, copies out only the route (two shared pointers),
-//! gets a connection from the caller's `ConnectionSource`, and forwards the typed request.
-//! The client's cancellation token is honoured while waiting: dropping the upstream request
-//! sends `notifications/cancelled` upstream.
+//! gets a connection from the caller's `ConnectionSource`, and forwards the typed request through
+//! `send`, which registers it with the connection's relay so that progress and requests coming
+//! back reach this client, and which cancels it upstream if the client cancels.
+
+mod uris;
 
 use std::{borrow::Cow, sync::Arc};
 
 use rmcp::{
-    ServiceError,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        GetPromptRequestParams, GetPromptResponse, ReadResourceRequestParams, ReadResourceResponse,
-        Reference, ResourceContents,
+        CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest,
+        CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
+        GetPromptResponse, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
+        Reference, ServerResult,
     },
+    service::PeerRequestOptions,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +26,7 @@ use crate::{
     error::GatewayError,
     gateway::Gateway,
     names::UpstreamName,
-    upstream::{Connection, Upstream},
+    upstream::{Connection, Downstream, Upstream},
 };
 
 /// Where a request gets its upstream connection: the shared one, or the downstream session's own.
@@ -34,102 +37,152 @@ pub trait ConnectionSource: Sync {
     ) -> impl Future<Output = Result<Arc<Connection>, GatewayError>> + Send;
 }
 
-/// `tools/call`: the result comes back exactly as the upstream sent it.
-pub async fn call_tool(
-    gateway: &Gateway,
-    source: &impl ConnectionSource,
-    mut params: CallToolRequestParams,
-    ct: &CancellationToken,
-) -> Result<CallToolResponse, GatewayError> {
-    let route = gateway.catalog().tool(&params.name).cloned();
-    let route =
-        route.ok_or_else(|| gateway.missing_name(&params.name, GatewayError::UnknownTool))?;
-    let (upstream, connection) = connect(gateway, source, &route.upstream).await?;
-    params.name = Cow::Owned(route.original.to_string());
-    forward(
-        upstream.name(),
-        ct,
-        connection.peer().call_tool_once(params),
-    )
-    .await
+/// One downstream request being routed: where its connections come from, who it is (for what
+/// comes back), and its cancellation.
+pub struct Call<'a, S> {
+    pub gateway: &'a Gateway,
+    pub source: &'a S,
+    pub downstream: Arc<Downstream>,
+    pub ct: &'a CancellationToken,
 }
 
-/// `prompts/get`.
-pub async fn get_prompt(
-    gateway: &Gateway,
-    source: &impl ConnectionSource,
-    mut params: GetPromptRequestParams,
-    ct: &CancellationToken,
-) -> Result<GetPromptResponse, GatewayError> {
-    let route = prompt_route(gateway, &params.name)?;
-    let (upstream, connection) = connect(gateway, source, &route.upstream).await?;
-    params.name = route.original.to_string();
-    forward(
-        upstream.name(),
-        ct,
-        connection.peer().get_prompt_once(params),
-    )
-    .await
-}
-
-/// `resources/read`: the contents' URIs are mapped back to the form the client used.
-pub async fn read_resource(
-    gateway: &Gateway,
-    source: &impl ConnectionSource,
-    mut params: ReadResourceRequestParams,
-    ct: &CancellationToken,
-) -> Result<ReadResourceResponse, GatewayError> {
-    let (owner, original, scheme) = resolve_uri(gateway, &params.uri)?;
-    let (upstream, connection) = connect(gateway, source, &owner).await?;
-    params.uri = original;
-    let response = forward(
-        upstream.name(),
-        ct,
-        connection.peer().read_resource_once(params),
-    )
-    .await?;
-    Ok(match response {
-        ReadResourceResponse::Complete(mut result) => {
-            for contents in &mut result.contents {
-                expose_contents_uri(&scheme, &owner, contents);
+impl<S: ConnectionSource> Call<'_, S> {
+    /// `tools/call`: the result comes back as the upstream sent it, but for the URIs of
+    /// resources it links or embeds, which are mapped like listed ones.
+    pub async fn call_tool(
+        &self,
+        mut params: CallToolRequestParams,
+    ) -> Result<CallToolResponse, GatewayError> {
+        let route = self.gateway.catalog().tool(&params.name).cloned();
+        let route = route.ok_or_else(|| {
+            self.gateway
+                .missing_name(&params.name, GatewayError::UnknownTool)
+        })?;
+        params.name = Cow::Owned(route.original.to_string());
+        let scheme = self.gateway.catalog().scheme().clone();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.send(&route.upstream, request).await? {
+            ServerResult::CallToolResult(mut result) => {
+                uris::expose_in_content(&scheme, &route.upstream, &mut result.content);
+                Ok(CallToolResponse::Complete(result))
             }
-            ReadResourceResponse::Complete(result)
+            ServerResult::InputRequiredResult(result) => {
+                Ok(CallToolResponse::InputRequired(result))
+            }
+            ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+            other => Err(unexpected(&route.upstream, &other)),
         }
-        other => other,
-    })
-}
+    }
 
-/// `completion/complete`, for a prompt argument or a resource template variable.
-pub async fn complete(
-    gateway: &Gateway,
-    source: &impl ConnectionSource,
-    mut params: CompleteRequestParams,
-    ct: &CancellationToken,
-) -> Result<CompleteResult, GatewayError> {
-    let owner = match &mut params.r#ref {
-        Reference::Prompt(prompt) => {
-            let route = prompt_route(gateway, &prompt.name)?;
-            prompt.name = route.original.to_string();
-            route.upstream
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        mut params: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, GatewayError> {
+        let route = self.prompt_route(&params.name)?;
+        params.name = route.original.to_string();
+        let scheme = self.gateway.catalog().scheme().clone();
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        match self.send(&route.upstream, request).await? {
+            ServerResult::GetPromptResult(mut result) => {
+                for message in &mut result.messages {
+                    uris::expose_in_prompt_message(&scheme, &route.upstream, message);
+                }
+                Ok(GetPromptResponse::Complete(result))
+            }
+            ServerResult::InputRequiredResult(result) => {
+                Ok(GetPromptResponse::InputRequired(result))
+            }
+            other => Err(unexpected(&route.upstream, &other)),
         }
-        Reference::Resource(resource) => {
-            let (owner, original, _) = resolve_uri(gateway, &resource.uri)?;
-            resource.uri = original;
-            owner
-        }
-        _ => {
-            return Err(GatewayError::InvalidParams(
-                "unsupported completion reference".into(),
-            ));
-        }
-    };
-    let (upstream, connection) = connect(gateway, source, &owner).await?;
-    forward(upstream.name(), ct, connection.peer().complete(params)).await
-}
+    }
 
-fn prompt_route(gateway: &Gateway, name: &str) -> Result<Route, GatewayError> {
-    let route = gateway.catalog().prompt(name).cloned();
-    route.ok_or_else(|| gateway.missing_name(name, GatewayError::UnknownPrompt))
+    /// `resources/read`: the contents' URIs are mapped back to the form the client used.
+    pub async fn read_resource(
+        &self,
+        mut params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, GatewayError> {
+        let (owner, original, scheme) = resolve_uri(self.gateway, &params.uri)?;
+        params.uri = original;
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        match self.send(&owner, request).await? {
+            ServerResult::ReadResourceResult(mut result) => {
+                for contents in &mut result.contents {
+                    uris::expose_in_contents(&scheme, &owner, contents);
+                }
+                Ok(ReadResourceResponse::Complete(result))
+            }
+            ServerResult::InputRequiredResult(result) => {
+                Ok(ReadResourceResponse::InputRequired(result))
+            }
+            other => Err(unexpected(&owner, &other)),
+        }
+    }
+
+    /// `completion/complete`, for a prompt argument or a resource template variable.
+    pub async fn complete(
+        &self,
+        mut params: CompleteRequestParams,
+    ) -> Result<CompleteResult, GatewayError> {
+        let owner = match &mut params.r#ref {
+            Reference::Prompt(prompt) => {
+                let route = self.prompt_route(&prompt.name)?;
+                prompt.name = route.original.to_string();
+                route.upstream
+            }
+            Reference::Resource(resource) => {
+                let (owner, original, _) = resolve_uri(self.gateway, &resource.uri)?;
+                resource.uri = original;
+                owner
+            }
+            _ => {
+                return Err(GatewayError::InvalidParams(
+                    "unsupported completion reference".into(),
+                ));
+            }
+        };
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        match self.send(&owner, request).await? {
+            ServerResult::CompleteResult(result) => Ok(result),
+            other => Err(unexpected(&owner, &other)),
+        }
+    }
+
+    fn prompt_route(&self, name: &str) -> Result<Route, GatewayError> {
+        let route = self.gateway.catalog().prompt(name).cloned();
+        route.ok_or_else(|| self.gateway.missing_name(name, GatewayError::UnknownPrompt))
+    }
+
+    /// Sends `request` to `upstream` and awaits the answer, unless the client cancels first (then
+    /// the upstream is told to cancel too).
+    async fn send(
+        &self,
+        upstream: &UpstreamName,
+        request: ClientRequest,
+    ) -> Result<ServerResult, GatewayError> {
+        let upstream = self.gateway.serving_upstream(upstream)?;
+        let connection = self.source.connection(upstream).await?;
+        let failed = |error| GatewayError::from_service(upstream.name(), error);
+        let peer = connection.peer();
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(failed)?;
+        let registration = connection.relay().register(
+            peer,
+            handle.id.clone(),
+            handle.progress_token.clone(),
+            self.downstream.clone(),
+        );
+        tokio::select! {
+            result = handle.await_response() => {
+                registration.finish();
+                result.map_err(failed)
+            }
+            // Dropping the registration cancels the request upstream.
+            _ = self.ct.cancelled() => Err(GatewayError::Cancelled),
+        }
+    }
 }
 
 /// The owner of an exposed URI, the URI it knows, and the naming scheme in force.
@@ -148,33 +201,20 @@ fn resolve_uri(
     ))
 }
 
-fn expose_contents_uri(scheme: &NameScheme, owner: &UpstreamName, contents: &mut ResourceContents) {
-    if let ResourceContents::TextResourceContents { uri, .. }
-    | ResourceContents::BlobResourceContents { uri, .. } = contents
-    {
-        *uri = scheme.expose_uri(owner, uri);
+fn unexpected(upstream: &UpstreamName, result: &ServerResult) -> GatewayError {
+    GatewayError::UpstreamFailed {
+        upstream: upstream.clone(),
+        reason: format!("it answered with a {}", result_kind(result)),
     }
 }
 
-/// The upstream named by a route, and a connection to it from `source`.
-async fn connect<'g>(
-    gateway: &'g Gateway,
-    source: &impl ConnectionSource,
-    name: &UpstreamName,
-) -> Result<(&'g Arc<Upstream>, Arc<Connection>), GatewayError> {
-    let upstream = gateway.serving_upstream(name)?;
-    let connection = source.connection(upstream).await?;
-    Ok((upstream, connection))
-}
-
-/// Awaits an upstream request unless the client cancels first.
-async fn forward<T>(
-    upstream: &UpstreamName,
-    ct: &CancellationToken,
-    request: impl Future<Output = Result<T, ServiceError>>,
-) -> Result<T, GatewayError> {
-    tokio::select! {
-        result = request => result.map_err(|e| GatewayError::from_service(upstream, e)),
-        _ = ct.cancelled() => Err(GatewayError::Cancelled),
+fn result_kind(result: &ServerResult) -> &'static str {
+    match result {
+        ServerResult::EmptyResult(_) => "empty result",
+        ServerResult::CallToolResult(_) => "tool result",
+        ServerResult::GetPromptResult(_) => "prompt",
+        ServerResult::ReadResourceResult(_) => "resource contents",
+        ServerResult::CompleteResult(_) => "completion",
+        _ => "other result",
     }
 }

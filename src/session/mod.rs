@@ -23,7 +23,9 @@ use rmcp::{
 
 pub use upstreams::{SessionUpstreams, Source};
 
-use crate::{catalog::Catalog, error::GatewayError, gateway::Gateway, router};
+use crate::{
+    catalog::Catalog, error::GatewayError, gateway::Gateway, router::Call, upstream::Downstream,
+};
 
 /// Serves one downstream session (or one stateless request).
 pub struct SessionHandler {
@@ -37,6 +39,26 @@ impl SessionHandler {
         Self {
             gateway,
             session: OnceLock::new(),
+        }
+    }
+
+    /// Routes one request of this session (or one stateless request).
+    fn call<'a>(
+        &'a self,
+        source: &'a Source<'a>,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Call<'a, Source<'a>> {
+        Call {
+            gateway: &self.gateway,
+            source,
+            downstream: Arc::new(Downstream {
+                peer: context.peer.clone(),
+                request_id: Some(context.id.clone()),
+                progress_token: context.meta.get_progress_token(),
+                capabilities: context.client_capabilities().unwrap_or_default(),
+                stateless: self.session.get().is_none(),
+            }),
+            ct: &context.ct,
         }
     }
 
@@ -73,9 +95,16 @@ impl ServerHandler for SessionHandler {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         // A repeated initialize on the same session keeps the first identity.
+        let home = Arc::new(Downstream {
+            peer: context.peer.clone(),
+            request_id: None,
+            progress_token: None,
+            capabilities: request.capabilities.clone(),
+            stateless: false,
+        });
         let _ = self
             .session
-            .set(SessionUpstreams::new(request.client_info.clone()));
+            .set(SessionUpstreams::new(request.client_info.clone(), home));
         self.negotiate_initialize(&request)
     }
 
@@ -100,7 +129,9 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        router::call_tool(&self.gateway, &self.source(), request, &context.ct)
+        let source = self.source();
+        self.call(&source, &context)
+            .call_tool(request)
             .await
             .map_err(Into::into)
     }
@@ -119,7 +150,9 @@ impl ServerHandler for SessionHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        router::get_prompt(&self.gateway, &self.source(), request, &context.ct)
+        let source = self.source();
+        self.call(&source, &context)
+            .get_prompt(request)
             .await
             .map_err(Into::into)
     }
@@ -147,7 +180,9 @@ impl ServerHandler for SessionHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        router::read_resource(&self.gateway, &self.source(), request, &context.ct)
+        let source = self.source();
+        self.call(&source, &context)
+            .read_resource(request)
             .await
             .map_err(Into::into)
     }
@@ -157,7 +192,9 @@ impl ServerHandler for SessionHandler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        router::complete(&self.gateway, &self.source(), request, &context.ct)
+        let source = self.source();
+        self.call(&source, &context)
+            .complete(request)
             .await
             .map_err(Into::into)
     }

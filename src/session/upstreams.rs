@@ -17,7 +17,7 @@ use crate::{
     gateway::unavailable,
     names::UpstreamName,
     router::ConnectionSource,
-    upstream::{Connection, Upstream},
+    upstream::{Connection, Downstream, Upstream},
 };
 
 /// One lazily opened connection slot; the cell makes concurrent first requests open it once.
@@ -27,14 +27,17 @@ type Slot = Arc<OnceCell<Arc<Connection>>>;
 pub struct SessionUpstreams {
     /// How the client introduced itself; upstream sessions are opened in its name.
     client: Implementation,
+    /// The session itself, for what its upstream sessions send outside any request.
+    home: Arc<Downstream>,
     /// Per-session lock, held only to find or insert a slot, never across an await.
     slots: Mutex<HashMap<UpstreamName, Slot>>,
 }
 
 impl SessionUpstreams {
-    pub fn new(client: Implementation) -> Self {
+    pub fn new(client: Implementation, home: Arc<Downstream>) -> Self {
         Self {
             client,
+            home,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -65,7 +68,7 @@ impl SessionUpstreams {
             let connection = slot
                 .get_or_try_init(|| async {
                     let connection = upstream
-                        .open_session_connection(self.client.clone())
+                        .open_session_connection(self.client.clone(), self.home.clone())
                         .await
                         .map_err(|error| GatewayError::Unavailable {
                             upstream: upstream.name().clone(),

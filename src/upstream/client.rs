@@ -1,30 +1,41 @@
 //! Switchyard's side of an upstream connection: the rmcp `ClientHandler` that announces the
-//! gateway (or the client it stands for) and receives what the upstream sends unasked.
+//! gateway (or the client it stands for) and handles what the upstream sends unasked.
 //!
-//! List-change notifications become events for the upstream's supervisor, which rediscovers;
-//! log messages go to the gateway's log under the upstream's name.
+//! Progress, log messages and requests for sampling, elicitation and roots are passed through
+//! the connection's `Relay` to the client they concern. List changes and resource updates
+//! become events for the upstream's supervisor.
 
-// MCP logging is deprecated by SEP-2577 but still sent by servers on the legacy protocol.
+// Sampling, roots and logging are deprecated by SEP-2577 but still used on the legacy protocol.
 #![allow(deprecated)]
 
+use std::sync::Arc;
+
 use rmcp::{
-    ClientHandler,
+    ClientHandler, ErrorData, ServiceError,
     model::{
-        ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
-        LoggingMessageNotificationParam, ProtocolVersion,
+        ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
+        CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
+        ElicitResult, ErrorCode, GetExtensions, Implementation, ListRootsRequest, ListRootsResult,
+        LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
+        ResourceUpdatedNotificationParam, ServerRequest,
     },
-    service::{NotificationContext, RoleClient},
+    service::{
+        InboundStreamOrigin, NotificationContext, OriginatingRequestId, RequestContext, RoleClient,
+    },
 };
 use tokio::sync::mpsc;
 
+use super::relay::{Downstream, Relay, cannot_forward};
 use crate::names::UpstreamName;
 
-/// Something an upstream told us that changes what the gateway serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Something an upstream told us that changes what the gateway serves or must pass on.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpstreamEvent {
     ToolsChanged,
     PromptsChanged,
     ResourcesChanged,
+    /// A subscribed resource changed (its URI as the upstream knows it).
+    ResourceUpdated(String),
 }
 
 /// The handler of one upstream connection.
@@ -33,21 +44,26 @@ pub struct UpstreamClient {
     upstream: UpstreamName,
     info: ClientConfig,
     events: mpsc::UnboundedSender<UpstreamEvent>,
+    relay: Arc<Relay>,
 }
 
 impl UpstreamClient {
-    /// A handler announcing `client_info` to the upstream and reporting to `events`.
+    /// A handler announcing `client_info` and `capabilities` to the upstream, reporting to
+    /// `events`, and passing requests back through `relay`.
     pub fn new(
         upstream: UpstreamName,
         client_info: Implementation,
+        capabilities: ClientCapabilities,
         events: mpsc::UnboundedSender<UpstreamEvent>,
+        relay: Arc<Relay>,
     ) -> Self {
-        let mut info = ClientConfig::new(ClientCapabilities::default(), client_info);
+        let mut info = ClientConfig::new(capabilities, client_info);
         info.protocol_version = ProtocolVersion::V_2025_11_25;
         Self {
             upstream,
             info,
             events,
+            relay,
         }
     }
 
@@ -55,6 +71,61 @@ impl UpstreamClient {
         // The supervisor may be gone during shutdown; nothing is lost then.
         let _ = self.events.send(event);
     }
+
+    /// The client an upstream request is for, if it can be asked for `what`.
+    async fn target(
+        &self,
+        context: &RequestContext<RoleClient>,
+        what: &str,
+        supported: impl Fn(&ClientCapabilities) -> bool,
+    ) -> Result<Arc<Downstream>, ErrorData> {
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        let Some(target) = self.relay.resolve(origin).await else {
+            return Err(cannot_forward(
+                what,
+                "it is not tied to one client's request (several are in flight on a shared \
+                 upstream session; configure this upstream with session = \"per_client\")",
+            ));
+        };
+        if target.stateless {
+            return Err(cannot_forward(
+                what,
+                "the client uses protocol 2026-07-28, which cannot receive requests during a call",
+            ));
+        }
+        if !supported(&target.capabilities) {
+            return Err(cannot_forward(
+                what,
+                &format!("the client did not declare the {what} capability"),
+            ));
+        }
+        Ok(target)
+    }
+}
+
+/// Sends `request` to the client of `target`, on the stream of its request when there is one.
+async fn ask(target: &Downstream, mut request: ServerRequest) -> Result<ClientResult, ErrorData> {
+    if let Some(id) = &target.request_id {
+        request
+            .extensions_mut()
+            .insert(OriginatingRequestId(id.clone()));
+    }
+    target
+        .peer
+        .send_request(request)
+        .await
+        .map_err(|error| match error {
+            ServiceError::McpError(error) => error,
+            other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
+        })
+}
+
+fn unexpected(result: ClientResult) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("the client answered with an unexpected result: {result:?}"),
+        None,
+    )
 }
 
 /// How Switchyard introduces itself to upstreams it connects to on its own behalf.
@@ -65,6 +136,79 @@ pub fn gateway_identity() -> Implementation {
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let target = self
+            .target(&context, "sampling", |c| c.sampling.is_some())
+            .await?;
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        match ask(&target, request).await? {
+            ClientResult::CreateMessageResult(result) => Ok(*result),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let url = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
+        let target = self
+            .target(&context, "elicitation", |c| match &c.elicitation {
+                // A client declaring neither mode supports forms (2025-06-18 compatibility).
+                Some(e) if url => e.url.is_some(),
+                Some(e) => e.form.is_some() || e.url.is_none(),
+                None => false,
+            })
+            .await?;
+        match ask(
+            &target,
+            ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+        )
+        .await?
+        {
+            ClientResult::ElicitResult(result) => Ok(result),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let target = self
+            .target(&context, "roots", |c| c.roots.is_some())
+            .await?;
+        match ask(
+            &target,
+            ServerRequest::ListRootsRequest(ListRootsRequest::default()),
+        )
+        .await?
+        {
+            ClientResult::ListRootsResult(result) => Ok(result),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        mut params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(target) = self.relay.by_progress(&params.progress_token) else {
+            return;
+        };
+        let Some(token) = target.progress_token.clone() else {
+            return;
+        };
+        params.progress_token = token;
+        let _ = target.peer.notify_progress(params).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -79,21 +223,38 @@ impl ClientHandler for UpstreamClient {
         self.report(UpstreamEvent::ResourcesChanged);
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.report(UpstreamEvent::ResourceUpdated(params.uri));
+    }
+
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let upstream = &self.upstream;
-        let logger = params.logger.as_deref().unwrap_or("");
-        let data = &params.data;
-        match params.level {
-            LoggingLevel::Debug => tracing::debug!(%upstream, logger, %data, "upstream log"),
-            LoggingLevel::Info | LoggingLevel::Notice => {
-                tracing::info!(%upstream, logger, %data, "upstream log")
-            }
-            LoggingLevel::Warning => tracing::warn!(%upstream, logger, %data, "upstream log"),
-            _ => tracing::error!(%upstream, logger, %data, "upstream log"),
+        log_upstream_message(&self.upstream, &params);
+        // Notifications carry no stream marker: the only request in flight, or the session.
+        if let Some(target) = self.relay.resolve(None).await
+            && !target.stateless
+        {
+            let _ = target.peer.notify_logging_message(params).await;
         }
+    }
+}
+
+fn log_upstream_message(upstream: &UpstreamName, params: &LoggingMessageNotificationParam) {
+    let logger = params.logger.as_deref().unwrap_or("");
+    let data = &params.data;
+    match params.level {
+        LoggingLevel::Debug => tracing::debug!(%upstream, logger, %data, "upstream log"),
+        LoggingLevel::Info | LoggingLevel::Notice => {
+            tracing::info!(%upstream, logger, %data, "upstream log")
+        }
+        LoggingLevel::Warning => tracing::warn!(%upstream, logger, %data, "upstream log"),
+        _ => tracing::error!(%upstream, logger, %data, "upstream log"),
     }
 }

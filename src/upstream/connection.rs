@@ -18,12 +18,14 @@ use rmcp::{
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::{UpstreamError, client::UpstreamClient, hook::RequestHook, http, stdio};
+use super::{UpstreamError, client::UpstreamClient, hook::RequestHook, http, relay::Relay, stdio};
 use crate::config::{TransportConfig, UpstreamConfig};
 
 /// A live session with one upstream.
 pub struct Connection {
     peer: Peer<RoleClient>,
+    /// Where requests sent on this connection are registered, for what comes back.
+    relay: Arc<Relay>,
     server: Arc<ServerPeerInfo>,
     /// Cancelled once the service loop has ended, for whatever reason.
     done: CancellationToken,
@@ -39,6 +41,7 @@ impl Connection {
     pub async fn open(
         config: &UpstreamConfig,
         handler: UpstreamClient,
+        relay: Arc<Relay>,
         http_client: &reqwest::Client,
         hook: Arc<dyn RequestHook>,
         slot: Option<OwnedSemaphorePermit>,
@@ -81,6 +84,7 @@ impl Connection {
         });
         Ok(Self {
             peer,
+            relay,
             server,
             done,
             stop,
@@ -90,6 +94,10 @@ impl Connection {
 
     pub fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
+    }
+
+    pub fn relay(&self) -> &Arc<Relay> {
+        &self.relay
     }
 
     /// What the upstream said about itself at `initialize`.

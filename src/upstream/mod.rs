@@ -6,11 +6,15 @@
 //! mode and stateless clients). In `per_client` mode each downstream session also opens its own
 //! (see `session`), which `open_session_connection` provides.
 
+// Roots and sampling are deprecated by SEP-2577 but still relayed on the legacy protocol.
+#![allow(deprecated)]
+
 mod client;
 mod connection;
 mod discovery;
 mod hook;
 mod http;
+mod relay;
 mod status;
 mod stdio;
 mod supervisor;
@@ -24,12 +28,16 @@ use std::{
 };
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use rmcp::model::Implementation;
+use rmcp::model::{
+    ClientCapabilities, ElicitationCapability, FormElicitationCapability, Implementation,
+    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
+};
 use tokio::sync::{Semaphore, mpsc};
 
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
 pub use connection::Connection;
 pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
+pub use relay::{Downstream, Registration, Relay};
 pub use status::{UpstreamState, UpstreamStatus};
 pub use supervisor::spawn_supervisor;
 
@@ -151,11 +159,13 @@ impl Upstream {
         self.config.session == SessionMode::PerClient
     }
 
-    /// Opens a connection for one downstream session, introducing it as `client`. A stdio
-    /// upstream starts a process, within its `max_processes`.
+    /// Opens a connection for one downstream session, introducing it as the client `home`
+    /// introduced itself and declaring the same capabilities. A stdio upstream starts a process,
+    /// within its `max_processes`.
     pub async fn open_session_connection(
         &self,
         client: Implementation,
+        home: Arc<Downstream>,
     ) -> Result<Connection, UpstreamError> {
         let slot = match &self.config.transport {
             TransportConfig::Stdio(stdio) => Some(
@@ -166,17 +176,48 @@ impl Upstream {
             ),
             TransportConfig::StreamableHttp(_) => None,
         };
-        self.open(client, slot).await
+        let capabilities = relayable(&home.capabilities);
+        self.open(client, capabilities, Relay::for_session(home), slot)
+            .await
+    }
+
+    /// Opens a connection shared by all sessions. It declares every capability Switchyard can
+    /// relay; each request is then passed to the client it concerns, or refused if that client
+    /// lacks the capability.
+    async fn open_shared(&self) -> Result<Connection, UpstreamError> {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = Some(RootsCapabilities::default());
+        capabilities.sampling = Some(SamplingCapability::default());
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::default())
+                .with_url(UrlElicitationCapability::default()),
+        );
+        self.open(
+            client::gateway_identity(),
+            capabilities,
+            Relay::shared(),
+            None,
+        )
+        .await
     }
 
     async fn open(
         &self,
         client: Implementation,
+        capabilities: ClientCapabilities,
+        relay: Arc<Relay>,
         slot: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> Result<Connection, UpstreamError> {
-        let handler = UpstreamClient::new(self.name().clone(), client, self.events.clone());
+        let handler = UpstreamClient::new(
+            self.name().clone(),
+            client,
+            capabilities,
+            self.events.clone(),
+            relay.clone(),
+        );
         let hook = self.request_hook();
-        Connection::open(&self.config, handler, &self.http, hook, slot).await
+        Connection::open(&self.config, handler, relay, &self.http, hook, slot).await
     }
 
     /// The hook for a new connection: the configured static headers.
@@ -194,4 +235,14 @@ impl Upstream {
     fn mark_settled(&self) {
         self.settled.store(true, Ordering::Release);
     }
+}
+
+/// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation.
+/// Extensions (tasks, say) are left out, since their requests would have nowhere to go.
+fn relayable(client: &ClientCapabilities) -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.roots = client.roots.clone().map(|_| RootsCapabilities::default());
+    capabilities.sampling = client.sampling.clone();
+    capabilities.elicitation = client.elicitation.clone();
+    capabilities
 }

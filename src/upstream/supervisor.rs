@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Connection, Upstream, UpstreamError, UpstreamEvent, UpstreamState, UpstreamStatus,
-    client::gateway_identity, discovery::discover,
+    discovery::discover,
 };
 
 /// First wait after a failure; doubles per failure up to `MAX_BACKOFF`.
@@ -78,7 +78,7 @@ pub fn spawn_supervisor(
 /// Opens the shared connection and discovers the upstream's lists.
 async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
     upstream.set_status(upstream.status().moved_to(UpstreamState::Connecting));
-    let connection = upstream.open(gateway_identity(), None).await?;
+    let connection = upstream.open_shared().await?;
     upstream.set_status(upstream.status().moved_to(UpstreamState::Discovering));
     rediscover(upstream, &connection).await?;
     Ok(connection)

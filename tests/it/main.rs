@@ -4,5 +4,6 @@ mod catalog;
 mod cli;
 mod fixtures;
 mod harness;
+mod relay;
 mod routing;
 mod sessions;

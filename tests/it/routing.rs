@@ -58,26 +58,42 @@ async fn calls_reach_their_upstream_with_arguments_intact() {
 }
 
 #[tokio::test]
-async fn results_come_back_unchanged() {
+async fn results_come_back_unchanged_but_for_resource_uris() {
     let (notes, gw) = two_upstreams().await;
     let client = gw.client().await;
     let direct = connect_client(&notes.url(), "direct").await;
 
-    for tool in ["mixed_content", "tool_error"] {
-        let through = call(&client, &format!("remote__{tool}"), json!({}))
-            .await
-            .unwrap();
-        let expected = call(&direct, tool, json!({})).await.unwrap();
-        assert_eq!(
-            serde_json::to_value(&through).unwrap(),
-            serde_json::to_value(&expected).unwrap(),
-            "{tool}"
-        );
-    }
-    let failed = call(&client, "remote__tool_error", json!({}))
+    let through = call(&client, "remote__tool_error", json!({}))
         .await
         .unwrap();
-    assert_eq!(failed.is_error, Some(true));
+    let expected = call(&direct, "tool_error", json!({})).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&through).unwrap(),
+        serde_json::to_value(&expected).unwrap()
+    );
+    assert_eq!(through.is_error, Some(true));
+
+    // Every block kind, structured content and _meta pass through; the URIs of linked and
+    // embedded resources are mapped like listed ones, and only they.
+    let through = call(&client, "remote__mixed_content", json!({}))
+        .await
+        .unwrap();
+    let mut expected =
+        serde_json::to_value(call(&direct, "mixed_content", json!({})).await.unwrap()).unwrap();
+    expected["content"][3]["uri"] = json!("remote+notes://note/1");
+    for i in [4, 5] {
+        let uri = expected["content"][i]["resource"]["uri"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        expected["content"][i]["resource"]["uri"] = json!(format!("remote+{uri}"));
+    }
+    assert_eq!(serde_json::to_value(&through).unwrap(), expected);
+
+    // What a result links to can be read back through the gateway.
+    let link = through.content[3].as_resource_link().unwrap();
+    assert_eq!(read_text(&client, &link.uri).await.1, "note 1");
+
     let structured = call(&client, "local__add", json!({"a": 2, "b": 40}))
         .await
         .unwrap();

@@ -1,0 +1,178 @@
+//! The relay: what an upstream sends back while serving a request (progress, log messages,
+//! requests for sampling, elicitation or roots) goes to the downstream request that caused it.
+//!
+//! Each connection has one `Relay`. The router registers every request it forwards under the
+//! upstream request id and progress token rmcp assigned; the connection's handler looks them up.
+//! Over streamable HTTP an upstream request names the request whose stream it came on, so even a
+//! shared connection routes exactly; over stdio there is no such marker, and a request can only be
+//! routed when one request is in flight (or the connection belongs to one session).
+
+use std::{sync::Arc, time::Duration};
+
+use dashmap::DashMap;
+use rmcp::{
+    ErrorData, RoleClient, RoleServer,
+    model::{
+        CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
+        ErrorCode, ProgressToken, RequestId,
+    },
+    service::{InboundStreamOrigin, Peer},
+};
+
+/// The downstream side of one forwarded request, or of a whole session.
+pub struct Downstream {
+    pub peer: Peer<RoleServer>,
+    /// The client's request id; `None` for a session's unsolicited traffic.
+    pub request_id: Option<RequestId>,
+    /// The token the client asked progress for, if it did.
+    pub progress_token: Option<ProgressToken>,
+    /// What the client declared it can answer.
+    pub capabilities: ClientCapabilities,
+    /// A 2026-07-28 request: the client cannot be sent requests while it waits.
+    pub stateless: bool,
+}
+
+/// The in-flight requests of one upstream connection.
+pub struct Relay {
+    requests: DashMap<RequestId, Arc<Downstream>>,
+    progress: DashMap<ProgressToken, Arc<Downstream>>,
+    /// The session a per-client connection belongs to.
+    home: Option<Arc<Downstream>>,
+}
+
+/// How long to wait for a registration an upstream message refers to: the upstream may answer
+/// before the router has registered what it just sent.
+const REGISTRATION_GRACE: Duration = Duration::from_millis(20);
+
+impl Relay {
+    /// The relay of a connection shared by all sessions.
+    pub fn shared() -> Arc<Self> {
+        Self::with_home(None)
+    }
+
+    /// The relay of a connection that belongs to the session `home`.
+    pub fn for_session(home: Arc<Downstream>) -> Arc<Self> {
+        Self::with_home(Some(home))
+    }
+
+    fn with_home(home: Option<Arc<Downstream>>) -> Arc<Self> {
+        Arc::new(Self {
+            requests: DashMap::new(),
+            progress: DashMap::new(),
+            home,
+        })
+    }
+
+    /// Records that upstream request `id` (with progress token `token`) serves `downstream`,
+    /// until the returned registration is dropped. A registration dropped before `finish` means
+    /// the downstream request was abandoned: the upstream is told to cancel.
+    pub fn register(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        id: RequestId,
+        token: ProgressToken,
+        downstream: Arc<Downstream>,
+    ) -> Registration {
+        let progress = downstream.progress_token.is_some().then(|| {
+            self.progress.insert(token.clone(), downstream.clone());
+            token
+        });
+        self.requests.insert(id.clone(), downstream);
+        Registration {
+            relay: self.clone(),
+            peer: peer.clone(),
+            id: Some(id),
+            progress,
+        }
+    }
+
+    /// The downstream request an upstream progress token belongs to.
+    pub fn by_progress(&self, token: &ProgressToken) -> Option<Arc<Downstream>> {
+        self.progress.get(token).map(|d| d.clone())
+    }
+
+    /// Who an upstream request (or notification) is for: the request whose stream it came on,
+    /// else the only request in flight, else the connection's session.
+    pub async fn resolve(&self, origin: Option<&InboundStreamOrigin>) -> Option<Arc<Downstream>> {
+        match origin {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => {
+                let deadline = tokio::time::Instant::now() + REGISTRATION_GRACE;
+                loop {
+                    if let Some(found) = self.requests.get(id) {
+                        return Some(found.clone());
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return self.home.clone();
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+            Some(InboundStreamOrigin::Unassociated) => self.home.clone(),
+            None => self.only_in_flight().or_else(|| self.home.clone()),
+        }
+    }
+
+    /// The one request in flight, if there is exactly one.
+    fn only_in_flight(&self) -> Option<Arc<Downstream>> {
+        if self.requests.len() != 1 {
+            return None;
+        }
+        self.requests
+            .iter()
+            .next()
+            .map(|entry| entry.value().clone())
+    }
+
+    pub fn home(&self) -> Option<&Arc<Downstream>> {
+        self.home.as_ref()
+    }
+}
+
+/// A forwarded request's entry in the relay; see `Relay::register`.
+pub struct Registration {
+    relay: Arc<Relay>,
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    progress: Option<ProgressToken>,
+}
+
+impl Registration {
+    /// The upstream answered: remove the entry without cancelling.
+    pub fn finish(mut self) {
+        self.remove();
+    }
+
+    fn remove(&mut self) -> Option<RequestId> {
+        if let Some(token) = self.progress.take() {
+            self.relay.progress.remove(&token);
+        }
+        let id = self.id.take()?;
+        self.relay.requests.remove(&id);
+        Some(id)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let Some(id) = self.remove() else {
+            return;
+        };
+        // Abandoned (the client cancelled or went away): tell the upstream to stop working.
+        let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
+            CancelledNotificationParam::new(Some(id), Some("cancelled by the client".into())),
+        ));
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.send_notification(notification).await;
+        });
+    }
+}
+
+/// The error an upstream gets when its request cannot be passed on.
+pub fn cannot_forward(what: &str, reason: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("Switchyard cannot pass this {what} request to a client: {reason}"),
+        None,
+    )
+}

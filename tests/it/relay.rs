@@ -1,0 +1,180 @@
+//! What upstreams send back during a call reaches the client whose call it was: progress, log
+//! messages, and requests for sampling, elicitation and roots, whose answers go back upstream.
+//! Cancellation travels the other way.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::{
+    fixtures::notes::NotesServer,
+    harness::{GatewayBuilder, Recorder, call_on, eventually, text},
+};
+
+#[tokio::test]
+async fn progress_reaches_the_caller_under_its_own_token() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let recorder = Recorder::plain("p");
+    let client = recorder.clone().connect(&gw.url()).await;
+    let result = call_on(&client, "remote__progress", json!({"steps": 3}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "3 steps done");
+    let seen = recorder.seen();
+    let steps: Vec<_> = seen
+        .progress
+        .iter()
+        .map(|(_, p, m)| (*p, m.clone()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (1.0, Some("step 1".into())),
+            (2.0, Some("step 2".into())),
+            (3.0, Some("step 3".into()))
+        ]
+    );
+    // rmcp's client numbers its progress tokens per request; ours must come back, not the
+    // gateway's own.
+    assert!(
+        seen.progress
+            .iter()
+            .all(|(token, _, _)| token == &seen.progress[0].0)
+    );
+}
+
+#[tokio::test]
+async fn server_requests_reach_the_calling_client_and_answers_return() {
+    for session in ["per_client", "shared"] {
+        let notes = NotesServer::start().await;
+        let gw = GatewayBuilder::new()
+            .upstream(
+                "remote",
+                &format!("url = {:?}\nsession = \"{session}\"", notes.url()),
+            )
+            .start()
+            .await;
+        let ada = Recorder::capable("ada").connect(&gw.url()).await;
+        let bob = Recorder::capable("bob").connect(&gw.url()).await;
+        // Concurrently, so that on a shared upstream session both requests are in flight.
+        let (a, b) = tokio::join!(
+            call_on(&ada, "remote__ask_name", json!({})),
+            call_on(&bob, "remote__ask_name", json!({}))
+        );
+        assert_eq!(text(&a.unwrap()), "hello \"ada\"", "{session}");
+        assert_eq!(text(&b.unwrap()), "hello \"bob\"", "{session}");
+
+        let (a, b) = tokio::join!(
+            call_on(&ada, "remote__sample", json!({})),
+            call_on(&bob, "remote__sample", json!({}))
+        );
+        assert_eq!(
+            text(&a.unwrap()),
+            "test-model: sampled for ada",
+            "{session}"
+        );
+        assert_eq!(
+            text(&b.unwrap()),
+            "test-model: sampled for bob",
+            "{session}"
+        );
+
+        let roots = call_on(&ada, "remote__roots", json!({})).await.unwrap();
+        assert_eq!(text(&roots), "file:///home/ada", "{session}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_without_the_capability_gets_an_error_not_a_hang() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let plain = Recorder::plain("plain").connect(&gw.url()).await;
+    for tool in ["remote__ask_name", "remote__sample", "remote__roots"] {
+        let result =
+            tokio::time::timeout(Duration::from_secs(10), call_on(&plain, tool, json!({})))
+                .await
+                .expect("no hang");
+        let error = match result {
+            Ok(result) => panic!("{tool} should fail, got {result:?}"),
+            Err(rmcp::ServiceError::McpError(error)) => error,
+            Err(other) => panic!("{tool}: {other}"),
+        };
+        assert!(
+            error.message.contains("failed"),
+            "{tool}: {}",
+            error.message
+        );
+    }
+
+    // A stateless 2026-07-28 client cannot be asked either.
+    let modern = gw.modern_client().await;
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        call_on(&modern, "remote__ask_name", json!({})),
+    )
+    .await
+    .expect("no hang");
+    assert!(result.is_err(), "{result:?}");
+}
+
+#[tokio::test]
+async fn log_messages_reach_the_client_whose_call_caused_them() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let (one, two) = (Recorder::plain("one"), Recorder::plain("two"));
+    let (c1, _c2) = (
+        one.clone().connect(&gw.url()).await,
+        two.clone().connect(&gw.url()).await,
+    );
+    call_on(&c1, "remote__log", json!({"text": "for one"}))
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || one.seen().logs
+            == [json!("for one")])
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(two.seen().logs.is_empty(), "the other client sees nothing");
+}
+
+#[tokio::test]
+async fn cancelling_a_call_cancels_it_upstream() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let client = Recorder::plain("c").connect(&gw.url()).await;
+    let mut params = rmcp::model::CallToolRequestParams::new("remote__sleep");
+    params = params.with_arguments(serde_json::from_value(json!({"ms": 30000})).unwrap());
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle.cancel(Some("changed my mind".into())).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || notes.cancelled.count() == 1).await,
+        "the upstream saw the cancellation"
+    );
+    // The session goes on.
+    let ok = call_on(&client, "remote__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&ok), "notes: after");
+}

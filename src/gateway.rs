@@ -16,7 +16,8 @@ use crate::{
     config::Config,
     error::GatewayError,
     names::UpstreamName,
-    upstream::{Upstream, UpstreamState, spawn_supervisor},
+    session::Subscriptions,
+    upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
 /// Everything requests share. Cheap to reach through an `Arc`.
@@ -29,6 +30,7 @@ pub struct Gateway {
     rebuild_lock: Mutex<()>,
     /// Bumped after every catalog rebuild.
     catalog_version: watch::Sender<u64>,
+    subscriptions: Arc<Subscriptions>,
     shutdown: CancellationToken,
 }
 
@@ -56,19 +58,15 @@ impl Gateway {
             catalog: ArcSwap::from_pointee(Catalog::empty(scheme)),
             rebuild_lock: Mutex::new(()),
             catalog_version: watch::Sender::new(0),
+            subscriptions: Arc::default(),
             shutdown: CancellationToken::new(),
         });
-        let weak: Weak<Self> = Arc::downgrade(&gateway);
-        let on_change = Arc::new(move || {
-            if let Some(gateway) = weak.upgrade() {
-                gateway.rebuild_catalog();
-            }
-        });
+        let hooks: Hooks = Arc::new(GatewayHooks(Arc::downgrade(&gateway)));
         for (upstream, events) in gateway.upstreams.iter().zip(receivers) {
             spawn_supervisor(
                 upstream.clone(),
                 events,
-                on_change.clone(),
+                hooks.clone(),
                 gateway.shutdown.child_token(),
             );
         }
@@ -125,9 +123,21 @@ impl Gateway {
             .iter()
             .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
             .collect();
-        let scheme = self.catalog.load().scheme().clone();
-        self.catalog.store(Arc::new(Catalog::build(scheme, &parts)));
-        self.catalog_version.send_modify(|v| *v += 1);
+        let previous = self.catalog.load_full();
+        let next = Catalog::build(previous.scheme().clone(), &parts).succeeding(&previous);
+        let generation = next.generation();
+        self.catalog.store(Arc::new(next));
+        self.catalog_version.send_replace(generation);
+    }
+
+    /// Every live resource subscription.
+    pub fn subscriptions(&self) -> &Arc<Subscriptions> {
+        &self.subscriptions
+    }
+
+    /// A receiver that sees every catalog rebuild (the new generation).
+    pub fn watch_catalog(&self) -> watch::Receiver<u64> {
+        self.catalog_version.subscribe()
     }
 
     /// Resolves once every upstream has been tried at least once (ready or failed).
@@ -142,13 +152,16 @@ impl Gateway {
 
     /// What Switchyard announces about itself to clients.
     pub fn server_info(&self) -> ServerConfig {
+        #[allow(deprecated)] // logging: still part of the legacy protocol, which is relayed
         let capabilities = ServerCapabilities::builder()
             .enable_completions()
+            .enable_logging()
             .enable_prompts()
             .enable_resources()
             .enable_tools()
             .enable_prompts_list_changed()
             .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_tool_list_changed()
             .build();
         let mut info = ServerConfig::new(capabilities).with_server_info(
@@ -176,6 +189,31 @@ impl Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         self.shutdown.cancel();
+    }
+}
+
+/// How supervisors reach the gateway; weak, so that supervisors do not keep it alive.
+struct GatewayHooks(Weak<Gateway>);
+
+impl SupervisorHooks for GatewayHooks {
+    fn changed(&self) {
+        if let Some(gateway) = self.0.upgrade() {
+            gateway.rebuild_catalog();
+        }
+    }
+
+    fn ready(&self, upstream: &Arc<Upstream>) {
+        let Some(gateway) = self.0.upgrade() else {
+            return;
+        };
+        let upstream = upstream.clone();
+        tokio::spawn(async move { gateway.subscriptions.renew(&upstream).await });
+    }
+
+    fn resource_updated(&self, upstream: &Upstream, uri: &str) {
+        if let Some(gateway) = self.0.upgrade() {
+            gateway.subscriptions.deliver(upstream.name(), uri);
+        }
     }
 }
 

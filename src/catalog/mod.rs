@@ -42,6 +42,16 @@ pub struct ToolRoute {
     index: usize,
 }
 
+/// Which lists a catalog snapshot changed, as counters bumped on every change of that list.
+/// Sessions compare them with the ones they last announced to know what to notify.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListVersions {
+    pub tools: u64,
+    pub prompts: u64,
+    /// Resources and resource templates.
+    pub resources: u64,
+}
+
 /// The upstream that owns a resource URI, and the URI as that upstream knows it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UriRoute<'a> {
@@ -64,6 +74,9 @@ pub struct Catalog {
     resource_owners: HashMap<String, UpstreamName>,
     template_owners: Vec<(TemplatePattern, UpstreamName)>,
     instructions: Option<String>,
+    /// Increases with every snapshot; pagination cursors refer to it.
+    generation: u64,
+    versions: ListVersions,
 }
 
 impl Catalog {
@@ -87,6 +100,8 @@ impl Catalog {
             resource_owners: HashMap::new(),
             template_owners: Vec::new(),
             instructions: merge_instructions(parts),
+            generation: 0,
+            versions: ListVersions::default(),
         };
         for (upstream, part) in parts {
             catalog.add_tools(upstream, &part.tools);
@@ -166,6 +181,31 @@ impl Catalog {
             template.uri_template = self.scheme.expose_uri(upstream, &template.uri_template);
             self.templates.push(template);
         }
+    }
+
+    /// This snapshot, numbered as the successor of `previous`, with the versions of the lists
+    /// that differ from it bumped.
+    pub fn succeeding(mut self, previous: &Catalog) -> Self {
+        let old = previous.versions;
+        let bump = |changed: bool, version: u64| version + u64::from(changed);
+        self.generation = previous.generation + 1;
+        self.versions = ListVersions {
+            tools: bump(self.tools != previous.tools, old.tools),
+            prompts: bump(self.prompts != previous.prompts, old.prompts),
+            resources: bump(
+                self.resources != previous.resources || self.templates != previous.templates,
+                old.resources,
+            ),
+        };
+        self
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn versions(&self) -> ListVersions {
+        self.versions
     }
 
     pub fn scheme(&self) -> &NameScheme {

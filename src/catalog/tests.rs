@@ -200,3 +200,21 @@ proptest! {
         prop_assert_eq!(catalog.tools().len(), expected);
     }
 }
+
+#[test]
+fn versions_count_changes_per_list() {
+    let scheme = NameScheme::prefixed("__");
+    let a = (up("a"), part(&["echo"], &["x://1"], &[]));
+    let first = Catalog::build(scheme.clone(), std::slice::from_ref(&a));
+    let same = Catalog::build(scheme.clone(), std::slice::from_ref(&a)).succeeding(&first);
+    assert_eq!(same.versions(), first.versions(), "nothing changed");
+    assert_eq!(same.generation(), 1);
+    let more_tools = (up("a"), part(&["echo", "add"], &["x://1"], &[]));
+    let changed = Catalog::build(scheme, &[more_tools]).succeeding(&same);
+    let versions = changed.versions();
+    assert_eq!(
+        (versions.tools, versions.prompts, versions.resources),
+        (1, 1, 0)
+    );
+    assert_eq!(changed.generation(), 2);
+}

@@ -186,7 +186,7 @@ impl<S: ConnectionSource> Call<'_, S> {
 }
 
 /// The owner of an exposed URI, the URI it knows, and the naming scheme in force.
-fn resolve_uri(
+pub fn resolve_uri(
     gateway: &Gateway,
     uri: &str,
 ) -> Result<(UpstreamName, String, NameScheme), GatewayError> {

@@ -5,9 +5,18 @@
 //! upstream connections, which close when the session ends (DELETE or idle timeout) and the
 //! handler is dropped. Lists are answered from the catalog snapshot; everything else is routed.
 
+// resources/subscribe and logging/setLevel are legacy-only (deprecated), but still served.
+#![allow(deprecated)]
+
+mod listen;
+mod notify;
+mod subscriptions;
 mod upstreams;
 
-use std::sync::{Arc, OnceLock};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock},
+};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -16,22 +25,41 @@ use rmcp::{
         GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
         PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
-        Tool,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+        UnsubscribeRequestParams,
     },
-    service::RequestContext,
+    service::{RequestContext, SubscriptionContext},
 };
 
+pub use subscriptions::{Outbox, Subscription, Subscriptions};
 pub use upstreams::{SessionUpstreams, Source};
 
+use tokio_util::sync::{CancellationToken, DropGuard};
+
 use crate::{
-    catalog::Catalog, error::GatewayError, gateway::Gateway, router::Call, upstream::Downstream,
+    catalog::Catalog,
+    error::GatewayError,
+    gateway::Gateway,
+    router::{Call, resolve_uri},
+    upstream::Downstream,
 };
 
 /// Serves one downstream session (or one stateless request).
 pub struct SessionHandler {
     gateway: Arc<Gateway>,
     /// Set by `initialize`; stateless requests never have one and use shared connections.
-    session: OnceLock<SessionUpstreams>,
+    session: OnceLock<SessionState>,
+}
+
+/// What a session owns; dropped (and so released) when the session ends.
+struct SessionState {
+    upstreams: SessionUpstreams,
+    /// Where the session's notifier takes notifications from (resource updates).
+    outbox: Outbox,
+    /// The resources it subscribed to, by the URI it used.
+    subscriptions: Mutex<HashMap<String, Subscription>>,
+    /// Stops the notifier task.
+    _notifier: DropGuard,
 }
 
 impl SessionHandler {
@@ -64,7 +92,7 @@ impl SessionHandler {
 
     fn source(&self) -> Source<'_> {
         match self.session.get() {
-            Some(session) => Source::Session(session),
+            Some(session) => Source::Session(&session.upstreams),
             None => Source::Shared,
         }
     }
@@ -80,6 +108,14 @@ impl SessionHandler {
             return Err(GatewayError::InvalidParams(format!("unknown cursor `{cursor}`")).into());
         }
         Ok(items(&self.gateway.catalog()).to_vec())
+    }
+}
+
+impl SessionState {
+    fn subscribed(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -102,9 +138,23 @@ impl ServerHandler for SessionHandler {
             capabilities: request.capabilities.clone(),
             stateless: false,
         });
-        let _ = self
-            .session
-            .set(SessionUpstreams::new(request.client_info.clone(), home));
+        if self.session.get().is_none() {
+            let (outbox, receiver) = tokio::sync::mpsc::unbounded_channel();
+            let stop = CancellationToken::new();
+            notify::spawn_notifier(
+                self.gateway.clone(),
+                context.peer.clone(),
+                receiver,
+                stop.clone(),
+            );
+            // A repeated initialize on the same session keeps the first identity.
+            let _ = self.session.set(SessionState {
+                upstreams: SessionUpstreams::new(request.client_info.clone(), home),
+                outbox,
+                subscriptions: Mutex::default(),
+                _notifier: stop.drop_guard(),
+            });
+        }
         self.negotiate_initialize(&request)
     }
 
@@ -197,5 +247,72 @@ impl ServerHandler for SessionHandler {
             .complete(request)
             .await
             .map_err(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(session) = self.session.get() else {
+            return Err(ErrorData::invalid_request(
+                "resources/subscribe needs a session; use subscriptions/listen",
+                None,
+            ));
+        };
+        if session.subscribed().contains_key(&request.uri) {
+            return Ok(());
+        }
+        let (owner, original, _) = resolve_uri(&self.gateway, &request.uri)?;
+        let upstream = self.gateway.serving_upstream(&owner)?;
+        let subscription = self
+            .gateway
+            .subscriptions()
+            .subscribe(
+                upstream,
+                original,
+                request.uri.clone(),
+                session.outbox.clone(),
+            )
+            .await?;
+        session.subscribed().insert(request.uri, subscription);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(session) = self.session.get() {
+            session.subscribed().remove(&request.uri);
+        }
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(session) = self.session.get() {
+            session.upstreams.set_log_level(request.level).await;
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.clone();
+        if let Some(uris) = &mut accepted.resource_subscriptions {
+            uris.retain(|uri| resolve_uri(&self.gateway, uri).is_ok());
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        listen::serve(&self.gateway, context).await
     }
 }

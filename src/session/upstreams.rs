@@ -4,12 +4,15 @@
 //! stateful upstream keeps per-client state as if the client were connected to it directly.
 //! `shared` upstreams are reached through their one shared connection.
 
+// logging/setLevel is legacy-only (deprecated by SEP-2577), but still relayed.
+#![allow(deprecated)]
+
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
 };
 
-use rmcp::model::Implementation;
+use rmcp::model::{Implementation, LoggingLevel, SetLevelRequestParams};
 use tokio::sync::OnceCell;
 
 use crate::{
@@ -31,6 +34,8 @@ pub struct SessionUpstreams {
     home: Arc<Downstream>,
     /// Per-session lock, held only to find or insert a slot, never across an await.
     slots: Mutex<HashMap<UpstreamName, Slot>>,
+    /// The log level the client asked for, applied to each upstream session it opens.
+    log_level: Mutex<Option<LoggingLevel>>,
 }
 
 impl SessionUpstreams {
@@ -39,6 +44,24 @@ impl SessionUpstreams {
             client,
             home,
             slots: Mutex::new(HashMap::new()),
+            log_level: Mutex::new(None),
+        }
+    }
+
+    /// Sets the log level on every upstream session this session has, and on those it opens
+    /// later. (Shared upstream sessions keep their own level: they serve other clients too.)
+    pub async fn set_log_level(&self, level: LoggingLevel) {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(level);
+        let open: Vec<Arc<Connection>> = self
+            .lock()
+            .values()
+            .filter_map(|slot| slot.get().cloned())
+            .collect();
+        for connection in open {
+            apply_log_level(&connection, level).await;
         }
     }
 
@@ -75,6 +98,13 @@ impl SessionUpstreams {
                             reason: error.to_string(),
                         })?;
                     tracing::debug!(upstream = %upstream.name(), "opened a per-client upstream session");
+                    let level = *self
+                        .log_level
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if let Some(level) = level {
+                        apply_log_level(&connection, level).await;
+                    }
                     Ok::<_, GatewayError>(Arc::new(connection))
                 })
                 .await?;
@@ -93,6 +123,20 @@ impl SessionUpstreams {
             upstream: upstream.name().clone(),
             reason: "its session closed as soon as it was opened".into(),
         })
+    }
+}
+
+/// Asks an upstream session for `level`; upstreams without logging ignore it (and say so).
+async fn apply_log_level(connection: &Connection, level: LoggingLevel) {
+    if connection.server().capabilities.logging.is_none() {
+        return;
+    }
+    if let Err(error) = connection
+        .peer()
+        .set_level(SetLevelRequestParams::new(level))
+        .await
+    {
+        tracing::debug!(%error, "an upstream refused logging/setLevel");
     }
 }
 

@@ -39,7 +39,7 @@ pub use connection::Connection;
 pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
 pub use relay::{Downstream, Registration, Relay};
 pub use status::{UpstreamState, UpstreamStatus};
-pub use supervisor::spawn_supervisor;
+pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
 
 use crate::{
     catalog::UpstreamCatalog,

@@ -20,14 +20,23 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A burst of list-change notifications within this window causes one rediscovery.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
-/// Called after the upstream's catalog or state changed.
-pub type OnChange = Arc<dyn Fn() + Send + Sync>;
+/// What supervisors report to the gateway.
+pub trait SupervisorHooks: Send + Sync + 'static {
+    /// An upstream's lists or state changed: the catalog must be rebuilt.
+    fn changed(&self);
+    /// An upstream is ready on a new shared session.
+    fn ready(&self, upstream: &Arc<Upstream>);
+    /// A resource the gateway subscribed to changed (its URI as the upstream knows it).
+    fn resource_updated(&self, upstream: &Upstream, uri: &str);
+}
+
+pub type Hooks = Arc<dyn SupervisorHooks>;
 
 /// Starts supervising `upstream` until `shutdown` is cancelled.
 pub fn spawn_supervisor(
     upstream: Arc<Upstream>,
     mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
-    on_change: OnChange,
+    hooks: Hooks,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -44,9 +53,9 @@ pub fn spawn_supervisor(
                     upstream.shared.store(Some(connection.clone()));
                     mark_ready(&upstream);
                     upstream.mark_settled();
-                    on_change();
-                    let ended =
-                        watch(&upstream, &connection, &mut events, &on_change, &shutdown).await;
+                    hooks.ready(&upstream);
+                    hooks.changed();
+                    let ended = watch(&upstream, &connection, &mut events, &hooks, &shutdown).await;
                     upstream.shared.store(None);
                     if ended == Ended::Shutdown {
                         return;
@@ -59,7 +68,7 @@ pub fn spawn_supervisor(
                 }
             }
             upstream.mark_settled();
-            on_change();
+            hooks.changed();
             let delay = backoff(failures);
             tracing::warn!(
                 upstream = %upstream.name(),
@@ -129,29 +138,37 @@ enum Ended {
     Shutdown,
 }
 
-/// Serves a ready upstream until its connection ends, rediscovering on list changes.
+/// Serves a ready upstream until its connection ends: passes resource updates on, and
+/// rediscovers once per burst of list changes.
 async fn watch(
     upstream: &Upstream,
     connection: &Connection,
     events: &mut mpsc::UnboundedReceiver<UpstreamEvent>,
-    on_change: &OnChange,
+    hooks: &Hooks,
     shutdown: &CancellationToken,
 ) -> Ended {
     loop {
-        tokio::select! {
+        let event = tokio::select! {
             _ = connection.closed() => return Ended::Closed,
             _ = shutdown.cancelled() => return Ended::Shutdown,
-            Some(_) = events.recv() => {
-                tokio::time::sleep(DEBOUNCE).await;
-                while events.try_recv().is_ok() {}
-                match rediscover(upstream, connection).await {
-                    Ok(()) => on_change(),
-                    Err(error) => tracing::warn!(
-                        upstream = %upstream.name(), %error,
-                        "rediscovery after a list change failed; keeping the previous lists"
-                    ),
-                }
+            Some(event) = events.recv() => event,
+        };
+        if let UpstreamEvent::ResourceUpdated(uri) = &event {
+            hooks.resource_updated(upstream, uri);
+            continue;
+        }
+        tokio::time::sleep(DEBOUNCE).await;
+        while let Ok(event) = events.try_recv() {
+            if let UpstreamEvent::ResourceUpdated(uri) = &event {
+                hooks.resource_updated(upstream, uri);
             }
+        }
+        match rediscover(upstream, connection).await {
+            Ok(()) => hooks.changed(),
+            Err(error) => tracing::warn!(
+                upstream = %upstream.name(), %error,
+                "rediscovery after a list change failed; keeping the previous lists"
+            ),
         }
     }
 }

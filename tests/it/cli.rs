@@ -161,7 +161,7 @@ async fn the_binary_serves_and_stops_cleanly() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(ready, "both upstreams' tools appear");
-    assert_eq!(notes.sessions.open(), 1, "the gateway's shared session");
+    assert_eq!(notes.open_sessions(), 1, "the gateway's shared session");
     let result = call(&client, "local__echo", json!({"text": "bin"}))
         .await
         .unwrap();

@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod fixtures;
 mod harness;
+mod notifications;
 mod relay;
 mod routing;
 mod sessions;

@@ -169,7 +169,7 @@ async fn cancelling_a_call_cancels_it_upstream() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     handle.cancel(Some("changed my mind".into())).await.unwrap();
     assert!(
-        eventually(Duration::from_secs(5), || notes.cancelled.count() == 1).await,
+        eventually(Duration::from_secs(5), || notes.cancelled() == 1).await,
         "the upstream saw the cancellation"
     );
     // The session goes on.

@@ -31,7 +31,7 @@ async fn concurrent_sessions_keep_separate_upstream_state() {
     assert_eq!(seen_a, ["1", "2", "3", "4", "5"]);
     assert_eq!(seen_b, ["1", "2", "3", "4", "5"]);
     assert_eq!(
-        notes.sessions.open(),
+        notes.open_sessions(),
         3,
         "one shared (discovery) session and one per client"
     );
@@ -51,7 +51,7 @@ async fn shared_mode_uses_one_upstream_session_for_everyone() {
     let first = call(&a, "remote__increment", json!({})).await.unwrap();
     let second = call(&b, "remote__increment", json!({})).await.unwrap();
     assert_eq!((text(&first), text(&second)), ("1", "2"));
-    assert_eq!(notes.sessions.open(), 1);
+    assert_eq!(notes.open_sessions(), 1);
 }
 
 #[tokio::test]
@@ -61,20 +61,20 @@ async fn ending_a_session_closes_its_upstream_sessions() {
         .http("remote", &notes.url())
         .start()
         .await;
-    assert_eq!(notes.sessions.open(), 1, "the shared session");
+    assert_eq!(notes.open_sessions(), 1, "the shared session");
 
     let client = gw.client().await;
     let other = gw.client().await;
     call(&client, "remote__increment", json!({})).await.unwrap();
     call(&other, "remote__increment", json!({})).await.unwrap();
-    assert_eq!(notes.sessions.open(), 3);
+    assert_eq!(notes.open_sessions(), 3);
 
     // Closing the client sends DELETE for its gateway session.
     client.cancel().await.unwrap();
     assert!(
-        eventually(Duration::from_secs(5), || notes.sessions.open() == 2).await,
+        eventually(Duration::from_secs(5), || notes.open_sessions() == 2).await,
         "the upstream session of the deleted client closes; open: {}",
-        notes.sessions.open()
+        notes.open_sessions()
     );
     let still = call(&other, "remote__increment", json!({})).await.unwrap();
     assert_eq!(text(&still), "2", "the other session is untouched");
@@ -90,9 +90,9 @@ async fn idle_sessions_expire_and_close_their_upstream_sessions() {
         .await;
     let client = gw.client().await;
     call(&client, "remote__increment", json!({})).await.unwrap();
-    assert_eq!(notes.sessions.open(), 2);
+    assert_eq!(notes.open_sessions(), 2);
     assert!(
-        eventually(Duration::from_secs(5), || notes.sessions.open() == 1).await,
+        eventually(Duration::from_secs(5), || notes.open_sessions() == 1).await,
         "the idle session's upstream session closes"
     );
 }

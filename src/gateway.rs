@@ -181,7 +181,7 @@ impl Gateway {
     /// for each (stdio processes are asked to exit, HTTP sessions are deleted upstream).
     pub async fn close(&self, grace: std::time::Duration) {
         self.shutdown();
-        let closing = self.upstreams.iter().filter_map(|u| u.take_shared());
+        let closing = self.upstreams.iter().flat_map(|u| u.take_shared());
         futures::future::join_all(closing.map(|c| async move { c.close(grace).await })).await;
     }
 }

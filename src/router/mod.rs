@@ -14,8 +14,8 @@ use rmcp::{
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest,
         CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
-        GetPromptResponse, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-        Reference, ServerResult,
+        GetPromptResponse, JsonObject, MetaObject, ReadResourceRequest, ReadResourceRequestParams,
+        ReadResourceResponse, Reference, RequestMetaObject, ServerResult,
     },
     service::PeerRequestOptions,
 };
@@ -26,7 +26,7 @@ use crate::{
     error::GatewayError,
     gateway::Gateway,
     names::UpstreamName,
-    upstream::{Connection, Downstream, Upstream},
+    upstream::{Connection, Downstream, Era, Upstream},
 };
 
 /// Where a request gets its upstream connection: the shared one, or the downstream session's own.
@@ -165,7 +165,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let failed = |error| GatewayError::from_service(upstream.name(), error);
         let peer = connection.peer();
         let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(request, self.options(connection.era()))
             .await
             .map_err(failed)?;
         let registration = connection.relay().register(
@@ -184,6 +184,31 @@ impl<S: ConnectionSource> Call<'_, S> {
         }
     }
 }
+
+impl<S> Call<'_, S> {
+    /// The options of the upstream request: the client's `_meta` goes along, but for its progress
+    /// token (rmcp assigns its own and the relay maps it back), and for the 2026-07-28 keys
+    /// (protocol version, client info and capabilities) when the upstream session is a legacy
+    /// one, which announced those at `initialize`.
+    fn options(&self, era: Era) -> PeerRequestOptions {
+        let client_meta = &self.downstream.meta.0.0;
+        let forwarded = |key: &String| {
+            key != "progressToken" && (era == Era::Modern || !key.starts_with(PROTOCOL_META_PREFIX))
+        };
+        if !client_meta.keys().any(forwarded) {
+            return PeerRequestOptions::no_options();
+        }
+        let meta: JsonObject = client_meta
+            .iter()
+            .filter(|(key, _)| forwarded(key))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        PeerRequestOptions::no_options().with_meta(RequestMetaObject(MetaObject(meta)))
+    }
+}
+
+/// The `_meta` keys of the 2026-07-28 per-request lifecycle.
+const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
 
 /// The owner of an exposed URI, the URI it knows, and the naming scheme in force.
 pub fn resolve_uri(

@@ -85,6 +85,7 @@ impl SessionHandler {
                 progress_token: context.meta.get_progress_token(),
                 capabilities: context.client_capabilities().unwrap_or_default(),
                 stateless: self.session.get().is_none(),
+                meta: context.meta.clone(),
             }),
             ct: &context.ct,
         }
@@ -137,6 +138,7 @@ impl ServerHandler for SessionHandler {
             progress_token: None,
             capabilities: request.capabilities.clone(),
             stateless: false,
+            meta: Default::default(),
         });
         if self.session.get().is_none() {
             let (outbox, receiver) = tokio::sync::mpsc::unbounded_channel();

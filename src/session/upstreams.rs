@@ -154,7 +154,11 @@ impl ConnectionSource for Source<'_> {
             Source::Session(session) if upstream.is_per_client() => {
                 session.own_connection(upstream).await
             }
-            _ => upstream.shared().map_err(|_| unavailable(upstream)),
+            Source::Session(_) => upstream.shared().map_err(|_| unavailable(upstream)),
+            Source::Shared => upstream
+                .stateless()
+                .await
+                .map_err(|_| unavailable(upstream)),
         }
     }
 }

@@ -11,9 +11,12 @@ use std::{
 };
 
 use rmcp::{
-    RoleClient, ServiceExt,
-    model::ServerPeerInfo,
-    service::{ClientCacheConfig, Peer, RunningServiceCancellationToken},
+    RoleClient,
+    model::{ProtocolVersion, ServerPeerInfo},
+    service::{
+        ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, Peer,
+        RunningServiceCancellationToken,
+    },
 };
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
@@ -21,8 +24,29 @@ use tokio_util::sync::CancellationToken;
 use super::{UpstreamError, client::UpstreamClient, hook::RequestHook, http, relay::Relay, stdio};
 use crate::config::{TransportConfig, UpstreamConfig};
 
+/// The protocol era a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` and a session (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// `server/discover` and self-contained requests (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    fn lifecycle(self) -> ClientLifecycleMode {
+        match self {
+            Era::Legacy => ClientLifecycleMode::Initialize,
+            Era::Modern => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        }
+    }
+}
+
 /// A live session with one upstream.
 pub struct Connection {
+    era: Era,
     peer: Peer<RoleClient>,
     /// Where requests sent on this connection are registered, for what comes back.
     relay: Arc<Relay>,
@@ -40,6 +64,7 @@ impl Connection {
     /// for Switchyard, all within `config.connect_timeout`.
     pub async fn open(
         config: &UpstreamConfig,
+        era: Era,
         handler: UpstreamClient,
         relay: Arc<Relay>,
         http_client: &reqwest::Client,
@@ -51,11 +76,14 @@ impl Connection {
                 TransportConfig::Stdio(stdio) => {
                     let transport =
                         stdio::spawn(&config.name, stdio).map_err(UpstreamError::Spawn)?;
-                    handler.serve(transport).await
+                    handler
+                        .serve_with_lifecycle(transport, era.lifecycle())
+                        .await
                 }
                 TransportConfig::StreamableHttp(http) => {
+                    let transport = http::transport(http, http_client.clone(), hook);
                     handler
-                        .serve(http::transport(http, http_client.clone(), hook))
+                        .serve_with_lifecycle(transport, era.lifecycle())
                         .await
                 }
             }
@@ -83,6 +111,7 @@ impl Connection {
             signal.cancel();
         });
         Ok(Self {
+            era,
             peer,
             relay,
             server,
@@ -94,6 +123,10 @@ impl Connection {
 
     pub fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
+    }
+
+    pub fn era(&self) -> Era {
+        self.era
     }
 
     pub fn relay(&self) -> &Arc<Relay> {

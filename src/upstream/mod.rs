@@ -35,7 +35,7 @@ use rmcp::model::{
 use tokio::sync::{Semaphore, mpsc};
 
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
-pub use connection::Connection;
+pub use connection::{Connection, Era};
 pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
 pub use relay::{Downstream, Registration, Relay};
 pub use status::{UpstreamState, UpstreamStatus};
@@ -76,6 +76,10 @@ pub struct Upstream {
     http: reqwest::Client,
     /// The shared session; swapped as the supervisor reconnects.
     shared: ArcSwapOption<Connection>,
+    /// The shared 2026-07-28 session for stateless clients, opened on first need.
+    modern: ArcSwapOption<Connection>,
+    /// Serializes opening the modern session; remembers an upstream that does not speak it.
+    modern_state: tokio::sync::Mutex<ModernSupport>,
     /// What the upstream listed last; `None` until first discovered.
     catalog: ArcSwapOption<UpstreamCatalog>,
     status: ArcSwap<UpstreamStatus>,
@@ -99,6 +103,8 @@ impl Upstream {
             http: http::http_client(config.connect_timeout),
             config,
             shared: ArcSwapOption::empty(),
+            modern: ArcSwapOption::empty(),
+            modern_state: tokio::sync::Mutex::new(ModernSupport::Unknown),
             catalog: ArcSwapOption::empty(),
             status: ArcSwap::from_pointee(UpstreamStatus::new(UpstreamState::Connecting)),
             events,
@@ -149,9 +155,52 @@ impl Upstream {
         }
     }
 
-    /// Removes the shared connection, for shutdown.
-    pub fn take_shared(&self) -> Option<Arc<Connection>> {
-        self.shared.swap(None)
+    /// Removes the shared connections, for shutdown.
+    pub fn take_shared(&self) -> Vec<Arc<Connection>> {
+        [self.shared.swap(None), self.modern.swap(None)]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// The connection for a stateless (2026-07-28) request: the upstream's own 2026-07-28
+    /// session if it speaks that protocol (opened on first need, so that results such as
+    /// `input_required` pass through as they are), else the shared session.
+    pub async fn stateless(&self) -> Result<Arc<Connection>, UpstreamError> {
+        if !matches!(self.config.transport, TransportConfig::StreamableHttp(_)) {
+            // A second stdio session would be a second process.
+            return self.shared();
+        }
+        if let Some(modern) = self.modern.load_full()
+            && !modern.is_closed()
+        {
+            return Ok(modern);
+        }
+        let shared = self.shared()?;
+        let mut support = self.modern_state.lock().await;
+        if *support == ModernSupport::Unsupported {
+            return Ok(shared);
+        }
+        if let Some(modern) = self.modern.load_full()
+            && !modern.is_closed()
+        {
+            return Ok(modern);
+        }
+        match self.open_shared(Era::Modern).await {
+            Ok(modern) => {
+                *support = ModernSupport::Supported;
+                // Listing once teaches rmcp's transport the tools' `x-mcp-header` parameters.
+                let _ = modern.peer().list_tools(None).await;
+                let modern = Arc::new(modern);
+                self.modern.store(Some(modern.clone()));
+                Ok(modern)
+            }
+            Err(error) => {
+                tracing::info!(upstream = %self.name(), %error, "upstream does not speak 2026-07-28; stateless clients use its session");
+                *support = ModernSupport::Unsupported;
+                Ok(shared)
+            }
+        }
     }
 
     /// Whether downstream sessions get their own upstream session.
@@ -177,14 +226,20 @@ impl Upstream {
             TransportConfig::StreamableHttp(_) => None,
         };
         let capabilities = relayable(&home.capabilities);
-        self.open(client, capabilities, Relay::for_session(home), slot)
-            .await
+        self.open(
+            Era::Legacy,
+            client,
+            capabilities,
+            Relay::for_session(home),
+            slot,
+        )
+        .await
     }
 
     /// Opens a connection shared by all sessions. It declares every capability Switchyard can
     /// relay; each request is then passed to the client it concerns, or refused if that client
     /// lacks the capability.
-    async fn open_shared(&self) -> Result<Connection, UpstreamError> {
+    async fn open_shared(&self, era: Era) -> Result<Connection, UpstreamError> {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(RootsCapabilities::default());
         capabilities.sampling = Some(SamplingCapability::default());
@@ -194,6 +249,7 @@ impl Upstream {
                 .with_url(UrlElicitationCapability::default()),
         );
         self.open(
+            era,
             client::gateway_identity(),
             capabilities,
             Relay::shared(),
@@ -204,6 +260,7 @@ impl Upstream {
 
     async fn open(
         &self,
+        era: Era,
         client: Implementation,
         capabilities: ClientCapabilities,
         relay: Arc<Relay>,
@@ -217,7 +274,7 @@ impl Upstream {
             relay.clone(),
         );
         let hook = self.request_hook();
-        Connection::open(&self.config, handler, relay, &self.http, hook, slot).await
+        Connection::open(&self.config, era, handler, relay, &self.http, hook, slot).await
     }
 
     /// The hook for a new connection: the configured static headers.
@@ -245,4 +302,12 @@ fn relayable(client: &ClientCapabilities) -> ClientCapabilities {
     capabilities.sampling = client.sampling.clone();
     capabilities.elicitation = client.elicitation.clone();
     capabilities
+}
+
+/// Whether an upstream speaks 2026-07-28, as far as Switchyard has found out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModernSupport {
+    Unknown,
+    Supported,
+    Unsupported,
 }

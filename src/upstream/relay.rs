@@ -14,7 +14,7 @@ use rmcp::{
     ErrorData, RoleClient, RoleServer,
     model::{
         CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
-        ErrorCode, ProgressToken, RequestId,
+        ErrorCode, ProgressToken, RequestId, RequestMetaObject,
     },
     service::{InboundStreamOrigin, Peer},
 };
@@ -30,6 +30,8 @@ pub struct Downstream {
     pub capabilities: ClientCapabilities,
     /// A 2026-07-28 request: the client cannot be sent requests while it waits.
     pub stateless: bool,
+    /// The `_meta` of the client's request, passed on with it.
+    pub meta: RequestMetaObject,
 }
 
 /// The in-flight requests of one upstream connection.

@@ -10,7 +10,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Connection, Upstream, UpstreamError, UpstreamEvent, UpstreamState, UpstreamStatus,
+    Connection, Era, Upstream, UpstreamError, UpstreamEvent, UpstreamState, UpstreamStatus,
     discovery::discover,
 };
 
@@ -87,7 +87,7 @@ pub fn spawn_supervisor(
 /// Opens the shared connection and discovers the upstream's lists.
 async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
     upstream.set_status(upstream.status().moved_to(UpstreamState::Connecting));
-    let connection = upstream.open_shared().await?;
+    let connection = upstream.open_shared(Era::Legacy).await?;
     upstream.set_status(upstream.status().moved_to(UpstreamState::Discovering));
     rediscover(upstream, &connection).await?;
     Ok(connection)

@@ -178,3 +178,41 @@ async fn cancelling_a_call_cancels_it_upstream() {
         .unwrap();
     assert_eq!(text(&ok), "notes: after");
 }
+
+#[tokio::test]
+async fn input_required_passes_through_and_the_retry_keeps_its_state() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let modern = gw.modern_client().await;
+    let first = modern
+        .call_tool_once(rmcp::model::CallToolRequestParams::new("remote__confirm"))
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::InputRequired(required) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    assert_eq!(required.request_state.as_deref(), Some("state-1"));
+    let requests = required.input_requests.unwrap();
+    assert!(matches!(
+        requests["ok"],
+        rmcp::model::InputRequest::Elicitation(_)
+    ));
+
+    let mut retry = rmcp::model::CallToolRequestParams::new("remote__confirm");
+    retry.input_responses = Some(std::collections::BTreeMap::from([(
+        "ok".to_owned(),
+        json!({"action": "accept", "content": {"ok": true}}),
+    )]));
+    retry.request_state = required.request_state;
+    let second = modern.call_tool_once(retry).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(result) = second else {
+        panic!("expected a complete result, got {second:?}");
+    };
+    assert_eq!(
+        text(&result),
+        r#"confirmed {"action":"accept","content":{"ok":true}} with state state-1"#
+    );
+}

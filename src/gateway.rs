@@ -4,7 +4,10 @@
 //! Upstream supervisors report changes here; each change rebuilds the catalog from the ready
 //! upstreams and swaps it in whole. Readers never lock: they load the current snapshot.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex, Weak},
+};
 
 use arc_swap::{ArcSwap, Guard};
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
@@ -20,14 +23,18 @@ use crate::{
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
+/// How many earlier catalog snapshots pagination cursors may refer to.
+const RECENT_SNAPSHOTS: usize = 8;
+
 /// Everything requests share. Cheap to reach through an `Arc`.
 pub struct Gateway {
     config: Arc<Config>,
     /// In config order.
     upstreams: Vec<Arc<Upstream>>,
     catalog: ArcSwap<Catalog>,
-    /// Serializes rebuilds so the last one stored reflects the latest upstream state.
-    rebuild_lock: Mutex<()>,
+    /// Serializes rebuilds so the last one stored reflects the latest upstream state; holds
+    /// the last few snapshots, which open pagination cursors may still refer to.
+    recent: Mutex<VecDeque<Arc<Catalog>>>,
     /// Bumped after every catalog rebuild.
     catalog_version: watch::Sender<u64>,
     subscriptions: Arc<Subscriptions>,
@@ -56,7 +63,7 @@ impl Gateway {
             config: Arc::new(config),
             upstreams,
             catalog: ArcSwap::from_pointee(Catalog::empty(scheme)),
-            rebuild_lock: Mutex::new(()),
+            recent: Mutex::new(VecDeque::with_capacity(RECENT_SNAPSHOTS)),
             catalog_version: watch::Sender::new(0),
             subscriptions: Arc::default(),
             shutdown: CancellationToken::new(),
@@ -114,8 +121,8 @@ impl Gateway {
 
     /// Rebuilds the catalog from the upstreams that are ready now.
     pub fn rebuild_catalog(&self) {
-        let _serialized = self
-            .rebuild_lock
+        let mut recent = self
+            .recent
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let parts: Vec<_> = self
@@ -127,12 +134,33 @@ impl Gateway {
         let next = Catalog::build(previous.scheme().clone(), &parts).succeeding(&previous);
         let generation = next.generation();
         self.catalog.store(Arc::new(next));
+        if recent.len() == RECENT_SNAPSHOTS {
+            recent.pop_front();
+        }
+        recent.push_back(previous);
+        drop(recent);
         self.catalog_version.send_replace(generation);
     }
 
     /// Every live resource subscription.
     pub fn subscriptions(&self) -> &Arc<Subscriptions> {
         &self.subscriptions
+    }
+
+    /// The catalog snapshot numbered `generation`, if it is current or recent.
+    pub fn catalog_at(&self, generation: u64) -> Option<Arc<Catalog>> {
+        let current = self.catalog.load_full();
+        if current.generation() == generation {
+            return Some(current);
+        }
+        let recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        recent
+            .iter()
+            .find(|c| c.generation() == generation)
+            .cloned()
     }
 
     /// A receiver that sees every catalog rebuild (the new generation).

@@ -6,6 +6,7 @@
 //! never copies it. Order is deterministic: upstreams in config order, each in its own order.
 
 mod naming;
+mod page;
 mod template;
 
 use std::{collections::HashMap, sync::Arc};
@@ -13,6 +14,7 @@ use std::{collections::HashMap, sync::Arc};
 use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
 pub use naming::NameScheme;
+pub use page::{Cursor, ListKind, page};
 use template::TemplatePattern;
 
 use crate::names::UpstreamName;

@@ -56,6 +56,8 @@ pub struct CatalogSettings {
     /// Between the upstream name and the tool or prompt name; never empty, and always holds a
     /// character that upstream names cannot contain, so the first occurrence splits a name.
     pub separator: String,
+    /// Most entries in one page of a merged list.
+    pub page_size: usize,
 }
 
 /// When tool and prompt names (and resource URIs) carry their upstream's name.

@@ -40,6 +40,7 @@ pub struct RawServer {
 pub struct RawCatalog {
     pub prefix_mode: Option<String>,
     pub separator: Option<String>,
+    pub page_size: Option<u64>,
 }
 
 /// `[upstream_defaults]`: values every upstream inherits unless it sets its own.

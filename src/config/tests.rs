@@ -52,6 +52,7 @@ fn toml_with_every_option() {
         [catalog]
         prefix_mode = "conditional"
         separator = "."
+        page_size = 25
 
         [upstream_defaults]
         connect_timeout_seconds = 5
@@ -85,6 +86,7 @@ fn toml_with_every_option() {
     assert_eq!(config.server.max_request_body_bytes, 65536);
     assert_eq!(config.catalog.prefix_mode, PrefixMode::Conditional);
     assert_eq!(config.catalog.separator, ".");
+    assert_eq!(config.catalog.page_size, 25);
 
     let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["github", "files"], "file order, disabled left out");
@@ -151,6 +153,7 @@ fn every_problem_at_once_with_key_paths() {
         [catalog]
         prefix_mode = "sometimes"
         separator = "-"
+        page_size = 0
 
         [upstreams.GitHub]
         url = "ftp://example.com"
@@ -179,6 +182,7 @@ fn every_problem_at_once_with_key_paths() {
         "server.allowed_origins[0]: `app.example.com` is not an origin",
         "catalog.prefix_mode: `sometimes` is not one of",
         "catalog.separator: `-` must contain a character",
+        "catalog.page_size: must be between 1 and 10000, not 0",
         "upstreams.GitHub: upstream name `GitHub` contains 'G'",
         "upstreams.GitHub.url: `ftp://example.com` must be an http:// or https:// URL",
         "upstreams.GitHub.headers.Mcp-Session-Id: is set by the MCP transport",
@@ -192,7 +196,7 @@ fn every_problem_at_once_with_key_paths() {
     ] {
         assert_has(&found, expected);
     }
-    assert_eq!(found.len(), 17, "{}", found.join("\n"));
+    assert_eq!(found.len(), 18, "{}", found.join("\n"));
 }
 
 #[test]

@@ -28,6 +28,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_MAX_PROCESSES: u32 = 16;
 const MAX_SEPARATOR_LEN: usize = 8;
+const DEFAULT_PAGE_SIZE: u64 = 500;
+const MAX_PAGE_SIZE: u64 = 10_000;
 
 /// Headers the transport sets itself; configuring them would break the protocol.
 const RESERVED_HEADERS: &[&str] = &[
@@ -203,9 +205,17 @@ impl Checker<'_> {
         if let Err(reason) = check_separator(&separator) {
             self.problem("catalog.separator", reason);
         }
+        let page_size = raw.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+        if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
+            self.problem(
+                "catalog.page_size",
+                format!("must be between 1 and {MAX_PAGE_SIZE}, not {page_size}"),
+            );
+        }
         CatalogSettings {
             prefix_mode,
             separator,
+            page_size: page_size.clamp(1, MAX_PAGE_SIZE) as usize,
         }
     }
 

@@ -37,7 +37,7 @@ pub use upstreams::{SessionUpstreams, Source};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::{
-    catalog::Catalog,
+    catalog::{Catalog, Cursor, ListKind, page},
     error::GatewayError,
     gateway::Gateway,
     router::{Call, resolve_uri},
@@ -98,17 +98,37 @@ impl SessionHandler {
         }
     }
 
-    /// One list of the current catalog, served whole: a cursor can only be one the client made
-    /// up, since none is ever given out.
+    /// One page of a list of the catalog: the current snapshot's first page, or the page a
+    /// cursor names in the snapshot it was given out for.
     fn listed<T: Clone>(
         &self,
         request: Option<&PaginatedRequestParams>,
+        kind: ListKind,
         items: fn(&Catalog) -> &[T],
-    ) -> Result<Vec<T>, ErrorData> {
-        if let Some(cursor) = request.and_then(|r| r.cursor.as_deref()) {
-            return Err(GatewayError::InvalidParams(format!("unknown cursor `{cursor}`")).into());
-        }
-        Ok(items(&self.gateway.catalog()).to_vec())
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        let page_size = self.gateway.config().catalog.page_size;
+        let (catalog, offset) = match request.and_then(|r| r.cursor.as_deref()) {
+            None => (self.gateway.catalog().clone(), 0),
+            Some(text) => {
+                let invalid = |why: &str| {
+                    ErrorData::from(GatewayError::InvalidParams(format!(
+                        "cursor `{text}` {why}"
+                    )))
+                };
+                let cursor = Cursor::decode(text, kind).ok_or_else(|| invalid("is not valid"))?;
+                let catalog = self.gateway.catalog_at(cursor.generation).ok_or_else(|| {
+                    invalid("has expired: the list changed since; list again from the start")
+                })?;
+                (catalog, cursor.offset)
+            }
+        };
+        Ok(page(
+            items(&catalog),
+            kind,
+            catalog.generation(),
+            offset,
+            page_size,
+        ))
     }
 }
 
@@ -165,8 +185,10 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let items = self.listed(request.as_ref(), Catalog::tools)?;
-        Ok(ListToolsResult::with_all_items(items))
+        let (items, next) = self.listed(request.as_ref(), ListKind::Tools, Catalog::tools)?;
+        let mut result = ListToolsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     /// For rmcp's SEP-2243 header validation: only the input schema is read, so no copy of the
@@ -193,8 +215,10 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = self.listed(request.as_ref(), Catalog::prompts)?;
-        Ok(ListPromptsResult::with_all_items(items))
+        let (items, next) = self.listed(request.as_ref(), ListKind::Prompts, Catalog::prompts)?;
+        let mut result = ListPromptsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -214,8 +238,11 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let items = self.listed(request.as_ref(), Catalog::resources)?;
-        Ok(ListResourcesResult::with_all_items(items))
+        let (items, next) =
+            self.listed(request.as_ref(), ListKind::Resources, Catalog::resources)?;
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resource_templates(
@@ -223,8 +250,11 @@ impl ServerHandler for SessionHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let items = self.listed(request.as_ref(), Catalog::templates)?;
-        Ok(ListResourceTemplatesResult::with_all_items(items))
+        let (items, next) =
+            self.listed(request.as_ref(), ListKind::Templates, Catalog::templates)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(

@@ -138,3 +138,60 @@ async fn never_prefix_keeps_the_first_of_colliding_names() {
         .unwrap();
     assert_eq!(result.structured_content.unwrap()["words"], 2);
 }
+
+#[tokio::test]
+async fn merged_lists_paginate_over_one_snapshot() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .section("[catalog]\npage_size = 3")
+        .demo("local")
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let client = gw.client().await;
+    let first = client.list_tools(None).await.unwrap();
+    assert_eq!(first.tools.len(), 3);
+    let cursor = first.next_cursor.clone().expect("more pages");
+
+    // The catalog changes while the client is paging…
+    crate::harness::call(
+        &client,
+        "remote__add_tools",
+        serde_json::json!({"steps": 1}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        crate::harness::eventually(std::time::Duration::from_secs(5), || {
+            gw.gateway
+                .catalog()
+                .tools()
+                .iter()
+                .any(|t| t.name == "remote__dyn_1")
+        })
+        .await
+    );
+    // …and its cursor still pages through the snapshot it started on.
+    let mut paged = names(&first.tools, |t| &t.name);
+    let mut next = Some(cursor);
+    while let Some(cursor) = next {
+        let page = client
+            .list_tools(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(Some(cursor)),
+            ))
+            .await
+            .unwrap();
+        assert!(page.tools.len() <= 3);
+        paged.extend(names(&page.tools, |t| &t.name));
+        next = page.next_cursor;
+    }
+    assert!(
+        !paged.contains(&"remote__dyn_1".to_owned()),
+        "the old snapshot"
+    );
+    let before = paged.len();
+    let fresh = client.list_all_tools().await.unwrap();
+    assert_eq!(fresh.len(), before + 1, "a fresh listing sees the change");
+    let unique: std::collections::HashSet<_> = paged.iter().collect();
+    assert_eq!(unique.len(), paged.len(), "no entry twice");
+}

@@ -1,0 +1,121 @@
+//! Pagination of the merged lists: opaque cursors that name the list, the catalog snapshot and
+//! a position in it, so a client paging through a list sees one consistent snapshot even if the
+//! catalog changes meanwhile.
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+
+/// Which merged list a cursor pages through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+impl ListKind {
+    fn tag(self) -> &'static str {
+        match self {
+            ListKind::Tools => "t",
+            ListKind::Prompts => "p",
+            ListKind::Resources => "r",
+            ListKind::Templates => "u",
+        }
+    }
+}
+
+/// A position in one list of one catalog snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub kind: ListKind,
+    pub generation: u64,
+    pub offset: usize,
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        let text = format!("1:{}:{}:{}", self.kind.tag(), self.generation, self.offset);
+        URL_SAFE_NO_PAD.encode(text)
+    }
+
+    /// The cursor `text` for list `kind`, if it is one Switchyard gave out for that list.
+    pub fn decode(text: &str, kind: ListKind) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+        let text = std::str::from_utf8(&bytes).ok()?;
+        let mut parts = text.split(':');
+        let (version, tag, generation, offset) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if version != "1" || tag != kind.tag() || parts.next().is_some() {
+            return None;
+        }
+        Some(Self {
+            kind,
+            generation: generation.parse().ok()?,
+            offset: offset.parse().ok()?,
+        })
+    }
+}
+
+/// One page of `items` from `offset`, and the cursor of the next page if there is one.
+pub fn page<T: Clone>(
+    items: &[T],
+    kind: ListKind,
+    generation: u64,
+    offset: usize,
+    size: usize,
+) -> (Vec<T>, Option<String>) {
+    let start = offset.min(items.len());
+    let end = start.saturating_add(size).min(items.len());
+    let next = (end < items.len()).then(|| {
+        Cursor {
+            kind,
+            generation,
+            offset: end,
+        }
+        .encode()
+    });
+    (items[start..end].to_vec(), next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_are_bound_to_their_list() {
+        let cursor = Cursor {
+            kind: ListKind::Prompts,
+            generation: 7,
+            offset: 40,
+        };
+        let text = cursor.encode();
+        assert!(!text.contains(':'), "opaque: {text}");
+        assert_eq!(Cursor::decode(&text, ListKind::Prompts), Some(cursor));
+        assert_eq!(Cursor::decode(&text, ListKind::Tools), None);
+        for junk in [
+            "",
+            "!!",
+            "bm90IGEgY3Vyc29y",
+            &URL_SAFE_NO_PAD.encode("1:p:x:1"),
+        ] {
+            assert_eq!(Cursor::decode(junk, ListKind::Prompts), None, "{junk}");
+        }
+    }
+
+    #[test]
+    fn pages_cover_the_list_exactly_once() {
+        let items: Vec<u32> = (0..7).collect();
+        let mut seen = Vec::new();
+        let mut offset = 0;
+        loop {
+            let (page, next) = page(&items, ListKind::Tools, 3, offset, 3);
+            seen.extend(page);
+            match next {
+                Some(text) => offset = Cursor::decode(&text, ListKind::Tools).unwrap().offset,
+                None => break,
+            }
+        }
+        assert_eq!(seen, items);
+        assert_eq!(page(&items, ListKind::Tools, 3, 99, 3), (vec![], None));
+    }
+}

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    catalog::{Catalog, NameScheme},
+    catalog::{Catalog, ListChanges, NameScheme},
     config::Config,
     error::GatewayError,
     names::UpstreamName,
@@ -121,6 +121,11 @@ impl Gateway {
 
     /// Rebuilds the catalog from the upstreams that are ready now.
     pub fn rebuild_catalog(&self) {
+        self.rebuild_catalog_announcing(ListChanges::default());
+    }
+
+    /// Rebuilds the catalog; clients are told about the `announced` lists even if unchanged.
+    pub fn rebuild_catalog_announcing(&self, announced: ListChanges) {
         let mut recent = self
             .recent
             .lock()
@@ -131,7 +136,8 @@ impl Gateway {
             .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
             .collect();
         let previous = self.catalog.load_full();
-        let next = Catalog::build(previous.scheme().clone(), &parts).succeeding(&previous);
+        let next =
+            Catalog::build(previous.scheme().clone(), &parts).succeeding(&previous, announced);
         let generation = next.generation();
         self.catalog.store(Arc::new(next));
         if recent.len() == RECENT_SNAPSHOTS {
@@ -224,9 +230,9 @@ impl Drop for Gateway {
 struct GatewayHooks(Weak<Gateway>);
 
 impl SupervisorHooks for GatewayHooks {
-    fn changed(&self) {
+    fn changed(&self, announced: ListChanges) {
         if let Some(gateway) = self.0.upgrade() {
-            gateway.rebuild_catalog();
+            gateway.rebuild_catalog_announcing(announced);
         }
     }
 

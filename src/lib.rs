@@ -16,8 +16,9 @@
 //!
 //! Beside the path: `config` (parse → validate → runtime types), `gateway` (the shared state:
 //! config, upstreams, catalog in an `ArcSwap`), `error` (errors by side, mapped to JSON-RPC in
-//! one place), `names` (identifier newtypes) and `demo` (the demo server that ships with
-//! Switchyard).
+//! one place), `names` (identifier newtypes), and two servers that ship with Switchyard: `demo`
+//! (served by the default configuration) and `conformance` (the fixture the official
+//! conformance suite runs against, directly and through the gateway).
 //!
 //! # The life of a `tools/call`
 //!
@@ -40,6 +41,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod conformance;
 pub mod demo;
 pub mod error;
 pub mod front;

@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use switchyard::{Gateway, config, demo, front};
+use switchyard::{Gateway, config, conformance, demo, front};
 
 /// The configuration loaded when `-c` is not given.
 const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
@@ -45,6 +45,12 @@ enum Command {
     },
     /// Serve the demo MCP server on stdin/stdout.
     DemoServer,
+    /// Serve the conformance-suite fixture over streamable HTTP (a test upstream).
+    ConformanceServer {
+        /// Address to listen on; port 0 picks a free one (the URL is printed on stdout).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
 }
 
 fn main() -> ExitCode {
@@ -63,6 +69,7 @@ fn main() -> ExitCode {
             Some(Command::Run(args)) => run(args).await,
             Some(Command::Check { config }) => check(config),
             Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
+            Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
         }
     });
     match result {
@@ -104,6 +111,19 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     front::serve(listener, gateway.clone(), shutdown_signal()).await?;
     gateway.shutdown();
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// Serves the conformance fixture, announcing its URL on stdout for scripts to read.
+async fn serve_conformance(listen: SocketAddr) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    println!(
+        "conformance fixture listening on http://{}/mcp",
+        listener.local_addr()?
+    );
+    conformance::serve(listener).await?;
     Ok(())
 }
 

@@ -54,6 +54,15 @@ pub struct ListVersions {
     pub resources: u64,
 }
 
+/// Lists an upstream announced as changed (`notifications/*/list_changed`). Clients are told
+/// even when the merged list looks the same: the change may be one the gateway cannot see.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListChanges {
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+}
+
 /// The upstream that owns a resource URI, and the URI as that upstream knows it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UriRoute<'a> {
@@ -185,17 +194,22 @@ impl Catalog {
         }
     }
 
-    /// This snapshot, numbered as the successor of `previous`, with the versions of the lists
-    /// that differ from it bumped.
-    pub fn succeeding(mut self, previous: &Catalog) -> Self {
+    /// This snapshot, numbered as the successor of `previous`, with the versions bumped of the
+    /// lists that differ from it or that an upstream `announced` as changed.
+    pub fn succeeding(mut self, previous: &Catalog, announced: ListChanges) -> Self {
         let old = previous.versions;
         let bump = |changed: bool, version: u64| version + u64::from(changed);
         self.generation = previous.generation + 1;
         self.versions = ListVersions {
-            tools: bump(self.tools != previous.tools, old.tools),
-            prompts: bump(self.prompts != previous.prompts, old.prompts),
+            tools: bump(announced.tools || self.tools != previous.tools, old.tools),
+            prompts: bump(
+                announced.prompts || self.prompts != previous.prompts,
+                old.prompts,
+            ),
             resources: bump(
-                self.resources != previous.resources || self.templates != previous.templates,
+                announced.resources
+                    || self.resources != previous.resources
+                    || self.templates != previous.templates,
                 old.resources,
             ),
         };

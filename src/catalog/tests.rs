@@ -206,15 +206,28 @@ fn versions_count_changes_per_list() {
     let scheme = NameScheme::prefixed("__");
     let a = (up("a"), part(&["echo"], &["x://1"], &[]));
     let first = Catalog::build(scheme.clone(), std::slice::from_ref(&a));
-    let same = Catalog::build(scheme.clone(), std::slice::from_ref(&a)).succeeding(&first);
+    let none = ListChanges::default();
+    let same = Catalog::build(scheme.clone(), std::slice::from_ref(&a)).succeeding(&first, none);
     assert_eq!(same.versions(), first.versions(), "nothing changed");
     assert_eq!(same.generation(), 1);
     let more_tools = (up("a"), part(&["echo", "add"], &["x://1"], &[]));
-    let changed = Catalog::build(scheme, &[more_tools]).succeeding(&same);
+    let changed =
+        Catalog::build(scheme.clone(), std::slice::from_ref(&more_tools)).succeeding(&same, none);
     let versions = changed.versions();
     assert_eq!(
         (versions.tools, versions.prompts, versions.resources),
         (1, 1, 0)
     );
     assert_eq!(changed.generation(), 2);
+    let announced = ListChanges {
+        resources: true,
+        ..ListChanges::default()
+    };
+    let told = Catalog::build(scheme, &[more_tools]).succeeding(&changed, announced);
+    assert_eq!(
+        told.versions().resources,
+        1,
+        "announced, though it looks the same"
+    );
+    assert_eq!(told.versions().tools, 1);
 }

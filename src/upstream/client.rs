@@ -1,8 +1,9 @@
 //! Switchyard's side of an upstream connection: the rmcp `ClientHandler` that announces the
 //! gateway (or the client it stands for) and handles what the upstream sends unasked.
 //!
-//! Progress, log messages and requests for sampling, elicitation and roots are passed through
-//! the connection's `Relay` to the client they concern. List changes and resource updates
+//! Log messages and requests for sampling, elicitation and roots are passed through the
+//! connection's `Relay` to the client they concern (progress is taken off the transport before
+//! it gets here; see `ordered`). List changes and resource updates
 //! become events for the upstream's supervisor.
 
 // Sampling, roots and logging are deprecated by SEP-2577 but still used on the legacy protocol.
@@ -16,7 +17,7 @@ use rmcp::{
         ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
         CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
         ElicitResult, ErrorCode, GetExtensions, Implementation, ListRootsRequest, ListRootsResult,
-        LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
+        LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
         ResourceUpdatedNotificationParam, ServerRequest,
     },
     service::{
@@ -194,21 +195,6 @@ impl ClientHandler for UpstreamClient {
             ClientResult::ListRootsResult(result) => Ok(result),
             other => Err(unexpected(other)),
         }
-    }
-
-    async fn on_progress(
-        &self,
-        mut params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let Some(target) = self.relay.by_progress(&params.progress_token) else {
-            return;
-        };
-        let Some(token) = target.progress_token.clone() else {
-            return;
-        };
-        params.progress_token = token;
-        let _ = target.peer.notify_progress(params).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -21,7 +21,10 @@ use rmcp::{
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::{UpstreamError, client::UpstreamClient, hook::RequestHook, http, relay::Relay, stdio};
+use super::{
+    UpstreamError, client::UpstreamClient, hook::RequestHook, http, ordered::ProgressInOrder,
+    relay::Relay, stdio,
+};
 use crate::config::{TransportConfig, UpstreamConfig};
 
 /// The protocol era a connection speaks.
@@ -76,12 +79,14 @@ impl Connection {
                 TransportConfig::Stdio(stdio) => {
                     let transport =
                         stdio::spawn(&config.name, stdio).map_err(UpstreamError::Spawn)?;
+                    let transport = ProgressInOrder::new(transport, relay.clone());
                     handler
                         .serve_with_lifecycle(transport, era.lifecycle())
                         .await
                 }
                 TransportConfig::StreamableHttp(http) => {
                     let transport = http::transport(http, http_client.clone(), hook);
+                    let transport = ProgressInOrder::new(transport, relay.clone());
                     handler
                         .serve_with_lifecycle(transport, era.lifecycle())
                         .await

@@ -14,6 +14,7 @@ mod connection;
 mod discovery;
 mod hook;
 mod http;
+mod ordered;
 mod relay;
 mod status;
 mod stdio;

@@ -14,7 +14,7 @@ use rmcp::{
     ErrorData, RoleClient, RoleServer,
     model::{
         CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
-        ErrorCode, ProgressToken, RequestId, RequestMetaObject,
+        ErrorCode, ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
     },
     service::{InboundStreamOrigin, Peer},
 };
@@ -88,9 +88,19 @@ impl Relay {
         }
     }
 
-    /// The downstream request an upstream progress token belongs to.
-    pub fn by_progress(&self, token: &ProgressToken) -> Option<Arc<Downstream>> {
-        self.progress.get(token).map(|d| d.clone())
+    /// Passes upstream progress to the downstream request it belongs to, under the client's
+    /// own token. False if no registered request has that token.
+    pub async fn forward_progress(&self, mut params: ProgressNotificationParam) -> bool {
+        let target = wait_for(|| self.progress.get(&params.progress_token).map(|d| d.clone()));
+        let Some(target) = target.await else {
+            return false;
+        };
+        let Some(token) = target.progress_token.clone() else {
+            return false;
+        };
+        params.progress_token = token;
+        let _ = target.peer.notify_progress(params).await;
+        true
     }
 
     /// Who an upstream request (or notification) is for: the request whose stream it came on,
@@ -98,16 +108,8 @@ impl Relay {
     pub async fn resolve(&self, origin: Option<&InboundStreamOrigin>) -> Option<Arc<Downstream>> {
         match origin {
             Some(InboundStreamOrigin::OutboundRequest(id)) => {
-                let deadline = tokio::time::Instant::now() + REGISTRATION_GRACE;
-                loop {
-                    if let Some(found) = self.requests.get(id) {
-                        return Some(found.clone());
-                    }
-                    if tokio::time::Instant::now() >= deadline {
-                        return self.home.clone();
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
+                let found = wait_for(|| self.requests.get(id).map(|d| d.clone())).await;
+                found.or_else(|| self.home.clone())
             }
             Some(InboundStreamOrigin::Unassociated) => self.home.clone(),
             None => self.only_in_flight().or_else(|| self.home.clone()),
@@ -127,6 +129,21 @@ impl Relay {
 
     pub fn home(&self) -> Option<&Arc<Downstream>> {
         self.home.as_ref()
+    }
+}
+
+/// Looks `find` up until it succeeds or the registration grace has passed: an upstream may answer
+/// (with progress, say) before the router has registered the request it just sent.
+async fn wait_for<T>(find: impl Fn() -> Option<T>) -> Option<T> {
+    let deadline = tokio::time::Instant::now() + REGISTRATION_GRACE;
+    loop {
+        if let Some(found) = find() {
+            return Some(found);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 

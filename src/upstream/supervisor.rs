@@ -7,6 +7,8 @@
 use std::{sync::Arc, time::Duration};
 
 use tokio::{sync::mpsc, task::JoinHandle};
+
+use crate::catalog::ListChanges;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -22,8 +24,9 @@ const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// What supervisors report to the gateway.
 pub trait SupervisorHooks: Send + Sync + 'static {
-    /// An upstream's lists or state changed: the catalog must be rebuilt.
-    fn changed(&self);
+    /// An upstream's state or lists changed (`announced`: those it said had changed): the
+    /// catalog must be rebuilt.
+    fn changed(&self, announced: ListChanges);
     /// An upstream is ready on a new shared session.
     fn ready(&self, upstream: &Arc<Upstream>);
     /// A resource the gateway subscribed to changed (its URI as the upstream knows it).
@@ -54,7 +57,7 @@ pub fn spawn_supervisor(
                     mark_ready(&upstream);
                     upstream.mark_settled();
                     hooks.ready(&upstream);
-                    hooks.changed();
+                    hooks.changed(ListChanges::default());
                     let ended = watch(&upstream, &connection, &mut events, &hooks, &shutdown).await;
                     upstream.shared.store(None);
                     if ended == Ended::Shutdown {
@@ -68,7 +71,7 @@ pub fn spawn_supervisor(
                 }
             }
             upstream.mark_settled();
-            hooks.changed();
+            hooks.changed(ListChanges::default());
             let delay = backoff(failures);
             tracing::warn!(
                 upstream = %upstream.name(),
@@ -153,24 +156,42 @@ async fn watch(
             _ = shutdown.cancelled() => return Ended::Shutdown,
             Some(event) = events.recv() => event,
         };
-        if let UpstreamEvent::ResourceUpdated(uri) = &event {
-            hooks.resource_updated(upstream, uri);
+        let mut announced = ListChanges::default();
+        if !note(&event, &mut announced, upstream, hooks) {
             continue;
         }
         tokio::time::sleep(DEBOUNCE).await;
         while let Ok(event) = events.try_recv() {
-            if let UpstreamEvent::ResourceUpdated(uri) = &event {
-                hooks.resource_updated(upstream, uri);
-            }
+            note(&event, &mut announced, upstream, hooks);
         }
         match rediscover(upstream, connection).await {
-            Ok(()) => hooks.changed(),
+            Ok(()) => hooks.changed(announced),
             Err(error) => tracing::warn!(
                 upstream = %upstream.name(), %error,
                 "rediscovery after a list change failed; keeping the previous lists"
             ),
         }
     }
+}
+
+/// Passes a resource update on at once, or records an announced list change; true for the
+/// latter (a rediscovery is due).
+fn note(
+    event: &UpstreamEvent,
+    announced: &mut ListChanges,
+    upstream: &Upstream,
+    hooks: &Hooks,
+) -> bool {
+    match event {
+        UpstreamEvent::ResourceUpdated(uri) => {
+            hooks.resource_updated(upstream, uri);
+            return false;
+        }
+        UpstreamEvent::ToolsChanged => announced.tools = true,
+        UpstreamEvent::PromptsChanged => announced.prompts = true,
+        UpstreamEvent::ResourcesChanged => announced.resources = true,
+    }
+    true
 }
 
 fn backoff(failures: u32) -> Duration {

@@ -2,8 +2,11 @@
 
 mod catalog;
 mod cli;
+mod conformance;
+mod deps;
 mod fixtures;
 mod harness;
+mod interop;
 mod notifications;
 mod relay;
 mod routing;

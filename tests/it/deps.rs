@@ -1,0 +1,125 @@
+//! External test dependencies: the Node packages of `tests/node/package.json` (official SDK
+//! client, server-everything, the conformance suite and Node 22) and the Python packages of
+//! `tests/python/requirements.txt` (official SDK), installed on first use into a cache outside
+//! the checkout, so that `cargo test` works on a fresh machine and stays fast afterwards.
+//!
+//! Each install is redone when its pinned manifest changes, under a file lock, so concurrent
+//! test processes do not race.
+
+use std::{
+    fs::{self, File},
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
+
+/// Where the packages are installed: `$SWITCHYARD_TEST_CACHE`, else `~/.cache/switchyard/test-deps`.
+fn cache() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SWITCHYARD_TEST_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").expect("HOME is set");
+    Path::new(&home).join(".cache/switchyard/test-deps")
+}
+
+fn source(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(path)
+}
+
+/// Runs `install` in `dir` unless the copies of `manifests` there are current; then copies
+/// `scripts` next to them (so their imports resolve against what was installed).
+fn ensure(dir: &Path, manifests: &[&str], scripts: &[&str], install: impl Fn(&Path)) {
+    fs::create_dir_all(dir).expect("create the test cache");
+    let lock = File::create(dir.join(".lock")).expect("create the lock file");
+    lock.lock().expect("lock the test cache");
+    let current = manifests.iter().all(|manifest| {
+        let wanted = fs::read(source(manifest)).expect("read a manifest");
+        let name = Path::new(manifest).file_name().unwrap();
+        fs::read(dir.join(".installed").join(name)).is_ok_and(|have| have == wanted)
+    });
+    if !current {
+        for manifest in manifests {
+            let name = Path::new(manifest).file_name().unwrap();
+            fs::copy(source(manifest), dir.join(name)).expect("copy a manifest");
+        }
+        install(dir);
+        fs::create_dir_all(dir.join(".installed")).unwrap();
+        for manifest in manifests {
+            let name = Path::new(manifest).file_name().unwrap();
+            fs::copy(source(manifest), dir.join(".installed").join(name)).unwrap();
+        }
+    }
+    for script in scripts {
+        let name = Path::new(script).file_name().unwrap();
+        fs::copy(source(script), dir.join(name)).expect("copy a script");
+    }
+}
+
+fn run(command: &mut Command, what: &str) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The directory holding `node_modules` and `client.mjs`.
+pub fn node_packages() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = cache().join("node");
+        ensure(
+            &dir,
+            &["node/package.json", "node/package-lock.json"],
+            &["node/client.mjs"],
+            |dir| {
+                run(
+                    Command::new("npm")
+                        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                        .current_dir(dir),
+                    "npm ci (tests/node)",
+                )
+            },
+        );
+        dir
+    })
+}
+
+/// Node 22, which the conformance suite needs (the machine's Node may be older).
+pub fn node22() -> PathBuf {
+    node_packages().join("node_modules/node/bin/node")
+}
+
+/// The Python of a virtualenv holding the official Python SDK, and the client script.
+pub fn python() -> &'static (PathBuf, PathBuf) {
+    static PYTHON: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let dir = cache().join("python");
+        ensure(
+            &dir,
+            &["python/requirements.txt"],
+            &["python/client.py"],
+            |dir| {
+                let venv = dir.join("venv");
+                let _ = fs::remove_dir_all(&venv);
+                run(
+                    Command::new("python3").arg("-m").arg("venv").arg(&venv),
+                    "python3 -m venv",
+                );
+                run(
+                    Command::new(venv.join("bin/pip"))
+                        .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+                        .arg(dir.join("requirements.txt")),
+                    "pip install (tests/python)",
+                );
+            },
+        );
+        (dir.join("venv/bin/python"), dir.join("client.py"))
+    })
+}

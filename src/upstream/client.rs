@@ -224,13 +224,17 @@ impl ClientHandler for UpstreamClient {
     ) {
         log_upstream_message(&self.upstream, &params);
         // Notifications carry no stream marker: the only request in flight, or the session.
+        // A 2026-07-28 client gets log messages only if its request asked for a level.
         if let Some(target) = self.relay.resolve(None).await
-            && !target.stateless
+            && (!target.stateless || target.meta.contains_key(LOG_LEVEL_META))
         {
             let _ = target.peer.notify_logging_message(params).await;
         }
     }
 }
+
+/// The `_meta` key in which a 2026-07-28 request asks for log messages.
+const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
 
 fn log_upstream_message(upstream: &UpstreamName, params: &LoggingMessageNotificationParam) {
     let logger = params.logger.as_deref().unwrap_or("");

@@ -285,6 +285,18 @@ impl Recorder {
         self.seen.lock().unwrap()
     }
 
+    /// Connects to `url` statelessly, as a 2026-07-28 client.
+    pub async fn connect_modern(self, url: &str) -> RunningService<RoleClient, Recorder> {
+        self.serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(url.to_owned()),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("recorder connects")
+    }
+
     /// Connects to `url` with a session.
     pub async fn connect(self, url: &str) -> RunningService<RoleClient, Recorder> {
         self.serve(StreamableHttpClientTransport::from_uri(url.to_owned()))

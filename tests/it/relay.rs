@@ -216,3 +216,77 @@ async fn input_required_passes_through_and_the_retry_keeps_its_state() {
         r#"confirmed {"action":"accept","content":{"ok":true}} with state state-1"#
     );
 }
+
+#[tokio::test]
+async fn a_2026_client_closing_its_request_stream_cancels_the_upstream_call() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "remote__sleep", "arguments": {"ms": 30000},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+        }
+    }});
+    let request = reqwest::Client::new()
+        .post(gw.url())
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "remote__sleep")
+        .json(&body)
+        .send();
+    let pending = tokio::spawn(request);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    pending.abort();
+    assert!(
+        eventually(Duration::from_secs(5), || notes.cancelled() == 1).await,
+        "closing the stream is cancellation in 2026-07-28"
+    );
+}
+
+#[tokio::test]
+async fn a_2026_client_gets_log_messages_when_it_asks_for_a_level() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let recorder = Recorder::plain("modern");
+    let client = recorder.clone().connect_modern(&gw.url()).await;
+    let call = |level: Option<&str>| {
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        if let Some(level) = level {
+            meta.0
+                .insert("io.modelcontextprotocol/logLevel".into(), json!(level));
+        }
+        let params = rmcp::model::CallToolRequestParams::new("remote__log")
+            .with_arguments(serde_json::from_value(json!({"text": "hello"})).unwrap());
+        client.peer().send_request_with_option(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options().with_meta(meta),
+        )
+    };
+    call(Some("info"))
+        .await
+        .unwrap()
+        .await_response()
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || recorder.seen().logs
+            == [json!("hello")])
+        .await
+    );
+    call(None).await.unwrap().await_response().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        recorder.seen().logs.len(),
+        1,
+        "no level asked, no log message"
+    );
+}

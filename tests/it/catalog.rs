@@ -3,7 +3,7 @@
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, connect_client, two_upstreams},
+    harness::{GatewayBuilder, connect_client, remote_notes, two_upstreams},
 };
 
 fn names<T>(items: &[T], name: impl Fn(&T) -> &str) -> Vec<String> {
@@ -67,11 +67,7 @@ async fn merged_lists_carry_prefixes_in_config_order() {
 
 #[tokio::test]
 async fn definitions_pass_through_unchanged_but_for_the_name() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     let through = gw.client().await.list_all_tools().await.unwrap();
     let direct = connect_client(&notes.url(), "direct")
         .await

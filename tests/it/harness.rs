@@ -181,19 +181,6 @@ pub async fn connect_client(url: &str, name: &str) -> Client {
         .expect("client connects")
 }
 
-/// Calls `name` with JSON `arguments`.
-pub async fn call(
-    client: &Client,
-    name: &str,
-    arguments: serde_json::Value,
-) -> Result<CallToolResult, rmcp::ServiceError> {
-    let mut params = CallToolRequestParams::new(name.to_owned());
-    if let serde_json::Value::Object(arguments) = arguments {
-        params = params.with_arguments(arguments);
-    }
-    client.call_tool(params).await
-}
-
 /// The first text block of a tool result.
 pub fn text(result: &CallToolResult) -> &str {
     result
@@ -220,6 +207,16 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
 pub async fn closed_port() -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// A notes server as the gateway's one upstream, `remote`.
+pub async fn remote_notes() -> (crate::fixtures::notes::NotesServer, TestGateway) {
+    let notes = crate::fixtures::notes::NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    (notes, gw)
 }
 
 /// The usual setup: the demo server over stdio as `local`, a notes server as `remote`.
@@ -381,8 +378,8 @@ impl rmcp::ClientHandler for Recorder {
     }
 }
 
-/// Calls `name` with JSON `arguments` on any client.
-pub async fn call_on<S: rmcp::Service<RoleClient>>(
+/// Calls `name` with JSON `arguments`, on any client.
+pub async fn call<S: rmcp::Service<RoleClient>>(
     client: &RunningService<RoleClient, S>,
     name: &str,
     arguments: serde_json::Value,

@@ -12,21 +12,14 @@ use rmcp::model::{
 };
 use serde_json::json;
 
-use crate::{
-    fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, Recorder, call, call_on, eventually, text},
-};
+use crate::harness::{Recorder, call, eventually, remote_notes, text};
 
 #[tokio::test]
 async fn a_burst_of_upstream_list_changes_yields_one_notification() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let watcher = Recorder::plain("watcher");
     let client = watcher.clone().connect(&gw.url()).await;
-    let result = call_on(&client, "remote__add_tools", json!({"steps": 5}))
+    let result = call(&client, "remote__add_tools", json!({"steps": 5}))
         .await
         .unwrap();
     assert_eq!(text(&result), "5 dynamic tools");
@@ -43,17 +36,13 @@ async fn a_burst_of_upstream_list_changes_yields_one_notification() {
             "dyn_{k}"
         );
     }
-    let dynamic = call_on(&client, "remote__dyn_3", json!({})).await.unwrap();
+    let dynamic = call(&client, "remote__dyn_3", json!({})).await.unwrap();
     assert_eq!(text(&dynamic), "dynamic dyn_3");
 }
 
 #[tokio::test]
 async fn resource_updates_reach_exactly_the_subscribers() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     let (ada, bob) = (Recorder::plain("ada"), Recorder::plain("bob"));
     let a = ada.clone().connect(&gw.url()).await;
     let b = bob.clone().connect(&gw.url()).await;
@@ -65,11 +54,11 @@ async fn resource_updates_reach_exactly_the_subscribers() {
         "the upstream was subscribed"
     );
 
-    call_on(&b, "remote__touch", json!({"name": "7"}))
+    call(&b, "remote__touch", json!({"name": "7"}))
         .await
         .unwrap();
     assert!(eventually(Duration::from_secs(5), || ada.seen().updated == [uri]).await);
-    call_on(&b, "remote__touch", json!({"name": "8"}))
+    call(&b, "remote__touch", json!({"name": "8"}))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -82,7 +71,7 @@ async fn resource_updates_reach_exactly_the_subscribers() {
     a.unsubscribe(UnsubscribeRequestParams::new(uri))
         .await
         .unwrap();
-    call_on(&a, "remote__touch", json!({"name": "7"}))
+    call(&a, "remote__touch", json!({"name": "7"}))
         .await
         .unwrap();
     assert!(eventually(Duration::from_secs(5), || bob.seen().updated == [uri]).await);
@@ -104,11 +93,7 @@ async fn resource_updates_reach_exactly_the_subscribers() {
 
 #[tokio::test]
 async fn set_level_reaches_the_sessions_upstream_sessions() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     let client = gw.client().await;
     client
         .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
@@ -134,11 +119,7 @@ async fn set_level_reaches_the_sessions_upstream_sessions() {
 
 #[tokio::test]
 async fn listen_fans_in_list_changes_and_resource_updates() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let modern = gw.modern_client().await;
     let filter = SubscriptionFilter::builder()
         .tools_list_changed()

@@ -8,19 +8,15 @@ use serde_json::json;
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, Recorder, call_on, eventually, text},
+    harness::{GatewayBuilder, Recorder, call, eventually, remote_notes, text},
 };
 
 #[tokio::test]
 async fn progress_reaches_the_caller_under_its_own_token() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let recorder = Recorder::plain("p");
     let client = recorder.clone().connect(&gw.url()).await;
-    let result = call_on(&client, "remote__progress", json!({"steps": 3}))
+    let result = call(&client, "remote__progress", json!({"steps": 3}))
         .await
         .unwrap();
     assert_eq!(text(&result), "3 steps done");
@@ -62,15 +58,15 @@ async fn server_requests_reach_the_calling_client_and_answers_return() {
         let bob = Recorder::capable("bob").connect(&gw.url()).await;
         // Concurrently, so that on a shared upstream session both requests are in flight.
         let (a, b) = tokio::join!(
-            call_on(&ada, "remote__ask_name", json!({})),
-            call_on(&bob, "remote__ask_name", json!({}))
+            call(&ada, "remote__ask_name", json!({})),
+            call(&bob, "remote__ask_name", json!({}))
         );
         assert_eq!(text(&a.unwrap()), "hello \"ada\"", "{session}");
         assert_eq!(text(&b.unwrap()), "hello \"bob\"", "{session}");
 
         let (a, b) = tokio::join!(
-            call_on(&ada, "remote__sample", json!({})),
-            call_on(&bob, "remote__sample", json!({}))
+            call(&ada, "remote__sample", json!({})),
+            call(&bob, "remote__sample", json!({}))
         );
         assert_eq!(
             text(&a.unwrap()),
@@ -83,24 +79,19 @@ async fn server_requests_reach_the_calling_client_and_answers_return() {
             "{session}"
         );
 
-        let roots = call_on(&ada, "remote__roots", json!({})).await.unwrap();
+        let roots = call(&ada, "remote__roots", json!({})).await.unwrap();
         assert_eq!(text(&roots), "file:///home/ada", "{session}");
     }
 }
 
 #[tokio::test]
 async fn a_client_without_the_capability_gets_an_error_not_a_hang() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let plain = Recorder::plain("plain").connect(&gw.url()).await;
     for tool in ["remote__ask_name", "remote__sample", "remote__roots"] {
-        let result =
-            tokio::time::timeout(Duration::from_secs(10), call_on(&plain, tool, json!({})))
-                .await
-                .expect("no hang");
+        let result = tokio::time::timeout(Duration::from_secs(10), call(&plain, tool, json!({})))
+            .await
+            .expect("no hang");
         let error = match result {
             Ok(result) => panic!("{tool} should fail, got {result:?}"),
             Err(rmcp::ServiceError::McpError(error)) => error,
@@ -117,7 +108,7 @@ async fn a_client_without_the_capability_gets_an_error_not_a_hang() {
     let modern = gw.modern_client().await;
     let result = tokio::time::timeout(
         Duration::from_secs(10),
-        call_on(&modern, "remote__ask_name", json!({})),
+        call(&modern, "remote__ask_name", json!({})),
     )
     .await
     .expect("no hang");
@@ -126,17 +117,13 @@ async fn a_client_without_the_capability_gets_an_error_not_a_hang() {
 
 #[tokio::test]
 async fn log_messages_reach_the_client_whose_call_caused_them() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let (one, two) = (Recorder::plain("one"), Recorder::plain("two"));
     let (c1, _c2) = (
         one.clone().connect(&gw.url()).await,
         two.clone().connect(&gw.url()).await,
     );
-    call_on(&c1, "remote__log", json!({"text": "for one"}))
+    call(&c1, "remote__log", json!({"text": "for one"}))
         .await
         .unwrap();
     assert!(
@@ -150,11 +137,7 @@ async fn log_messages_reach_the_client_whose_call_caused_them() {
 
 #[tokio::test]
 async fn cancelling_a_call_cancels_it_upstream() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     let client = Recorder::plain("c").connect(&gw.url()).await;
     let mut params = rmcp::model::CallToolRequestParams::new("remote__sleep");
     params = params.with_arguments(serde_json::from_value(json!({"ms": 30000})).unwrap());
@@ -173,7 +156,7 @@ async fn cancelling_a_call_cancels_it_upstream() {
         "the upstream saw the cancellation"
     );
     // The session goes on.
-    let ok = call_on(&client, "remote__echo", json!({"text": "after"}))
+    let ok = call(&client, "remote__echo", json!({"text": "after"}))
         .await
         .unwrap();
     assert_eq!(text(&ok), "notes: after");
@@ -181,11 +164,7 @@ async fn cancelling_a_call_cancels_it_upstream() {
 
 #[tokio::test]
 async fn input_required_passes_through_and_the_retry_keeps_its_state() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let modern = gw.modern_client().await;
     let first = modern
         .call_tool_once(rmcp::model::CallToolRequestParams::new("remote__confirm"))
@@ -219,11 +198,7 @@ async fn input_required_passes_through_and_the_retry_keeps_its_state() {
 
 #[tokio::test]
 async fn a_2026_client_closing_its_request_stream_cancels_the_upstream_call() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "remote__sleep", "arguments": {"ms": 30000},
         "_meta": {
@@ -251,11 +226,7 @@ async fn a_2026_client_closing_its_request_stream_cancels_the_upstream_call() {
 
 #[tokio::test]
 async fn a_2026_client_gets_log_messages_when_it_asks_for_a_level() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (_notes, gw) = remote_notes().await;
     let recorder = Recorder::plain("modern");
     let client = recorder.clone().connect_modern(&gw.url()).await;
     let call = |level: Option<&str>| {

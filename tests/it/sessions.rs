@@ -7,16 +7,12 @@ use serde_json::json;
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, call, closed_port, eventually, text},
+    harness::{GatewayBuilder, call, closed_port, eventually, remote_notes, text},
 };
 
 #[tokio::test]
 async fn concurrent_sessions_keep_separate_upstream_state() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     let (a, b) = (gw.client().await, gw.client().await);
 
     let count = |client| async move {
@@ -56,11 +52,7 @@ async fn shared_mode_uses_one_upstream_session_for_everyone() {
 
 #[tokio::test]
 async fn ending_a_session_closes_its_upstream_sessions() {
-    let notes = NotesServer::start().await;
-    let gw = GatewayBuilder::new()
-        .http("remote", &notes.url())
-        .start()
-        .await;
+    let (notes, gw) = remote_notes().await;
     assert_eq!(notes.open_sessions(), 1, "the shared session");
 
     let client = gw.client().await;

@@ -59,6 +59,13 @@ pub enum GatewayError {
         upstream: UpstreamName,
         error: ErrorData,
     },
+    /// The upstream did not answer in time; `detail` says which timeout and what was done.
+    #[error("upstream `{upstream}` {detail}")]
+    TimedOut {
+        upstream: UpstreamName,
+        detail: String,
+        timeout: std::time::Duration,
+    },
     /// The client cancelled the request (its answer is dropped, but the code path needs one).
     #[error("the request was cancelled")]
     Cancelled,
@@ -96,9 +103,10 @@ impl GatewayError {
             | Self::UnknownResource(_)
             | Self::InvalidParams(_)
             | Self::Cancelled => Side::Downstream,
-            Self::Unavailable { .. } | Self::UpstreamFailed { .. } | Self::UpstreamRpc { .. } => {
-                Side::Upstream
-            }
+            Self::Unavailable { .. }
+            | Self::UpstreamFailed { .. }
+            | Self::UpstreamRpc { .. }
+            | Self::TimedOut { .. } => Side::Upstream,
             Self::Internal(_) => Side::Gateway,
         }
     }
@@ -122,6 +130,13 @@ impl GatewayError {
                     message,
                     Some(upstream_data(&upstream)),
                 )
+            }
+            Self::TimedOut {
+                upstream, timeout, ..
+            } => {
+                let mut data = upstream_data(&upstream);
+                data["timeoutSeconds"] = json!(timeout.as_secs_f64());
+                ErrorData::new(ErrorCode::INTERNAL_ERROR, message, Some(data))
             }
             Self::Internal(_) => ErrorData::internal_error(message, None),
         }

@@ -97,10 +97,17 @@ impl Gateway {
         self.upstreams.iter().find(|u| u.name().as_str() == name)
     }
 
-    /// The upstream a route points to, or why it cannot serve.
+    /// The upstream a route points to, or why it cannot serve (it is down, and listed still
+    /// because of `failure_mode = "closed"`).
     pub fn serving_upstream(&self, name: &UpstreamName) -> Result<&Arc<Upstream>, GatewayError> {
-        self.upstream(name.as_str())
-            .ok_or_else(|| GatewayError::Internal(format!("upstream `{name}` is not configured")))
+        let upstream = self.upstream(name.as_str()).ok_or_else(|| {
+            GatewayError::Internal(format!("upstream `{name}` is not configured"))
+        })?;
+        if upstream.is_ready() {
+            Ok(upstream)
+        } else {
+            Err(unavailable(upstream))
+        }
     }
 
     /// The error for a tool or prompt name that is not in the catalog: if its prefix names a
@@ -256,7 +263,7 @@ pub fn unavailable(upstream: &Upstream) -> GatewayError {
     let status = upstream.status();
     let reason = match (&status.last_error, status.state) {
         (Some(error), UpstreamState::Failed) => error.clone(),
-        (_, state) => format!("it is {}", format!("{state:?}").to_lowercase()),
+        (_, state) => format!("it is {}", state.as_str()),
     };
     GatewayError::Unavailable {
         upstream: upstream.name().clone(),

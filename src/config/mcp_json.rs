@@ -113,6 +113,7 @@ fn to_raw(server: McpJsonServer) -> RawUpstream {
         (None, Some(kind)) => ("transportType", Some(kind)),
         (kind, _) => ("type", kind),
     };
+    // Without a type, a URL may be either HTTP transport: `auto` finds out.
     let transport = kind.map(|kind| match kind.as_str() {
         "http" | "streamable-http" | "streamableHttp" => "streamable_http".to_owned(),
         _ => kind,

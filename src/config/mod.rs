@@ -7,9 +7,11 @@ mod expand;
 mod mcp_json;
 mod parse;
 mod raw;
+mod upstream;
 mod validate;
 
 use std::{
+    collections::HashMap,
     fmt,
     net::SocketAddr,
     path::{Path, PathBuf},
@@ -75,14 +77,64 @@ pub struct UpstreamConfig {
     pub name: UpstreamName,
     pub transport: TransportConfig,
     pub session: SessionMode,
-    pub connect_timeout: Duration,
-    pub discovery_timeout: Duration,
+    pub policy: UpstreamPolicy,
 }
 
 #[derive(Debug, Clone)]
 pub enum TransportConfig {
     Stdio(StdioConfig),
-    StreamableHttp(HttpConfig),
+    Http(HttpConfig),
+}
+
+/// Timeouts, failure handling and limits of one upstream.
+#[derive(Debug, Clone)]
+pub struct UpstreamPolicy {
+    /// Starting the upstream and its handshake.
+    pub connect_timeout: Duration,
+    /// Listing its tools, prompts, resources and templates.
+    pub discovery_timeout: Duration,
+    /// How long a call may wait for an answer (or, with progress, for the next progress).
+    pub tool_timeout: Duration,
+    /// Tool timeouts by the upstream's own tool name, overriding `tool_timeout`.
+    pub tool_timeouts: HashMap<String, Duration>,
+    /// The longest a call may take however much progress it reports.
+    pub max_tool_timeout: Duration,
+    pub failure_mode: FailureMode,
+    pub restart: RestartPolicy,
+    /// Requests in flight at once; `None` for no limit.
+    pub max_concurrent_requests: Option<usize>,
+    /// Requests that may wait for a free place before new ones are refused.
+    pub max_queued_requests: usize,
+    /// A per-client upstream session (a process, for stdio) unused this long is closed.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl UpstreamPolicy {
+    /// The timeout of `tool` (the upstream's name for it).
+    pub fn tool_timeout(&self, tool: &str) -> Duration {
+        self.tool_timeouts
+            .get(tool)
+            .copied()
+            .unwrap_or(self.tool_timeout)
+    }
+}
+
+/// What clients see of an upstream that is down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureMode {
+    /// Its tools, prompts and resources are hidden until it is back.
+    Open,
+    /// They stay listed, and using them fails with an error naming the upstream.
+    Closed,
+}
+
+/// How a failed upstream is retried: waits from `delay` doubling to `max_delay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Consecutive failed attempts before giving up; `None` never gives up.
+    pub max_attempts: Option<u32>,
+    pub delay: Duration,
+    pub max_delay: Duration,
 }
 
 /// A local server started as a child process speaking newline-delimited JSON-RPC.
@@ -98,12 +150,24 @@ pub struct StdioConfig {
     pub max_processes: usize,
 }
 
-/// A remote server on the streamable HTTP transport.
+/// A remote server over HTTP.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     pub url: Url,
     /// Sent on every request to this upstream.
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub protocol: HttpProtocol,
+}
+
+/// Which HTTP transport an upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpProtocol {
+    /// Streamable HTTP (2025-03-26 and later).
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05): a GET event stream and POSTs.
+    Sse,
+    /// Streamable HTTP if the server speaks it, else legacy SSE; found out on first connect.
+    Auto,
 }
 
 /// Whether downstream sessions share one upstream session or each get their own.

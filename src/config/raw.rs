@@ -48,6 +48,51 @@ pub struct RawCatalog {
 pub struct RawUpstreamDefaults {
     pub connect_timeout_seconds: Option<f64>,
     pub discovery_timeout_seconds: Option<f64>,
+    pub default_tool_timeout_seconds: Option<f64>,
+    pub max_tool_timeout_seconds: Option<f64>,
+    pub failure_mode: Option<String>,
+    pub restart: Option<RawRestart>,
+    pub max_concurrent_requests: Option<u32>,
+    pub max_queued_requests: Option<u32>,
+    pub idle_timeout_seconds: Option<f64>,
+}
+
+/// `restart = { … }`: how a failed upstream is retried.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct RawRestart {
+    pub max_attempts: Option<u32>,
+    pub delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+/// The settings an upstream can inherit, whichever table they were read from.
+#[derive(Clone, Copy)]
+pub struct PolicyView<'a> {
+    pub connect_timeout_seconds: Option<f64>,
+    pub discovery_timeout_seconds: Option<f64>,
+    pub default_tool_timeout_seconds: Option<f64>,
+    pub max_tool_timeout_seconds: Option<f64>,
+    pub failure_mode: Option<&'a str>,
+    pub restart: Option<&'a RawRestart>,
+    pub max_concurrent_requests: Option<u32>,
+    pub max_queued_requests: Option<u32>,
+    pub idle_timeout_seconds: Option<f64>,
+}
+
+impl RawUpstreamDefaults {
+    pub fn policy(&self) -> PolicyView<'_> {
+        PolicyView {
+            connect_timeout_seconds: self.connect_timeout_seconds,
+            discovery_timeout_seconds: self.discovery_timeout_seconds,
+            default_tool_timeout_seconds: self.default_tool_timeout_seconds,
+            max_tool_timeout_seconds: self.max_tool_timeout_seconds,
+            failure_mode: self.failure_mode.as_deref(),
+            restart: self.restart.as_ref(),
+            max_concurrent_requests: self.max_concurrent_requests,
+            max_queued_requests: self.max_queued_requests,
+            idle_timeout_seconds: self.idle_timeout_seconds,
+        }
+    }
 }
 
 /// `[upstreams.NAME]`: one upstream server. Transport-specific keys are all here, flat, and
@@ -65,13 +110,38 @@ pub struct RawUpstream {
     pub env: Option<Entries<String>>,
     pub cwd: Option<String>,
     pub max_processes: Option<u32>,
-    // streamable_http
+    // streamable_http, sse, auto
     pub url: Option<String>,
     pub headers: Option<Entries<String>>,
-    // both
+    // all
     pub session: Option<String>,
+    pub tool_timeout_seconds: Option<Entries<f64>>,
+    // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,
     pub discovery_timeout_seconds: Option<f64>,
+    pub default_tool_timeout_seconds: Option<f64>,
+    pub max_tool_timeout_seconds: Option<f64>,
+    pub failure_mode: Option<String>,
+    pub restart: Option<RawRestart>,
+    pub max_concurrent_requests: Option<u32>,
+    pub max_queued_requests: Option<u32>,
+    pub idle_timeout_seconds: Option<f64>,
+}
+
+impl RawUpstream {
+    pub fn policy(&self) -> PolicyView<'_> {
+        PolicyView {
+            connect_timeout_seconds: self.connect_timeout_seconds,
+            discovery_timeout_seconds: self.discovery_timeout_seconds,
+            default_tool_timeout_seconds: self.default_tool_timeout_seconds,
+            max_tool_timeout_seconds: self.max_tool_timeout_seconds,
+            failure_mode: self.failure_mode.as_deref(),
+            restart: self.restart.as_ref(),
+            max_concurrent_requests: self.max_concurrent_requests,
+            max_queued_requests: self.max_queued_requests,
+            idle_timeout_seconds: self.idle_timeout_seconds,
+        }
+    }
 }
 
 /// A map that keeps its keys in file order and remembers keys given more than once (JSON allows

@@ -3,7 +3,8 @@
 use std::{collections::HashMap, path::Path, time::Duration};
 
 use super::{
-    ConfigError, PrefixMode, SessionMode, TransportConfig, expand::tests::MapVars, parse_str,
+    ConfigError, FailureMode, HttpProtocol, PrefixMode, RestartPolicy, SessionMode,
+    TransportConfig, expand::tests::MapVars, parse_str,
 };
 
 fn vars() -> MapVars {
@@ -57,10 +58,19 @@ fn toml_with_every_option() {
         [upstream_defaults]
         connect_timeout_seconds = 5
         discovery_timeout_seconds = 2.5
+        default_tool_timeout_seconds = 60
+        max_tool_timeout_seconds = 600
+        failure_mode = "closed"
+        restart = { max_attempts = 10, delay_ms = 200, max_delay_ms = 5000 }
+        max_concurrent_requests = 32
+        max_queued_requests = 8
 
         [upstreams.github]
         url = "https://api.example.com/mcp"
         headers = { Authorization = "Bearer ${env:GH_TOKEN}" }
+        default_tool_timeout_seconds = 30
+        tool_timeout_seconds = { create_pull_request = 300 }
+        restart = { delay_ms = 1000 }
 
         [upstreams.files]
         transport = "stdio"
@@ -71,6 +81,9 @@ fn toml_with_every_option() {
         session = "per_client"
         max_processes = 4
         connect_timeout_seconds = 1
+        idle_timeout_seconds = 90
+        failure_mode = "open"
+        max_concurrent_requests = 0
 
         [upstreams.off]
         command = "never-run"
@@ -97,11 +110,32 @@ fn toml_with_every_option() {
         SessionMode::PerClient,
         "http defaults to per_client"
     );
-    assert_eq!(github.connect_timeout, Duration::from_secs(5));
-    assert_eq!(github.discovery_timeout, Duration::from_millis(2500));
-    let TransportConfig::StreamableHttp(http) = &github.transport else {
+    let policy = &github.policy;
+    assert_eq!(policy.connect_timeout, Duration::from_secs(5));
+    assert_eq!(policy.discovery_timeout, Duration::from_millis(2500));
+    assert_eq!(policy.tool_timeout("list_issues"), Duration::from_secs(30));
+    assert_eq!(
+        policy.tool_timeout("create_pull_request"),
+        Duration::from_secs(300)
+    );
+    assert_eq!(policy.max_tool_timeout, Duration::from_secs(600));
+    assert_eq!(policy.failure_mode, FailureMode::Closed);
+    assert_eq!(
+        policy.restart,
+        RestartPolicy {
+            max_attempts: Some(10),
+            delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(5),
+        },
+        "a partial restart table inherits the rest"
+    );
+    assert_eq!(policy.max_concurrent_requests, Some(32));
+    assert_eq!(policy.max_queued_requests, 8);
+    assert_eq!(policy.idle_timeout, None);
+    let TransportConfig::Http(http) = &github.transport else {
         panic!("github should be http");
     };
+    assert_eq!(http.protocol, HttpProtocol::Auto, "a bare url is probed");
     assert_eq!(http.url.as_str(), "https://api.example.com/mcp");
     assert_eq!(http.headers[0].0, "authorization");
     assert_eq!(http.headers[0].1, "Bearer ghp_123");
@@ -109,7 +143,14 @@ fn toml_with_every_option() {
 
     let files = &config.upstreams[1];
     assert_eq!(files.session, SessionMode::PerClient);
-    assert_eq!(files.connect_timeout, Duration::from_secs(1));
+    assert_eq!(files.policy.connect_timeout, Duration::from_secs(1));
+    assert_eq!(files.policy.idle_timeout, Some(Duration::from_secs(90)));
+    assert_eq!(files.policy.failure_mode, FailureMode::Open);
+    assert_eq!(
+        files.policy.max_concurrent_requests, None,
+        "0 lifts the inherited limit"
+    );
+    assert_eq!(files.policy.tool_timeout, Duration::from_secs(60));
     let TransportConfig::Stdio(stdio) = &files.transport else {
         panic!("files should be stdio");
     };
@@ -135,7 +176,89 @@ fn defaults_for_an_almost_empty_file() {
         SessionMode::Shared,
         "stdio is shared"
     );
-    assert_eq!(config.upstreams[0].connect_timeout, Duration::from_secs(30));
+    let policy = &config.upstreams[0].policy;
+    assert_eq!(policy.connect_timeout, Duration::from_secs(30));
+    assert_eq!(policy.discovery_timeout, Duration::from_secs(30));
+    assert_eq!(policy.tool_timeout, Duration::from_secs(120));
+    assert_eq!(policy.max_tool_timeout, Duration::from_secs(1800));
+    assert_eq!(policy.failure_mode, FailureMode::Open);
+    assert_eq!(policy.restart.max_attempts, None);
+    assert_eq!(policy.max_concurrent_requests, None);
+}
+
+#[test]
+fn transports_by_name() {
+    let config = load(
+        "s.toml",
+        r#"
+        [upstreams.a]
+        transport = "sse"
+        url = "http://127.0.0.1:1/sse"
+        [upstreams.b]
+        transport = "streamable_http"
+        url = "http://127.0.0.1:1/mcp"
+        [upstreams.c]
+        transport = "auto"
+        url = "http://127.0.0.1:1/mcp"
+        "#,
+    )
+    .unwrap();
+    let protocols: Vec<_> = config
+        .upstreams
+        .iter()
+        .map(|u| match &u.transport {
+            TransportConfig::Http(http) => http.protocol,
+            TransportConfig::Stdio(_) => panic!("{} is not stdio", u.name),
+        })
+        .collect();
+    assert_eq!(
+        protocols,
+        [
+            HttpProtocol::Sse,
+            HttpProtocol::StreamableHttp,
+            HttpProtocol::Auto
+        ]
+    );
+}
+
+#[test]
+fn policy_problems_are_located() {
+    let found = problems(
+        "s.toml",
+        r#"
+        [upstream_defaults]
+        failure_mode = "maybe"
+        default_tool_timeout_seconds = 100
+        max_tool_timeout_seconds = 10
+
+        [upstreams.a]
+        command = "a"
+        restart = { delay_ms = 0, max_attempts = 3, retries = 1 }
+        tool_timeout_seconds = { slow = 0, long = 1e6 }
+        idle_timeout_seconds = -5
+
+        [upstreams.b]
+        command = "b"
+        restart = { delay_ms = 5000, max_delay_ms = 100 }
+        "#,
+    );
+    for expected in [
+        "upstream_defaults.failure_mode: `maybe` is not one of `open`, `closed`",
+        "upstream_defaults.default_tool_timeout_seconds: 100s is longer than max_tool_timeout_seconds (10s)",
+        "upstreams.a.restart.delay_ms: must be at least 1",
+        "upstreams.a.restart.retries: unknown key",
+        "upstreams.a.tool_timeout_seconds.slow: must be a positive number",
+        "upstreams.a.tool_timeout_seconds.long: 1000000s is longer than max_tool_timeout_seconds (10s)",
+        "upstreams.a.idle_timeout_seconds: must be a positive number",
+        "upstreams.b.restart.max_delay_ms: must not be shorter than delay_ms",
+    ] {
+        assert_has(&found, expected);
+    }
+    assert_eq!(
+        found.len(),
+        8,
+        "inherited values are not blamed again: {found:#?}"
+    );
 }
 
 #[test]
@@ -259,13 +382,27 @@ fn mcp_servers_json() {
     };
     assert_eq!(fs.command, "npx");
     assert_eq!(fs.env, [("TOKEN".to_owned(), "ghp_123".to_owned())]);
-    let TransportConfig::StreamableHttp(remote) = &config.upstreams[1].transport else {
+    let TransportConfig::Http(remote) = &config.upstreams[1].transport else {
         panic!("remote is http");
     };
     assert_eq!(remote.headers[0].0, "x-api-key");
+    assert_eq!(
+        remote.protocol,
+        HttpProtocol::Auto,
+        "no type: detected on connect"
+    );
+    let TransportConfig::Http(vscode) = &config.upstreams[2].transport else {
+        panic!("vscode-http is http");
+    };
+    assert_eq!(vscode.protocol, HttpProtocol::StreamableHttp);
+    let sse = load(
+        "mcp.json",
+        r#"{"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}}"#,
+    )
+    .unwrap();
     assert!(matches!(
-        config.upstreams[2].transport,
-        TransportConfig::StreamableHttp(_)
+        &sse.upstreams[0].transport,
+        TransportConfig::Http(http) if http.protocol == HttpProtocol::Sse
     ));
 }
 

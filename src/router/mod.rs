@@ -4,8 +4,9 @@
 //! Each function reads one catalog snapshot, copies out only the route (two shared pointers),
 //! gets a connection from the caller's `ConnectionSource`, and forwards the typed request through
 //! `send`, which registers it with the connection's relay so that progress and requests coming
-//! back reach this client, and which cancels it upstream if the client cancels.
+//! back reach this client, and which cancels it upstream if the client cancels or it times out.
 
+mod timeout;
 mod uris;
 
 use std::{borrow::Cow, sync::Arc};
@@ -21,6 +22,7 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
+use self::timeout::{Stage, Timer};
 use crate::{
     catalog::{NameScheme, Route},
     error::GatewayError,
@@ -61,7 +63,8 @@ impl<S: ConnectionSource> Call<'_, S> {
         params.name = Cow::Owned(route.original.to_string());
         let scheme = self.gateway.catalog().scheme().clone();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.send(&route.upstream, request).await? {
+        let tool = Some(&*route.original);
+        match self.send(&route.upstream, request, tool).await? {
             ServerResult::CallToolResult(mut result) => {
                 uris::expose_in_content(&scheme, &route.upstream, &mut result.content);
                 Ok(CallToolResponse::Complete(result))
@@ -83,7 +86,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         params.name = route.original.to_string();
         let scheme = self.gateway.catalog().scheme().clone();
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        match self.send(&route.upstream, request).await? {
+        match self.send(&route.upstream, request, None).await? {
             ServerResult::GetPromptResult(mut result) => {
                 for message in &mut result.messages {
                     uris::expose_in_prompt_message(&scheme, &route.upstream, message);
@@ -105,7 +108,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let (owner, original, scheme) = resolve_uri(self.gateway, &params.uri)?;
         params.uri = original;
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        match self.send(&owner, request).await? {
+        match self.send(&owner, request, None).await? {
             ServerResult::ReadResourceResult(mut result) => {
                 for contents in &mut result.contents {
                     uris::expose_in_contents(&scheme, &owner, contents);
@@ -142,7 +145,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             }
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        match self.send(&owner, request).await? {
+        match self.send(&owner, request, None).await? {
             ServerResult::CompleteResult(result) => Ok(result),
             other => Err(unexpected(&owner, &other)),
         }
@@ -153,16 +156,37 @@ impl<S: ConnectionSource> Call<'_, S> {
         route.ok_or_else(|| self.gateway.missing_name(name, GatewayError::UnknownPrompt))
     }
 
-    /// Sends `request` to `upstream` and awaits the answer, unless the client cancels first (then
-    /// the upstream is told to cancel too).
+    /// Sends `request` to `upstream` and awaits the answer, within the upstream's limit on
+    /// requests in flight and its timeouts (those of `tool`, for a tool call). If the client
+    /// cancels or the time runs out, the upstream is told to cancel too.
     async fn send(
         &self,
         upstream: &UpstreamName,
         request: ClientRequest,
+        tool: Option<&str>,
     ) -> Result<ServerResult, GatewayError> {
         let upstream = self.gateway.serving_upstream(upstream)?;
+        let mut timer = Timer::start(upstream, tool);
+        let _admitted = match upstream.admission() {
+            None => None,
+            Some(admission) => tokio::select! {
+                admitted = admission.admit() => Some(admitted.map_err(|overloaded| {
+                    GatewayError::Unavailable {
+                        upstream: upstream.name().clone(),
+                        reason: overloaded.to_string(),
+                    }
+                })?),
+                _ = timer.expired() => return Err(timer.error(upstream, Stage::Queued)),
+                _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
+            },
+        };
         let connection = self.source.connection(upstream).await?;
-        let failed = |error| GatewayError::from_service(upstream.name(), error);
+        let failed = |error| {
+            if is_transport_failure(&error) {
+                upstream.suspect();
+            }
+            GatewayError::from_service(upstream.name(), error)
+        };
         let peer = connection.peer();
         let handle = peer
             .send_request_with_option(request, self.options(connection.era()))
@@ -174,15 +198,35 @@ impl<S: ConnectionSource> Call<'_, S> {
             handle.progress_token.clone(),
             self.downstream.clone(),
         );
-        tokio::select! {
-            result = handle.await_response() => {
-                registration.finish();
-                result.map_err(failed)
+        let response = handle.await_response();
+        tokio::pin!(response);
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut response => {
+                    registration.finish();
+                    return result.map_err(failed);
+                }
+                _ = registration.progressed() => timer.progressed(),
+                _ = timer.expired() => {
+                    let error = timer.error(upstream, Stage::Sent);
+                    registration.cancel(&error.to_string());
+                    return Err(error);
+                }
+                // Dropping the registration cancels the request upstream.
+                _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
             }
-            // Dropping the registration cancels the request upstream.
-            _ = self.ct.cancelled() => Err(GatewayError::Cancelled),
         }
     }
+}
+
+/// Whether a failed request says the upstream's transport is broken (rather than that the
+/// upstream answered with an error).
+fn is_transport_failure(error: &rmcp::ServiceError) -> bool {
+    matches!(
+        error,
+        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+    )
 }
 
 impl<S> Call<'_, S> {

@@ -105,7 +105,7 @@ impl SessionUpstreams {
                     if let Some(level) = level {
                         apply_log_level(&connection, level).await;
                     }
-                    Ok::<_, GatewayError>(Arc::new(connection))
+                    Ok::<_, GatewayError>(connection)
                 })
                 .await?;
             if !connection.is_closed() {

@@ -1,6 +1,7 @@
 //! One live MCP session with an upstream server, over whichever transport it is configured for.
 //!
-//! Opening runs the transport and the `initialize` handshake under the connect timeout. The rmcp
+//! Opening runs the transport and the handshake (`initialize`, or `server/discover` for the
+//! 2026-07-28 era) under the connect timeout. The rmcp
 //! service loop runs in its own task; the `Connection` keeps a `Peer` to send requests and a
 //! signal for when the loop ends. Dropping the `Connection` ends the session: the stdio process
 //! is killed, the HTTP session is deleted upstream.
@@ -14,18 +15,22 @@ use rmcp::{
     RoleClient,
     model::{ProtocolVersion, ServerPeerInfo},
     service::{
-        ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, Peer,
-        RunningServiceCancellationToken,
+        ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer,
+        RunningService, RunningServiceCancellationToken,
     },
+    transport::Transport,
 };
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 use super::{
     UpstreamError, client::UpstreamClient, hook::RequestHook, http, ordered::ProgressInOrder,
-    relay::Relay, stdio,
+    relay::Relay, sse::SseTransport, stdio,
 };
-use crate::config::{TransportConfig, UpstreamConfig};
+use crate::{
+    config::{HttpConfig, StdioConfig},
+    names::UpstreamName,
+};
 
 /// The protocol era a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +52,43 @@ impl Era {
     }
 }
 
+/// How one connection reaches its upstream: the transport, with `auto` already resolved.
+#[derive(Clone, Copy)]
+pub enum Dial<'a> {
+    Stdio(&'a StdioConfig),
+    StreamableHttp(&'a HttpConfig),
+    Sse(&'a HttpConfig),
+}
+
+impl Dial<'_> {
+    /// The transport's name as the config spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Dial::Stdio(_) => "stdio",
+            Dial::StreamableHttp(_) => "streamable_http",
+            Dial::Sse(_) => "sse",
+        }
+    }
+}
+
+/// Everything needed to open one connection.
+pub struct Opening<'a> {
+    pub upstream: &'a UpstreamName,
+    pub dial: Dial<'a>,
+    pub era: Era,
+    /// For starting the transport and the handshake together.
+    pub timeout: Duration,
+    /// The upstream's HTTP client (one connection pool per upstream).
+    pub http: &'a reqwest::Client,
+    pub hook: Arc<dyn RequestHook>,
+    /// Held by per-client stdio processes against the upstream's process cap.
+    pub slot: Option<OwnedSemaphorePermit>,
+}
+
 /// A live session with one upstream.
 pub struct Connection {
     era: Era,
+    transport: &'static str,
     peer: Peer<RoleClient>,
     /// Where requests sent on this connection are registered, for what comes back.
     relay: Arc<Relay>,
@@ -58,45 +97,46 @@ pub struct Connection {
     done: CancellationToken,
     /// Ends the service loop; taken by the first `close` or the drop.
     stop: Mutex<Option<RunningServiceCancellationToken>>,
-    /// Held by per-client stdio processes against the upstream's process cap.
     _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Connection {
-    /// Starts the transport of `config` and performs the MCP handshake with `handler` speaking
-    /// for Switchyard, all within `config.connect_timeout`.
+    /// Starts the transport and performs the MCP handshake with `handler` speaking for
+    /// Switchyard, all within `opening.timeout`.
     pub async fn open(
-        config: &UpstreamConfig,
-        era: Era,
+        opening: Opening<'_>,
         handler: UpstreamClient,
         relay: Arc<Relay>,
-        http_client: &reqwest::Client,
-        hook: Arc<dyn RequestHook>,
-        slot: Option<OwnedSemaphorePermit>,
     ) -> Result<Self, UpstreamError> {
+        let era = opening.era;
         let handshake = async {
-            match &config.transport {
-                TransportConfig::Stdio(stdio) => {
+            match opening.dial {
+                Dial::Stdio(stdio) => {
                     let transport =
-                        stdio::spawn(&config.name, stdio).map_err(UpstreamError::Spawn)?;
-                    let transport = ProgressInOrder::new(transport, relay.clone());
-                    handler
-                        .serve_with_lifecycle(transport, era.lifecycle())
-                        .await
+                        stdio::spawn(opening.upstream, stdio).map_err(UpstreamError::Spawn)?;
+                    serve(handler, transport, &relay, era).await
                 }
-                TransportConfig::StreamableHttp(http) => {
-                    let transport = http::transport(http, http_client.clone(), hook);
-                    let transport = ProgressInOrder::new(transport, relay.clone());
-                    handler
-                        .serve_with_lifecycle(transport, era.lifecycle())
-                        .await
+                Dial::StreamableHttp(config) => {
+                    let transport = http::transport(config, opening.http.clone(), opening.hook);
+                    serve(handler, transport, &relay, era).await
+                }
+                Dial::Sse(config) => {
+                    let transport = SseTransport::connect(
+                        config.url.clone(),
+                        opening.http.clone(),
+                        opening.hook,
+                    )
+                    .await
+                    .map_err(|e| {
+                        UpstreamError::Initialize(format!("opening the event stream: {e}"))
+                    })?;
+                    serve(handler, transport, &relay, era).await
                 }
             }
-            .map_err(|e| UpstreamError::Initialize(e.to_string()))
         };
-        let service = tokio::time::timeout(config.connect_timeout, handshake)
+        let service = tokio::time::timeout(opening.timeout, handshake)
             .await
-            .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
+            .map_err(|_| UpstreamError::ConnectTimeout(opening.timeout))??;
 
         // The gateway must see every answer fresh: rmcp's client cache would share private
         // results between the users of a shared connection and mask upstream errors.
@@ -117,13 +157,52 @@ impl Connection {
         });
         Ok(Self {
             era,
+            transport: opening.dial.name(),
             peer,
             relay,
             server,
             done,
             stop,
-            _slot: slot,
+            _slot: opening.slot,
         })
+    }
+
+    /// Closes this connection once it has been unused for `idle` (no request in flight, none
+    /// started or finished for that long). Holds only a weak reference.
+    pub fn reap_when_idle(self: &Arc<Self>, idle: Duration) {
+        let connection = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut wait = idle;
+            loop {
+                tokio::time::sleep(wait).await;
+                let Some(connection) = connection.upgrade() else {
+                    return;
+                };
+                if connection.is_closed() {
+                    return;
+                }
+                let quiet = connection.relay.quiet_for();
+                if connection.relay.in_flight() == 0 && quiet >= idle {
+                    tracing::debug!(
+                        idle_seconds = idle.as_secs_f64(),
+                        "closing an idle per-client upstream session"
+                    );
+                    connection.close(Duration::from_secs(5)).await;
+                    return;
+                }
+                wait = idle.saturating_sub(quiet).max(Duration::from_millis(10));
+            }
+        });
+    }
+
+    /// The transport in use: `stdio`, `streamable_http` or `sse`.
+    pub fn transport(&self) -> &'static str {
+        self.transport
+    }
+
+    /// The protocol version agreed with the upstream.
+    pub fn protocol_version(&self) -> String {
+        self.server.protocol_version.to_string()
     }
 
     pub fn peer(&self) -> &Peer<RoleClient> {
@@ -177,4 +256,27 @@ impl Drop for Connection {
             stop.cancel();
         }
     }
+}
+
+/// Runs the handshake of `era` over `transport`, with progress taken off in arrival order.
+async fn serve<T>(
+    handler: UpstreamClient,
+    transport: T,
+    relay: &Arc<Relay>,
+    era: Era,
+) -> Result<RunningService<RoleClient, UpstreamClient>, UpstreamError>
+where
+    T: Transport<RoleClient> + 'static,
+{
+    let transport = ProgressInOrder::new(transport, relay.clone());
+    handler
+        .serve_with_lifecycle(transport, era.lifecycle())
+        .await
+        .map_err(|error| match error {
+            // The server answered, and said no: it may speak only another protocol era.
+            ClientInitializeError::JsonRpcError(error) => {
+                UpstreamError::Refused(error.message.into_owned())
+            }
+            other => UpstreamError::Initialize(other.to_string()),
+        })
 }

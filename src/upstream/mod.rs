@@ -4,47 +4,50 @@
 //!
 //! Every upstream keeps one shared connection (for discovery, list-change notifications, shared
 //! mode and stateless clients). In `per_client` mode each downstream session also opens its own
-//! (see `session`), which `open_session_connection` provides.
+//! (see `session`), which `open_session_connection` provides; `open` has how connections are
+//! made (transport detection, protocol era).
 
 // Roots and sampling are deprecated by SEP-2577 but still relayed on the legacy protocol.
 #![allow(deprecated)]
 
+mod admission;
 mod client;
 mod connection;
+mod detect;
 mod discovery;
 mod hook;
 mod http;
+mod open;
 mod ordered;
 mod relay;
+mod sse;
 mod status;
 mod stdio;
 mod supervisor;
 
 use std::{
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
     time::Duration,
 };
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use rmcp::model::{
-    ClientCapabilities, ElicitationCapability, FormElicitationCapability, Implementation,
-    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
-};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 
+pub use admission::{Admission, Admitted, Overloaded};
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
-pub use connection::{Connection, Era};
+pub use connection::{Connection, Dial, Era};
 pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
 pub use relay::{Downstream, Registration, Relay};
-pub use status::{UpstreamState, UpstreamStatus};
+pub use sse::{SseError, SseTransport};
+pub use status::{UpstreamState, UpstreamStatus, escape_for_display};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
 
 use crate::{
     catalog::UpstreamCatalog,
-    config::{SessionMode, TransportConfig, UpstreamConfig},
+    config::{FailureMode, HttpProtocol, SessionMode, TransportConfig, UpstreamConfig},
     names::UpstreamName,
 };
 
@@ -57,6 +60,9 @@ pub enum UpstreamError {
     ConnectTimeout(Duration),
     #[error("initialize failed: {0}")]
     Initialize(String),
+    /// The server answered the handshake with an error.
+    #[error("the handshake was refused: {0}")]
+    Refused(String),
     #[error("listing its {what} took longer than {}s", .timeout.as_secs_f64())]
     DiscoveryTimeout {
         what: &'static str,
@@ -79,8 +85,12 @@ pub struct Upstream {
     shared: ArcSwapOption<Connection>,
     /// The shared 2026-07-28 session for stateless clients, opened on first need.
     modern: ArcSwapOption<Connection>,
-    /// Serializes opening the modern session; remembers an upstream that does not speak it.
-    modern_state: tokio::sync::Mutex<ModernSupport>,
+    /// Which protocol eras the upstream speaks, as far as found out; its lock serializes
+    /// opening the modern session.
+    eras: tokio::sync::Mutex<()>,
+    era_support: Mutex<EraSupport>,
+    /// With `transport = "auto"`: the HTTP transport found to work, until a connection fails.
+    detected: Mutex<Option<HttpProtocol>>,
     /// What the upstream listed last; `None` until first discovered.
     catalog: ArcSwapOption<UpstreamCatalog>,
     status: ArcSwap<UpstreamStatus>,
@@ -88,6 +98,10 @@ pub struct Upstream {
     events: mpsc::UnboundedSender<UpstreamEvent>,
     /// Caps the processes of a `per_client` stdio upstream.
     process_slots: Arc<Semaphore>,
+    /// `max_concurrent_requests`, if set.
+    admission: Option<Admission>,
+    /// Woken when a request saw the upstream's transport fail: the supervisor checks at once.
+    suspect: Notify,
     /// Set once the first connection attempt has ended, either way.
     settled: AtomicBool,
 }
@@ -98,18 +112,26 @@ impl Upstream {
         let (events, receiver) = mpsc::unbounded_channel();
         let slots = match &config.transport {
             TransportConfig::Stdio(stdio) => stdio.max_processes,
-            TransportConfig::StreamableHttp(_) => Semaphore::MAX_PERMITS,
+            TransportConfig::Http(_) => Semaphore::MAX_PERMITS,
         };
+        let policy = &config.policy;
+        let admission = policy
+            .max_concurrent_requests
+            .map(|limit| Admission::new(limit, policy.max_queued_requests));
         let upstream = Arc::new(Self {
-            http: http::http_client(config.connect_timeout),
+            http: http::http_client(policy.connect_timeout),
+            admission,
             config,
             shared: ArcSwapOption::empty(),
             modern: ArcSwapOption::empty(),
-            modern_state: tokio::sync::Mutex::new(ModernSupport::Unknown),
+            eras: tokio::sync::Mutex::new(()),
+            era_support: Mutex::new(EraSupport::Unknown),
+            detected: Mutex::new(None),
             catalog: ArcSwapOption::empty(),
             status: ArcSwap::from_pointee(UpstreamStatus::new(UpstreamState::Connecting)),
             events,
             process_slots: Arc::new(Semaphore::new(slots)),
+            suspect: Notify::new(),
             settled: AtomicBool::new(false),
         });
         (upstream, receiver)
@@ -132,9 +154,15 @@ impl Upstream {
         self.status.load_full()
     }
 
-    /// The last discovered lists, if the upstream is ready.
+    pub fn is_ready(&self) -> bool {
+        self.status.load().state == UpstreamState::Ready
+    }
+
+    /// What the catalog lists of this upstream: its last discovered lists while it is ready;
+    /// while it is down, nothing (`failure_mode = "open"`) or still those
+    /// (`failure_mode = "closed"`, so that clients see the tools and calls fail naming it).
     pub fn catalog(&self) -> Option<Arc<UpstreamCatalog>> {
-        if self.status.load().state == UpstreamState::Ready {
+        if self.is_ready() || self.config.policy.failure_mode == FailureMode::Closed {
             self.catalog.load_full()
         } else {
             None
@@ -149,7 +177,7 @@ impl Upstream {
                 let status = self.status.load();
                 let reason = match &status.last_error {
                     Some(error) if status.state != UpstreamState::Ready => error.clone(),
-                    _ => format!("{:?}", status.state).to_lowercase(),
+                    _ => status.state.as_str().to_owned(),
                 };
                 Err(UpstreamError::NotConnected(reason))
             }
@@ -164,126 +192,22 @@ impl Upstream {
             .collect()
     }
 
-    /// The connection for a stateless (2026-07-28) request: the upstream's own 2026-07-28
-    /// session if it speaks that protocol (opened on first need, so that results such as
-    /// `input_required` pass through as they are), else the shared session.
-    pub async fn stateless(&self) -> Result<Arc<Connection>, UpstreamError> {
-        if !matches!(self.config.transport, TransportConfig::StreamableHttp(_)) {
-            // A second stdio session would be a second process.
-            return self.shared();
-        }
-        if let Some(modern) = self.modern.load_full()
-            && !modern.is_closed()
-        {
-            return Ok(modern);
-        }
-        let shared = self.shared()?;
-        let mut support = self.modern_state.lock().await;
-        if *support == ModernSupport::Unsupported {
-            return Ok(shared);
-        }
-        if let Some(modern) = self.modern.load_full()
-            && !modern.is_closed()
-        {
-            return Ok(modern);
-        }
-        match self.open_shared(Era::Modern).await {
-            Ok(modern) => {
-                *support = ModernSupport::Supported;
-                // Listing once teaches rmcp's transport the tools' `x-mcp-header` parameters.
-                let _ = modern.peer().list_tools(None).await;
-                let modern = Arc::new(modern);
-                self.modern.store(Some(modern.clone()));
-                Ok(modern)
-            }
-            Err(error) => {
-                tracing::info!(upstream = %self.name(), %error, "upstream does not speak 2026-07-28; stateless clients use its session");
-                *support = ModernSupport::Unsupported;
-                Ok(shared)
-            }
-        }
-    }
-
-    /// Whether downstream sessions get their own upstream session.
+    /// Whether downstream sessions get their own upstream session. (Not with an upstream that
+    /// speaks only 2026-07-28, which has no sessions.)
     pub fn is_per_client(&self) -> bool {
         self.config.session == SessionMode::PerClient
+            && self.era_support() != EraSupport::ModernOnly
     }
 
-    /// Opens a connection for one downstream session, introducing it as the client `home`
-    /// introduced itself and declaring the same capabilities. A stdio upstream starts a process,
-    /// within its `max_processes`.
-    pub async fn open_session_connection(
-        &self,
-        client: Implementation,
-        home: Arc<Downstream>,
-    ) -> Result<Connection, UpstreamError> {
-        let slot = match &self.config.transport {
-            TransportConfig::Stdio(stdio) => Some(
-                self.process_slots
-                    .clone()
-                    .try_acquire_owned()
-                    .map_err(|_| UpstreamError::ProcessLimit(stdio.max_processes))?,
-            ),
-            TransportConfig::StreamableHttp(_) => None,
-        };
-        let capabilities = relayable(&home.capabilities);
-        self.open(
-            Era::Legacy,
-            client,
-            capabilities,
-            Relay::for_session(home),
-            slot,
-        )
-        .await
+    /// The per-upstream request limit, if one is configured.
+    pub fn admission(&self) -> Option<&Admission> {
+        self.admission.as_ref()
     }
 
-    /// Opens a connection shared by all sessions. It declares every capability Switchyard can
-    /// relay; each request is then passed to the client it concerns, or refused if that client
-    /// lacks the capability.
-    async fn open_shared(&self, era: Era) -> Result<Connection, UpstreamError> {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.roots = Some(RootsCapabilities::default());
-        capabilities.sampling = Some(SamplingCapability::default());
-        capabilities.elicitation = Some(
-            ElicitationCapability::new()
-                .with_form(FormElicitationCapability::default())
-                .with_url(UrlElicitationCapability::default()),
-        );
-        self.open(
-            era,
-            client::gateway_identity(),
-            capabilities,
-            Relay::shared(),
-            None,
-        )
-        .await
-    }
-
-    async fn open(
-        &self,
-        era: Era,
-        client: Implementation,
-        capabilities: ClientCapabilities,
-        relay: Arc<Relay>,
-        slot: Option<tokio::sync::OwnedSemaphorePermit>,
-    ) -> Result<Connection, UpstreamError> {
-        let handler = UpstreamClient::new(
-            self.name().clone(),
-            client,
-            capabilities,
-            self.events.clone(),
-            relay.clone(),
-        );
-        let hook = self.request_hook();
-        Connection::open(&self.config, era, handler, relay, &self.http, hook, slot).await
-    }
-
-    /// The hook for a new connection: the configured static headers.
-    fn request_hook(&self) -> Arc<dyn RequestHook> {
-        match &self.config.transport {
-            TransportConfig::StreamableHttp(http) => StaticHeaders::new(http.headers.clone()),
-            TransportConfig::Stdio(_) => StaticHeaders::new(Vec::new()),
-        }
+    /// Tells the supervisor that a request saw this upstream's transport fail, so that it
+    /// checks the upstream now rather than at its next routine check.
+    pub fn suspect(&self) {
+        self.suspect.notify_one();
     }
 
     fn set_status(&self, status: UpstreamStatus) {
@@ -293,22 +217,30 @@ impl Upstream {
     fn mark_settled(&self) {
         self.settled.store(true, Ordering::Release);
     }
+
+    fn era_support(&self) -> EraSupport {
+        *self
+            .era_support
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn set_era_support(&self, support: EraSupport) {
+        *self
+            .era_support
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = support;
+    }
 }
 
-/// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation.
-/// Extensions (tasks, say) are left out, since their requests would have nowhere to go.
-fn relayable(client: &ClientCapabilities) -> ClientCapabilities {
-    let mut capabilities = ClientCapabilities::default();
-    capabilities.roots = client.roots.clone().map(|_| RootsCapabilities::default());
-    capabilities.sampling = client.sampling.clone();
-    capabilities.elicitation = client.elicitation.clone();
-    capabilities
-}
-
-/// Whether an upstream speaks 2026-07-28, as far as Switchyard has found out.
+/// Which protocol eras an upstream speaks, as far as Switchyard has found out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ModernSupport {
+enum EraSupport {
     Unknown,
-    Supported,
-    Unsupported,
+    /// `initialize` and 2026-07-28 both.
+    Both,
+    /// `initialize` only.
+    LegacyOnly,
+    /// 2026-07-28 only: `initialize` was refused.
+    ModernOnly,
 }

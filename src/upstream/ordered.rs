@@ -49,7 +49,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressInOrder<T> {
             else {
                 return Some(ServerJsonRpcMessage::Notification(notification));
             };
-            // Progress for no registered request (late, or unknown) is dropped, as rmcp would.
             self.relay.forward_progress(progress.params).await;
         }
     }

@@ -7,7 +7,13 @@
 //! shared connection routes exactly; over stdio there is no such marker, and a request can only be
 //! routed when one request is in flight (or the connection belongs to one session).
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
 
 use dashmap::DashMap;
 use rmcp::{
@@ -18,6 +24,7 @@ use rmcp::{
     },
     service::{InboundStreamOrigin, Peer},
 };
+use tokio::sync::{Notify, futures::Notified};
 
 /// The downstream side of one forwarded request, or of a whole session.
 pub struct Downstream {
@@ -37,9 +44,19 @@ pub struct Downstream {
 /// The in-flight requests of one upstream connection.
 pub struct Relay {
     requests: DashMap<RequestId, Arc<Downstream>>,
-    progress: DashMap<ProgressToken, Arc<Downstream>>,
+    /// Every request in flight by its upstream progress token (rmcp gives each one a token).
+    progress: DashMap<ProgressToken, Tracked>,
     /// The session a per-client connection belongs to.
     home: Option<Arc<Downstream>>,
+    /// When the relay was made, and milliseconds from then to the last request started or ended.
+    epoch: Instant,
+    last_active: AtomicU64,
+}
+
+/// A request's progress entry: who it is for, and how its waiter learns of progress.
+struct Tracked {
+    downstream: Arc<Downstream>,
+    progressed: Arc<Notify>,
 }
 
 /// How long to wait for a registration an upstream message refers to: the upstream may answer
@@ -62,7 +79,25 @@ impl Relay {
             requests: DashMap::new(),
             progress: DashMap::new(),
             home,
+            epoch: Instant::now(),
+            last_active: AtomicU64::new(0),
         })
+    }
+
+    fn touch(&self) {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        self.last_active.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// How long since a request was last started or finished here.
+    pub fn quiet_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_active.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(last)
+    }
+
+    /// How many requests are in flight.
+    pub fn in_flight(&self) -> usize {
+        self.requests.len()
     }
 
     /// Records that upstream request `id` (with progress token `token`) serves `downstream`,
@@ -75,32 +110,40 @@ impl Relay {
         token: ProgressToken,
         downstream: Arc<Downstream>,
     ) -> Registration {
-        let progress = downstream.progress_token.is_some().then(|| {
-            self.progress.insert(token.clone(), downstream.clone());
-            token
-        });
+        self.touch();
+        let progressed = Arc::new(Notify::new());
+        let tracked = Tracked {
+            downstream: downstream.clone(),
+            progressed: progressed.clone(),
+        };
+        self.progress.insert(token.clone(), tracked);
         self.requests.insert(id.clone(), downstream);
         Registration {
             relay: self.clone(),
             peer: peer.clone(),
             id: Some(id),
-            progress,
+            progress: Some(token),
+            progressed,
         }
     }
 
-    /// Passes upstream progress to the downstream request it belongs to, under the client's
-    /// own token. False if no registered request has that token.
-    pub async fn forward_progress(&self, mut params: ProgressNotificationParam) -> bool {
-        let target = wait_for(|| self.progress.get(&params.progress_token).map(|d| d.clone()));
+    /// Notes progress on the request it belongs to (which extends its timeout) and passes it to
+    /// the client under the client's own token, if the client asked for progress. Progress for
+    /// no registered request (late, or unknown) is dropped.
+    pub async fn forward_progress(&self, mut params: ProgressNotificationParam) {
+        let target = wait_for(|| {
+            self.progress.get(&params.progress_token).map(|tracked| {
+                tracked.progressed.notify_one();
+                tracked.downstream.clone()
+            })
+        });
         let Some(target) = target.await else {
-            return false;
+            return;
         };
-        let Some(token) = target.progress_token.clone() else {
-            return false;
-        };
-        params.progress_token = token;
-        let _ = target.peer.notify_progress(params).await;
-        true
+        if let Some(token) = target.progress_token.clone() {
+            params.progress_token = token;
+            let _ = target.peer.notify_progress(params).await;
+        }
     }
 
     /// Who an upstream request (or notification) is for: the request whose stream it came on,
@@ -153,6 +196,7 @@ pub struct Registration {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
     progress: Option<ProgressToken>,
+    progressed: Arc<Notify>,
 }
 
 impl Registration {
@@ -161,29 +205,45 @@ impl Registration {
         self.remove();
     }
 
+    /// Resolves at the next progress the upstream reports for this request (or at once if
+    /// some came since the last wait).
+    pub fn progressed(&self) -> Notified<'_> {
+        self.progressed.notified()
+    }
+
+    /// Gives up on the request and tells the upstream to stop working on it, for `reason`.
+    pub fn cancel(mut self, reason: &str) {
+        self.cancel_upstream(reason);
+    }
+
     fn remove(&mut self) -> Option<RequestId> {
         if let Some(token) = self.progress.take() {
             self.relay.progress.remove(&token);
         }
         let id = self.id.take()?;
         self.relay.requests.remove(&id);
+        self.relay.touch();
         Some(id)
     }
-}
 
-impl Drop for Registration {
-    fn drop(&mut self) {
+    fn cancel_upstream(&mut self, reason: &str) {
         let Some(id) = self.remove() else {
             return;
         };
-        // Abandoned (the client cancelled or went away): tell the upstream to stop working.
         let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
-            CancelledNotificationParam::new(Some(id), Some("cancelled by the client".into())),
+            CancelledNotificationParam::new(Some(id), Some(reason.to_owned())),
         ));
         let peer = self.peer.clone();
         tokio::spawn(async move {
             let _ = peer.send_notification(notification).await;
         });
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // Abandoned (the client cancelled or went away): tell the upstream to stop working.
+        self.cancel_upstream("cancelled by the client");
     }
 }
 

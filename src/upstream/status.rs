@@ -9,9 +9,26 @@ use serde::Serialize;
 #[serde(rename_all = "snake_case")]
 pub enum UpstreamState {
     Connecting,
+    /// The handshake is done; discovery has not started.
+    Connected,
     Discovering,
     Ready,
+    /// Waiting for a user to authorize Switchyard at the upstream's authorization server.
+    Authenticating,
     Failed,
+}
+
+impl UpstreamState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamState::Connecting => "connecting",
+            UpstreamState::Connected => "connected",
+            UpstreamState::Discovering => "discovering",
+            UpstreamState::Ready => "ready",
+            UpstreamState::Authenticating => "authenticating",
+            UpstreamState::Failed => "failed",
+        }
+    }
 }
 
 /// A snapshot of an upstream's state; replaced whole on every change.
@@ -21,10 +38,14 @@ pub struct UpstreamStatus {
     /// When the upstream entered this state.
     #[serde(serialize_with = "unix_seconds")]
     pub since: SystemTime,
-    /// What went wrong last, kept after recovery so operators can see it.
+    /// What went wrong last, escaped for display, kept after recovery so operators can see it.
     pub last_error: Option<String>,
     /// Failed attempts since the upstream was last ready.
     pub retries: u32,
+    /// The transport in use once known: `stdio`, `streamable_http` or `sse`.
+    pub transport: Option<&'static str>,
+    /// The protocol version agreed on the shared session.
+    pub protocol_version: Option<String>,
 }
 
 impl UpstreamStatus {
@@ -34,18 +55,49 @@ impl UpstreamStatus {
             since: SystemTime::now(),
             last_error: None,
             retries: 0,
+            transport: None,
+            protocol_version: None,
         }
     }
 
-    /// This status moved to `state`, keeping the error history.
+    /// This status moved to `state`, keeping the rest.
     pub fn moved_to(&self, state: UpstreamState) -> Self {
         Self {
             state,
             since: SystemTime::now(),
-            last_error: self.last_error.clone(),
-            retries: self.retries,
+            ..self.clone()
         }
     }
+
+    /// This status failed with `error` after `retries` consecutive failures.
+    pub fn failed(&self, error: &str, retries: u32) -> Self {
+        Self {
+            last_error: Some(escape_for_display(error)),
+            retries,
+            ..self.moved_to(UpstreamState::Failed)
+        }
+    }
+}
+
+/// The longest error text kept.
+const MAX_ERROR_LEN: usize = 1000;
+
+/// An error text as it may be shown anywhere: control characters escaped, at most
+/// `MAX_ERROR_LEN` characters. (It may come from an upstream and contain anything.)
+pub fn escape_for_display(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_ERROR_LEN));
+    for (count, c) in text.chars().enumerate() {
+        if count == MAX_ERROR_LEN {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn unix_seconds<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -54,4 +106,22 @@ fn unix_seconds<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, 
         .map(|d| d.as_secs())
         .unwrap_or(0);
     s.serialize_u64(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_escaped_and_bounded() {
+        assert_eq!(
+            escape_for_display("bad\nthing\u{1b}[31m"),
+            "bad\\nthing\\u{1b}[31m"
+        );
+        let long = "x".repeat(5000);
+        let shown = escape_for_display(&long);
+        assert_eq!(shown.chars().count(), MAX_ERROR_LEN + 1);
+        assert!(shown.ends_with('…'));
+        assert_eq!(escape_for_display("naïve <b>ok</b>"), "naïve <b>ok</b>");
+    }
 }

@@ -1,26 +1,28 @@
 //! The supervisor: one task per upstream that connects it, discovers it, keeps its lists current
-//! when it announces changes, and reconnects it with backoff when it fails or goes away.
+//! when it announces changes, checks that it is alive, and reconnects it with backoff
+//! (`restart = { max_attempts, delay_ms, max_delay_ms }`) when it fails or goes away.
 //!
 //! The supervisor is the only writer of the upstream's shared connection, catalog and status.
-//! After every change that affects what the gateway serves it calls `on_change`.
+//! After every change that affects what the gateway serves it calls `changed`.
 
 use std::{sync::Arc, time::Duration};
 
+use rmcp::model::{ClientRequest, PingRequest, RequestMetaObject};
 use tokio::{sync::mpsc, task::JoinHandle};
-
-use crate::catalog::ListChanges;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Connection, Era, Upstream, UpstreamError, UpstreamEvent, UpstreamState, UpstreamStatus,
-    discovery::discover,
+    Connection, Era, Upstream, UpstreamError, UpstreamEvent, UpstreamState, discovery::discover,
 };
+use crate::{catalog::ListChanges, config::RestartPolicy};
 
-/// First wait after a failure; doubles per failure up to `MAX_BACKOFF`.
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A burst of list-change notifications within this window causes one rediscovery.
 const DEBOUNCE: Duration = Duration::from_millis(100);
+/// How often a ready upstream is checked (a ping, or `server/discover` for 2026-07-28), besides
+/// whenever a request saw its transport fail.
+const HEALTH_INTERVAL: Duration = Duration::from_secs(15);
+/// The longest a health check may take before the upstream is taken for gone.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What supervisors report to the gateway.
 pub trait SupervisorHooks: Send + Sync + 'static {
@@ -35,7 +37,8 @@ pub trait SupervisorHooks: Send + Sync + 'static {
 
 pub type Hooks = Arc<dyn SupervisorHooks>;
 
-/// Starts supervising `upstream` until `shutdown` is cancelled.
+/// Starts supervising `upstream` until `shutdown` is cancelled, or until its restart policy
+/// gives up on it.
 pub fn spawn_supervisor(
     upstream: Arc<Upstream>,
     mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
@@ -43,6 +46,8 @@ pub fn spawn_supervisor(
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        let restart = upstream.config.policy.restart;
+        // Consecutive failed attempts to connect.
         let mut failures: u32 = 0;
         loop {
             let attempt = tokio::select! {
@@ -54,28 +59,43 @@ pub fn spawn_supervisor(
                     failures = 0;
                     let connection = Arc::new(connection);
                     upstream.shared.store(Some(connection.clone()));
-                    mark_ready(&upstream);
+                    mark_ready(&upstream, &connection);
                     upstream.mark_settled();
                     hooks.ready(&upstream);
                     hooks.changed(ListChanges::default());
                     let ended = watch(&upstream, &connection, &mut events, &hooks, &shutdown).await;
                     upstream.shared.store(None);
-                    if ended == Ended::Shutdown {
-                        return;
-                    }
-                    record_failure(&upstream, "the connection closed".into(), 0);
+                    let reason = match ended {
+                        Ended::Shutdown => return,
+                        Ended::Closed => "the connection closed".to_owned(),
+                        Ended::Unhealthy(reason) => {
+                            connection.close(Duration::from_secs(1)).await;
+                            reason
+                        }
+                    };
+                    upstream.set_status(upstream.status().failed(&reason, 0));
                 }
                 Err(error) => {
                     failures = failures.saturating_add(1);
-                    record_failure(&upstream, error.to_string(), failures);
+                    upstream.forget_transport();
+                    upstream.set_status(upstream.status().failed(&error.to_string(), failures));
                 }
             }
             upstream.mark_settled();
             hooks.changed(ListChanges::default());
-            let delay = backoff(failures);
+            let error = upstream.status().last_error.clone().unwrap_or_default();
+            if restart.max_attempts.is_some_and(|max| failures >= max) {
+                let gave_up =
+                    format!("gave up after {failures} failed attempts; the last: {error}");
+                tracing::error!(upstream = %upstream.name(), error = %error, attempts = failures, "upstream unavailable; not retrying");
+                upstream.set_status(upstream.status().failed(&gave_up, failures));
+                hooks.changed(ListChanges::default());
+                return;
+            }
+            let delay = backoff(&restart, failures);
             tracing::warn!(
                 upstream = %upstream.name(),
-                error = upstream.status().last_error.as_deref().unwrap_or(""),
+                %error,
                 retry_in_seconds = delay.as_secs_f64(),
                 "upstream unavailable"
             );
@@ -90,7 +110,11 @@ pub fn spawn_supervisor(
 /// Opens the shared connection and discovers the upstream's lists.
 async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
     upstream.set_status(upstream.status().moved_to(UpstreamState::Connecting));
-    let connection = upstream.open_shared(Era::Legacy).await?;
+    let connection = upstream.open_shared_session().await?;
+    let mut status = upstream.status().moved_to(UpstreamState::Connected);
+    status.transport = Some(connection.transport());
+    status.protocol_version = Some(connection.protocol_version());
+    upstream.set_status(status);
     upstream.set_status(upstream.status().moved_to(UpstreamState::Discovering));
     rediscover(upstream, &connection).await?;
     Ok(connection)
@@ -98,7 +122,7 @@ async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
 
 /// Lists everything again and stores it, within the discovery timeout.
 async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), UpstreamError> {
-    let timeout = upstream.config.discovery_timeout;
+    let timeout = upstream.config.policy.discovery_timeout;
     let catalog = tokio::time::timeout(timeout, discover(connection.peer(), connection.server()))
         .await
         .map_err(|_| UpstreamError::DiscoveryTimeout {
@@ -109,7 +133,7 @@ async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), 
     Ok(())
 }
 
-fn mark_ready(upstream: &Upstream) {
+fn mark_ready(upstream: &Upstream, connection: &Connection) {
     let mut status = upstream.status().moved_to(UpstreamState::Ready);
     status.retries = 0;
     upstream.set_status(status);
@@ -117,6 +141,8 @@ fn mark_ready(upstream: &Upstream) {
     let count = |f: fn(&crate::catalog::UpstreamCatalog) -> usize| catalog.as_deref().map_or(0, f);
     tracing::info!(
         upstream = %upstream.name(),
+        transport = connection.transport(),
+        protocol = %connection.protocol_version(),
         tools = count(|c| c.tools.len()),
         prompts = count(|c| c.prompts.len()),
         resources = count(|c| c.resources.len()),
@@ -125,24 +151,16 @@ fn mark_ready(upstream: &Upstream) {
     );
 }
 
-fn record_failure(upstream: &Upstream, error: String, retries: u32) {
-    let status = UpstreamStatus {
-        state: UpstreamState::Failed,
-        since: std::time::SystemTime::now(),
-        last_error: Some(error),
-        retries,
-    };
-    upstream.set_status(status);
-}
-
 #[derive(Debug, PartialEq, Eq)]
 enum Ended {
     Closed,
+    /// A health check failed, for this reason.
+    Unhealthy(String),
     Shutdown,
 }
 
-/// Serves a ready upstream until its connection ends: passes resource updates on, and
-/// rediscovers once per burst of list changes.
+/// Serves a ready upstream until its connection ends or a health check fails: passes resource
+/// updates on, and rediscovers once per burst of list changes.
 async fn watch(
     upstream: &Upstream,
     connection: &Connection,
@@ -150,11 +168,24 @@ async fn watch(
     hooks: &Hooks,
     shutdown: &CancellationToken,
 ) -> Ended {
+    let mut health = tokio::time::interval(HEALTH_INTERVAL);
+    health.reset();
     loop {
         let event = tokio::select! {
             _ = connection.closed() => return Ended::Closed,
             _ = shutdown.cancelled() => return Ended::Shutdown,
             Some(event) = events.recv() => event,
+            _ = health.tick() => match check(connection).await {
+                Ok(()) => continue,
+                Err(reason) => return Ended::Unhealthy(reason),
+            },
+            _ = upstream.suspect.notified() => match check(connection).await {
+                Ok(()) => {
+                    health.reset();
+                    continue;
+                }
+                Err(reason) => return Ended::Unhealthy(reason),
+            },
         };
         let mut announced = ListChanges::default();
         if !note(&event, &mut announced, upstream, hooks) {
@@ -194,9 +225,37 @@ fn note(
     true
 }
 
-fn backoff(failures: u32) -> Duration {
-    let exponent = failures.saturating_sub(1).min(16);
-    FIRST_BACKOFF.saturating_mul(1 << exponent).min(MAX_BACKOFF)
+/// Whether the upstream still answers: any answer will do, an error included; no answer
+/// (the transport failed, or nothing came within `HEALTH_TIMEOUT`) is the reason it is gone.
+async fn check(connection: &Connection) -> Result<(), String> {
+    let peer = connection.peer();
+    let probe = async {
+        match connection.era() {
+            Era::Legacy => peer
+                .send_request(ClientRequest::PingRequest(PingRequest::default()))
+                .await
+                .map(drop),
+            Era::Modern => peer.discover(RequestMetaObject::default()).await.map(drop),
+        }
+    };
+    match tokio::time::timeout(HEALTH_TIMEOUT, probe).await {
+        Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => Ok(()),
+        Ok(Err(error)) => Err(format!("it stopped answering: {error}")),
+        Err(_) => Err(format!(
+            "it did not answer a health check within {}s",
+            HEALTH_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// The wait before the next attempt, after `failures` failed ones in a row (none: the
+/// connection was lost): `delay`, doubling per failure, up to `max_delay`.
+fn backoff(restart: &RestartPolicy, failures: u32) -> Duration {
+    let exponent = failures.saturating_sub(1).min(20);
+    restart
+        .delay
+        .saturating_mul(1 << exponent)
+        .min(restart.max_delay)
 }
 
 #[cfg(test)]
@@ -205,8 +264,13 @@ mod tests {
 
     #[test]
     fn backoff_doubles_to_a_cap() {
-        let waits: Vec<u64> = (0..8).map(|f| backoff(f).as_secs()).collect();
-        assert_eq!(waits, [1, 1, 2, 4, 8, 16, 30, 30]);
-        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+        let restart = RestartPolicy {
+            max_attempts: None,
+            delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(5),
+        };
+        let waits: Vec<u128> = (0..8).map(|f| backoff(&restart, f).as_millis()).collect();
+        assert_eq!(waits, [500, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
+        assert_eq!(backoff(&restart, u32::MAX), restart.max_delay);
     }
 }

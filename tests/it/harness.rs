@@ -67,7 +67,10 @@ impl GatewayBuilder {
 
     /// Adds a streamable-HTTP upstream at `url`.
     pub fn http(self, name: &str, url: &str) -> Self {
-        self.upstream(name, &format!("url = {url:?}\nconnect_timeout_seconds = 5"))
+        self.upstream(
+            name,
+            &format!("transport = \"streamable_http\"\nurl = {url:?}\nconnect_timeout_seconds = 5"),
+        )
     }
 
     pub fn config_text(&self) -> String {

@@ -1,0 +1,226 @@
+//! How an upstream's connections are opened: which transport (`auto` is probed once and the
+//! answer remembered until a connection fails), which protocol era (`initialize` first; an
+//! upstream that refuses it is tried with 2026-07-28 `server/discover`), and in whose name.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientCapabilities, ElicitationCapability, FormElicitationCapability, Implementation,
+    RootsCapabilities, SamplingCapability, UrlElicitationCapability,
+};
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::{
+    Connection, Downstream, EraSupport, Relay, RequestHook, StaticHeaders, Upstream,
+    UpstreamClient, UpstreamError, client,
+    connection::{Dial, Era, Opening},
+    detect::detect,
+};
+use crate::config::{HttpProtocol, TransportConfig};
+
+impl Upstream {
+    /// Opens the shared session the supervisor keeps: over `initialize` if the upstream takes
+    /// it, else over 2026-07-28 (and then remembers that the upstream speaks only that).
+    pub(super) async fn open_shared_session(&self) -> Result<Connection, UpstreamError> {
+        if self.era_support() == EraSupport::ModernOnly {
+            return self.open_shared(Era::Modern).await;
+        }
+        match self.open_shared(Era::Legacy).await {
+            Err(UpstreamError::Refused(reason)) => {
+                let modern = self.open_shared(Era::Modern).await.map_err(|error| {
+                    tracing::debug!(upstream = %self.name(), %error, "2026-07-28 failed too");
+                    UpstreamError::Refused(reason)
+                })?;
+                tracing::info!(upstream = %self.name(), "the upstream speaks only 2026-07-28");
+                self.set_era_support(EraSupport::ModernOnly);
+                Ok(modern)
+            }
+            other => other,
+        }
+    }
+
+    /// The connection for a stateless (2026-07-28) request: the upstream's own 2026-07-28
+    /// session if it speaks that protocol (opened on first need, so that results such as
+    /// `input_required` pass through as they are), else the shared session.
+    pub async fn stateless(&self) -> Result<Arc<Connection>, UpstreamError> {
+        let shared = self.shared()?;
+        if shared.era() == Era::Modern || shared.transport() != "streamable_http" {
+            // Already modern; or stdio, where a second session would be a second process; or
+            // legacy SSE, which predates 2026-07-28.
+            return Ok(shared);
+        }
+        if let Some(modern) = self.modern.load_full()
+            && !modern.is_closed()
+        {
+            return Ok(modern);
+        }
+        let _opening = self.eras.lock().await;
+        if self.era_support() == EraSupport::LegacyOnly {
+            return Ok(shared);
+        }
+        if let Some(modern) = self.modern.load_full()
+            && !modern.is_closed()
+        {
+            return Ok(modern);
+        }
+        match self.open_shared(Era::Modern).await {
+            Ok(modern) => {
+                self.set_era_support(EraSupport::Both);
+                // Listing once teaches rmcp's transport the tools' `x-mcp-header` parameters.
+                let _ = modern.peer().list_tools(None).await;
+                let modern = Arc::new(modern);
+                self.modern.store(Some(modern.clone()));
+                Ok(modern)
+            }
+            Err(error) => {
+                tracing::info!(upstream = %self.name(), %error, "upstream does not speak 2026-07-28; stateless clients use its session");
+                self.set_era_support(EraSupport::LegacyOnly);
+                Ok(shared)
+            }
+        }
+    }
+
+    /// Opens a connection for one downstream session, introducing it as the client `home`
+    /// introduced itself and declaring the same capabilities. A stdio upstream starts a process,
+    /// within its `max_processes`.
+    pub async fn open_session_connection(
+        &self,
+        client: Implementation,
+        home: Arc<Downstream>,
+    ) -> Result<Arc<Connection>, UpstreamError> {
+        let slot = match &self.config.transport {
+            TransportConfig::Stdio(stdio) => Some(
+                self.process_slots
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| UpstreamError::ProcessLimit(stdio.max_processes))?,
+            ),
+            TransportConfig::Http(_) => None,
+        };
+        let capabilities = relayable(&home.capabilities);
+        let relay = Relay::for_session(home);
+        let connection = self
+            .open(Era::Legacy, client, capabilities, relay, slot)
+            .await?;
+        let connection = Arc::new(connection);
+        if let Some(idle) = self.config.policy.idle_timeout {
+            connection.reap_when_idle(idle);
+        }
+        Ok(connection)
+    }
+
+    /// Opens a connection shared by all sessions. It declares every capability Switchyard can
+    /// relay; each request is then passed to the client it concerns, or refused if that client
+    /// lacks the capability.
+    async fn open_shared(&self, era: Era) -> Result<Connection, UpstreamError> {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = Some(RootsCapabilities::default());
+        capabilities.sampling = Some(SamplingCapability::default());
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::default())
+                .with_url(UrlElicitationCapability::default()),
+        );
+        self.open(
+            era,
+            client::gateway_identity(),
+            capabilities,
+            Relay::shared(),
+            None,
+        )
+        .await
+    }
+
+    async fn open(
+        &self,
+        era: Era,
+        client: Implementation,
+        capabilities: ClientCapabilities,
+        relay: Arc<Relay>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Result<Connection, UpstreamError> {
+        let handler = UpstreamClient::new(
+            self.name().clone(),
+            client,
+            capabilities,
+            self.events.clone(),
+            relay.clone(),
+        );
+        let hook = self.request_hook();
+        let opening = Opening {
+            upstream: self.name(),
+            dial: self.dial(hook.as_ref()).await?,
+            era,
+            timeout: self.config.policy.connect_timeout,
+            http: &self.http,
+            hook,
+            slot,
+        };
+        Connection::open(opening, handler, relay).await
+    }
+
+    /// The transport to open the next connection with. `auto` is resolved by probing the URL,
+    /// once; the answer is kept until `forget_transport`.
+    async fn dial(&self, hook: &dyn RequestHook) -> Result<Dial<'_>, UpstreamError> {
+        let http = match &self.config.transport {
+            TransportConfig::Stdio(stdio) => return Ok(Dial::Stdio(stdio)),
+            TransportConfig::Http(http) => http,
+        };
+        let protocol = match http.protocol {
+            HttpProtocol::Auto => {
+                let known = *self
+                    .detected
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                match known {
+                    Some(protocol) => protocol,
+                    None => {
+                        let timeout = self.config.policy.connect_timeout;
+                        let protocol =
+                            tokio::time::timeout(timeout, detect(&self.http, &http.url, hook))
+                                .await
+                                .map_err(|_| UpstreamError::ConnectTimeout(timeout))??;
+                        tracing::info!(upstream = %self.name(), transport = ?protocol, "detected the upstream's HTTP transport");
+                        *self
+                            .detected
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(protocol);
+                        protocol
+                    }
+                }
+            }
+            configured => configured,
+        };
+        Ok(match protocol {
+            HttpProtocol::Sse => Dial::Sse(http),
+            _ => Dial::StreamableHttp(http),
+        })
+    }
+
+    /// Forgets the detected transport, so the next connection probes again (the server may
+    /// have been replaced by one that speaks the other).
+    pub(super) fn forget_transport(&self) {
+        *self
+            .detected
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+    }
+
+    /// The hook for a new connection: the configured static headers.
+    fn request_hook(&self) -> Arc<dyn RequestHook> {
+        match &self.config.transport {
+            TransportConfig::Http(http) => StaticHeaders::new(http.headers.clone()),
+            TransportConfig::Stdio(_) => StaticHeaders::new(Vec::new()),
+        }
+    }
+}
+
+/// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation.
+/// Extensions (tasks, say) are left out, since their requests would have nowhere to go.
+fn relayable(client: &ClientCapabilities) -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.roots = client.roots.clone().map(|_| RootsCapabilities::default());
+    capabilities.sampling = client.sampling.clone();
+    capabilities.elicitation = client.elicitation.clone();
+    capabilities
+}

@@ -4,9 +4,11 @@
 //! to POST client messages to. Everything the server sends, answers included, arrives as `message`
 //! events on the stream. Every request goes through the connection's `RequestHook`.
 //!
-//! When the stream breaks, the transport reconnects with backoff, sending `Last-Event-ID`. If the
-//! server gives back the same endpoint the session goes on; if it gives another, the session is
-//! gone, and the transport ends so that the connection is re-established from `initialize`.
+//! When the stream breaks and the server numbered its events (so it may resume), the transport
+//! reconnects with backoff, sending `Last-Event-ID`. If the server gives back the same endpoint
+//! the session goes on. If it gives another, or never numbered its events (most 2024-11-05
+//! servers end the session with its stream), the session is gone: the transport ends at once, so
+//! that the connection is re-established from `initialize` rather than posting into a void.
 
 use std::{sync::Arc, time::Duration};
 
@@ -123,6 +125,10 @@ impl SseTransport {
             loop {
                 read(&mut events, &sender, &mut last_event_id).await;
                 if sender.is_closed() {
+                    return;
+                }
+                if last_event_id.is_none() {
+                    tracing::debug!(%url, "the SSE stream ended and cannot be resumed");
                     return;
                 }
                 match reconnect(&reader_poster, &url, last_event_id.clone()).await {

@@ -69,7 +69,7 @@ fn run(command: &mut Command, what: &str) {
     );
 }
 
-/// The directory holding `node_modules` and `client.mjs`.
+/// The directory holding `node_modules`, `client.mjs` and `bind-local.cjs`.
 pub fn node_packages() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -77,7 +77,7 @@ pub fn node_packages() -> &'static Path {
         ensure(
             &dir,
             &["node/package.json", "node/package-lock.json"],
-            &["node/client.mjs"],
+            &["node/client.mjs", "node/bind-local.cjs"],
             |dir| {
                 run(
                     Command::new("npm")

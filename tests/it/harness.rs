@@ -82,14 +82,22 @@ impl GatewayBuilder {
 
     /// Starts the gateway and waits until every upstream has been tried once.
     pub async fn start(self) -> TestGateway {
+        TestGateway::start(self.config()).await
+    }
+
+    /// Starts the gateway without waiting for its upstreams.
+    pub async fn start_unsettled(self) -> TestGateway {
+        TestGateway::launch(self.config()).await
+    }
+
+    fn config(&self) -> config::Config {
         let text = self.config_text();
-        let config = config::parse_str(
+        config::parse_str(
             Path::new("/tmp/switchyard-it.toml"),
             &text,
             &config::ProcessVars,
         )
-        .unwrap_or_else(|e| panic!("test config rejected: {e}\n{text}"));
-        TestGateway::start(config).await
+        .unwrap_or_else(|e| panic!("test config rejected: {e}\n{text}"))
     }
 }
 
@@ -101,7 +109,17 @@ pub struct TestGateway {
 }
 
 impl TestGateway {
+    /// Starts a gateway on `config` and waits until every upstream has been tried once.
     pub async fn start(config: config::Config) -> Self {
+        let gateway = Self::launch(config).await;
+        tokio::time::timeout(Duration::from_secs(60), gateway.gateway.wait_settled())
+            .await
+            .expect("upstreams did not settle");
+        gateway
+    }
+
+    /// Starts a gateway on `config`.
+    pub async fn launch(config: config::Config) -> Self {
         init_logging();
         let path = config.server.endpoint_path.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -114,9 +132,6 @@ impl TestGateway {
             gateway.clone(),
             async move { shutdown.cancelled().await },
         ));
-        tokio::time::timeout(Duration::from_secs(30), gateway.wait_settled())
-            .await
-            .expect("upstreams did not settle");
         assert_eq!(path, gateway.config().server.endpoint_path);
         Self {
             gateway,
@@ -149,6 +164,36 @@ impl TestGateway {
             )
             .await
             .expect("modern client connects")
+    }
+
+    /// The status of upstream `name` (`state`, `last_error`, `retries`, `transport`, …) as
+    /// `/healthz` shows it.
+    pub async fn upstream_health(&self, name: &str) -> serde_json::Value {
+        let health = self.health().await;
+        health["upstreams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["name"] == name)
+            .unwrap_or_else(|| panic!("no upstream {name} in {health}"))
+            .clone()
+    }
+
+    /// The state of upstream `name` now.
+    pub fn state(&self, name: &str) -> &'static str {
+        self.gateway
+            .upstream(name)
+            .unwrap_or_else(|| panic!("no upstream {name}"))
+            .status()
+            .state
+            .as_str()
+    }
+
+    /// Waits (up to `within`) until upstream `name` is in `state`.
+    pub async fn wait_state(&self, name: &str, state: &str, within: Duration) {
+        let reached = eventually(within, || self.state(name) == state).await;
+        let status = self.gateway.upstream(name).unwrap().status();
+        assert!(reached, "{name} did not become {state}: {status:?}");
     }
 
     /// `GET /healthz` as JSON.
@@ -192,6 +237,14 @@ pub fn text(result: &CallToolResult) -> &str {
         .find_map(|c| c.as_text())
         .map(|t| t.text.as_str())
         .expect("a text block")
+}
+
+/// The names in a client's `tools/list`, all pages.
+pub async fn tool_names<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+) -> Vec<String> {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    tools.into_iter().map(|t| t.name.into_owned()).collect()
 }
 
 /// Polls `check` every 20 ms until it holds or `within` passes.

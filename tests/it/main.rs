@@ -9,5 +9,7 @@ mod harness;
 mod interop;
 mod notifications;
 mod relay;
+mod resilience;
 mod routing;
 mod sessions;
+mod transports;

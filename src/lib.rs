@@ -1,6 +1,7 @@
 //! Switchyard: an MCP gateway. It connects, as an MCP client, to many upstream MCP servers
-//! (local processes over stdio, remote servers over streamable HTTP) and serves their merged,
-//! server-prefixed catalog of tools, prompts and resources as one streamable-HTTP MCP endpoint.
+//! (local processes over stdio, remote servers over streamable HTTP or the legacy HTTP+SSE
+//! transport) and serves their merged, server-prefixed catalog of tools, prompts and resources
+//! as one streamable-HTTP MCP endpoint.
 //!
 //! # Layout
 //!
@@ -12,7 +13,7 @@
 //! | `session`  | one rmcp `ServerHandler` per downstream session, and that session's upstream sessions |
 //! | `router`   | exposed name or URI → owning upstream; forwarding with the original name restored |
 //! | `catalog`  | the merged, immutable catalog snapshot and the reversible naming scheme       |
-//! | `upstream` | per-upstream state, transports (stdio, streamable HTTP), discovery, supervision |
+//! | `upstream` | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), discovery, supervision, limits |
 //!
 //! Beside the path: `config` (parse → validate → runtime types), `gateway` (the shared state:
 //! config, upstreams, catalog in an `ArcSwap`), `error` (errors by side, mapped to JSON-RPC in
@@ -32,8 +33,10 @@
 //!    the snapshot.
 //! 4. The source returns the connection: the upstream's shared one, or the session's own, opened
 //!    on first use (`session::SessionUpstreams`).
-//! 5. The router restores the original name and sends the request on the rmcp `Peer` of that
-//!    connection, racing the client's cancellation token.
+//! 5. The router restores the original name, takes a place under the upstream's
+//!    `max_concurrent_requests` (only if one is set), and sends the request on the rmcp `Peer`
+//!    of that connection, racing the client's cancellation token and the request's timeout
+//!    (which the upstream's progress notifications extend).
 //! 6. `upstream`: the request goes out over the child's stdin, or as an HTTP POST whose headers
 //!    the connection's `RequestHook` fills in.
 //! 7. The result comes back unchanged; an upstream JSON-RPC error passes through, a transport

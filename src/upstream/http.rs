@@ -24,9 +24,10 @@ use sse_stream::Sse;
 use super::hook::{RequestHeaders, RequestHook};
 use crate::config::HttpConfig;
 
-/// How many requests one upstream connection may have in flight. rmcp defaults to 16, which
-/// would silently queue a busy gateway; this is a guard against runaway use, not a throttle.
-const MAX_IN_FLIGHT: usize = 4096;
+/// How many requests one upstream connection may have in flight: no limit here. rmcp defaults
+/// to 16, which would silently queue a busy gateway; the one limit is the upstream's
+/// `max_concurrent_requests` (see `admission`), which fails visibly.
+const MAX_IN_FLIGHT: usize = usize::MAX;
 /// Messages buffered between the connection and its HTTP worker.
 const CHANNEL_CAPACITY: usize = 256;
 /// Attempts to resume a broken response stream before its requests fail. rmcp retries forever

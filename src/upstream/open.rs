@@ -160,7 +160,7 @@ impl Upstream {
     }
 
     /// The transport to open the next connection with. `auto` is resolved by probing the URL,
-    /// once; the answer is kept until `forget_transport`.
+    /// once; the answer is kept until `forget_discovered`.
     async fn dial(&self, hook: &dyn RequestHook) -> Result<Dial<'_>, UpstreamError> {
         let http = match &self.config.transport {
             TransportConfig::Stdio(stdio) => return Ok(Dial::Stdio(stdio)),
@@ -197,13 +197,14 @@ impl Upstream {
         })
     }
 
-    /// Forgets the detected transport, so the next connection probes again (the server may
-    /// have been replaced by one that speaks the other).
-    pub(super) fn forget_transport(&self) {
+    /// Forgets the detected transport and protocol eras, so the next connection finds them out
+    /// again (the server may have been replaced by one that speaks others).
+    pub(super) fn forget_discovered(&self) {
         *self
             .detected
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        self.set_era_support(EraSupport::Unknown);
     }
 
     /// The hook for a new connection: the configured static headers.

@@ -77,7 +77,7 @@ pub fn spawn_supervisor(
                 }
                 Err(error) => {
                     failures = failures.saturating_add(1);
-                    upstream.forget_transport();
+                    upstream.forget_discovered();
                     upstream.set_status(upstream.status().failed(&error.to_string(), failures));
                 }
             }

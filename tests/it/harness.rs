@@ -67,10 +67,15 @@ impl GatewayBuilder {
 
     /// Adds a streamable-HTTP upstream at `url`.
     pub fn http(self, name: &str, url: &str) -> Self {
-        self.upstream(
-            name,
-            &format!("transport = \"streamable_http\"\nurl = {url:?}\nconnect_timeout_seconds = 5"),
-        )
+        self.http_with(name, url, "")
+    }
+
+    /// Adds a streamable-HTTP upstream at `url`, with `extra` keys.
+    pub fn http_with(self, name: &str, url: &str, extra: &str) -> Self {
+        let body = format!(
+            "transport = \"streamable_http\"\nurl = {url:?}\nconnect_timeout_seconds = 5\n{extra}"
+        );
+        self.upstream(name, &body)
     }
 
     pub fn config_text(&self) -> String {

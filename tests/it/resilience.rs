@@ -134,12 +134,10 @@ async fn an_http_upstream_that_goes_away_is_reconnected() {
     let addr = notes.addr;
     let gw = GatewayBuilder::new()
         .demo("local")
-        .upstream(
+        .http_with(
             "remote",
-            &format!(
-                "transport = \"streamable_http\"\nurl = {:?}\nrestart = {{ delay_ms = 200, max_delay_ms = 400 }}",
-                notes.url()
-            ),
+            &notes.url(),
+            "restart = { delay_ms = 200, max_delay_ms = 400 }",
         )
         .start()
         .await;
@@ -176,14 +174,11 @@ async fn slow_calls_time_out_and_are_cancelled_upstream_unless_they_report_progr
     let notes = NotesServer::start().await;
     let gw = GatewayBuilder::new()
         .demo("local")
-        .upstream(
+        .http_with(
             "remote",
-            &format!(
-                "transport = \"streamable_http\"\nurl = {:?}\n\
-                 default_tool_timeout_seconds = 0.5\nmax_tool_timeout_seconds = 2\n\
-                 tool_timeout_seconds = {{ sleep = 1 }}",
-                notes.url()
-            ),
+            &notes.url(),
+            "default_tool_timeout_seconds = 0.5\nmax_tool_timeout_seconds = 2\n\
+             tool_timeout_seconds = { sleep = 1 }",
         )
         .start()
         .await;
@@ -303,13 +298,10 @@ async fn a_full_upstream_queues_then_refuses_with_an_overload_error() {
     let notes = NotesServer::start().await;
     let gw = GatewayBuilder::new()
         .demo("local")
-        .upstream(
+        .http_with(
             "remote",
-            &format!(
-                "transport = \"streamable_http\"\nurl = {:?}\n\
-                 max_concurrent_requests = 1\nmax_queued_requests = 1",
-                notes.url()
-            ),
+            &notes.url(),
+            "max_concurrent_requests = 1\nmax_queued_requests = 1",
         )
         .start()
         .await;

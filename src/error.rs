@@ -6,7 +6,7 @@
 
 use rmcp::{
     ErrorData, ServiceError,
-    model::{ErrorCode, JsonObject},
+    model::{ClientCapabilities, ErrorCode, JsonObject},
 };
 use serde_json::{Value, json};
 
@@ -66,6 +66,18 @@ pub enum GatewayError {
         detail: String,
         timeout: std::time::Duration,
     },
+    /// The upstream needs a user to authorize Switchyard first, at `url`.
+    #[error(
+        "upstream `{upstream}` needs authorization: open {url} to authorize Switchyard (the link expires in 10 minutes)"
+    )]
+    AuthorizationRequired {
+        upstream: UpstreamName,
+        url: String,
+        /// Names the link as a URL-mode elicitation.
+        elicitation_id: String,
+        /// The client takes URL-mode elicitations: the error is one (-32042).
+        url_elicitation: bool,
+    },
     /// The client cancelled the request (its answer is dropped, but the code path needs one).
     #[error("the request was cancelled")]
     Cancelled,
@@ -106,7 +118,8 @@ impl GatewayError {
             Self::Unavailable { .. }
             | Self::UpstreamFailed { .. }
             | Self::UpstreamRpc { .. }
-            | Self::TimedOut { .. } => Side::Upstream,
+            | Self::TimedOut { .. }
+            | Self::AuthorizationRequired { .. } => Side::Upstream,
             Self::Internal(_) => Side::Gateway,
         }
     }
@@ -138,10 +151,55 @@ impl GatewayError {
                 data["timeoutSeconds"] = json!(timeout.as_secs_f64());
                 ErrorData::new(ErrorCode::INTERNAL_ERROR, message, Some(data))
             }
+            Self::AuthorizationRequired {
+                upstream,
+                url,
+                elicitation_id,
+                url_elicitation,
+            } => {
+                let mut data = upstream_data(&upstream);
+                if url_elicitation {
+                    data["elicitations"] = json!([{
+                        "mode": "url",
+                        "elicitationId": elicitation_id,
+                        "url": url,
+                        "message": format!("Authorize Switchyard to use the upstream `{upstream}`."),
+                    }]);
+                    ErrorData::new(URL_ELICITATION_REQUIRED, message, Some(data))
+                } else {
+                    data["authorizationUrl"] = json!(url);
+                    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, Some(data))
+                }
+            }
             Self::Internal(_) => ErrorData::internal_error(message, None),
         }
     }
+
+    /// This error as the client that made the request should get it: an authorization link
+    /// as a URL-mode elicitation where the client takes those.
+    pub fn for_client(self, capabilities: &ClientCapabilities) -> Self {
+        match self {
+            Self::AuthorizationRequired {
+                upstream,
+                url,
+                elicitation_id,
+                ..
+            } => Self::AuthorizationRequired {
+                upstream,
+                url,
+                elicitation_id,
+                url_elicitation: capabilities
+                    .elicitation
+                    .as_ref()
+                    .is_some_and(|e| e.url.is_some()),
+            },
+            other => other,
+        }
+    }
 }
+
+/// MCP's "URL elicitation required" error: the request needs the user to visit a URL first.
+pub const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
 
 fn upstream_data(upstream: &UpstreamName) -> Value {
     let mut data = JsonObject::new();

@@ -14,11 +14,15 @@ use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use url::Url;
+
 use crate::{
     catalog::{Catalog, ListChanges, NameScheme},
     config::Config,
     error::GatewayError,
     names::UpstreamName,
+    oauth::{Link, OAuth},
+    principal::Principal,
     session::Subscriptions,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
@@ -38,6 +42,8 @@ pub struct Gateway {
     /// Bumped after every catalog rebuild.
     catalog_version: watch::Sender<u64>,
     subscriptions: Arc<Subscriptions>,
+    /// Switchyard as the OAuth client of its upstreams.
+    oauth: Arc<OAuth>,
     shutdown: CancellationToken,
 }
 
@@ -49,12 +55,16 @@ impl Gateway {
             &config.catalog.separator,
             config.upstreams.len(),
         );
+        let public_url = config.oauth.public_url.clone().unwrap_or_else(|| {
+            Url::parse(&format!("http://{}", config.server.listen)).expect("an address is a host")
+        });
+        let oauth = OAuth::new(config.oauth.clone(), public_url);
         let mut receivers = Vec::new();
         let upstreams = config
             .upstreams
             .iter()
             .map(|upstream| {
-                let (upstream, events) = Upstream::new(upstream.clone());
+                let (upstream, events) = Upstream::new(upstream.clone(), &oauth);
                 receivers.push(events);
                 upstream
             })
@@ -66,6 +76,7 @@ impl Gateway {
             recent: Mutex::new(VecDeque::with_capacity(RECENT_SNAPSHOTS)),
             catalog_version: watch::Sender::new(0),
             subscriptions: Arc::default(),
+            oauth,
             shutdown: CancellationToken::new(),
         });
         let hooks: Hooks = Arc::new(GatewayHooks(Arc::downgrade(&gateway)));
@@ -153,6 +164,10 @@ impl Gateway {
         recent.push_back(previous);
         drop(recent);
         self.catalog_version.send_replace(generation);
+    }
+
+    pub fn oauth(&self) -> &Arc<OAuth> {
+        &self.oauth
     }
 
     /// Every live resource subscription.
@@ -258,8 +273,21 @@ impl SupervisorHooks for GatewayHooks {
     }
 }
 
+/// The error for a request to an upstream that a user must authorize first.
+pub fn authorization_required(upstream: &Upstream, link: Link) -> GatewayError {
+    GatewayError::AuthorizationRequired {
+        upstream: upstream.name().clone(),
+        url: link.url,
+        elicitation_id: link.elicitation_id,
+        url_elicitation: false,
+    }
+}
+
 /// The error for a request routed to an upstream that cannot serve now.
 pub fn unavailable(upstream: &Upstream) -> GatewayError {
+    if let Some(link) = upstream.current_link(&Principal::anonymous()) {
+        return authorization_required(upstream, link);
+    }
     let status = upstream.status();
     let reason = match (&status.last_error, status.state) {
         (Some(error), UpstreamState::Failed) => error.clone(),

@@ -50,6 +50,8 @@ pub mod error;
 pub mod front;
 pub mod gateway;
 pub mod names;
+pub mod oauth;
+pub mod principal;
 pub mod router;
 pub mod session;
 pub mod upstream;

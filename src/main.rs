@@ -102,6 +102,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
+    // The address actually bound (port 0 picks one), for the OAuth redirect URI.
+    config.server.listen = listener.local_addr()?;
     let gateway = Gateway::start(config);
     tracing::info!(
         config = %path.display(),

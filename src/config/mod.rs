@@ -5,6 +5,7 @@
 
 mod expand;
 mod mcp_json;
+mod oauth;
 mod parse;
 mod raw;
 mod upstream;
@@ -35,6 +36,129 @@ pub struct Config {
     pub catalog: CatalogSettings,
     /// Enabled upstreams, in file order (which is also the catalog order).
     pub upstreams: Vec<UpstreamConfig>,
+    pub oauth: OAuthSettings,
+}
+
+/// `[oauth]`: Switchyard as the OAuth client of the upstreams that require authorization.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    /// Where browsers and authorization servers reach Switchyard (the redirect URI is
+    /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`.
+    pub public_url: Option<Url>,
+    /// Where tokens and client registrations are kept, encrypted.
+    pub state_dir: PathBuf,
+    pub key: OAuthKey,
+    /// How Switchyard names itself to authorization servers.
+    pub client_name: String,
+    /// The client ID metadata document URL to use as `client_id` where authorization servers
+    /// accept one; `None`: `{public_url}/oauth/client-metadata.json` when that is https.
+    pub client_metadata_url: Option<Url>,
+    /// Where the browser goes after an authorization; `None`: Switchyard's own page.
+    pub success_redirect: Option<Url>,
+    pub error_redirect: Option<Url>,
+}
+
+/// The key that encrypts the token store.
+#[derive(Clone)]
+pub enum OAuthKey {
+    /// 32 bytes, given in the configuration (from the environment, normally).
+    Inline([u8; 32]),
+    /// A file holding the key in base64; created, readable only by its owner, if missing.
+    File(PathBuf),
+}
+
+impl fmt::Debug for OAuthKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthKey::Inline(_) => f.write_str("Inline(…)"),
+            OAuthKey::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one HTTP upstream.
+#[derive(Debug, Clone)]
+pub struct UpstreamOAuth {
+    /// False: a 401 from the upstream is a plain failure.
+    pub enabled: bool,
+    pub grant: GrantKind,
+    /// A client registered beforehand with the upstream's authorization server.
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint; `None`: as the server supports.
+    pub auth_method: Option<AuthMethod>,
+    /// For `private_key_jwt`: the PEM key and algorithm that sign client assertions.
+    pub private_key: Option<PrivateKey>,
+    /// The scopes to ask for; `None`: those the upstream's challenge or metadata name.
+    pub scopes: Option<Vec<String>>,
+}
+
+impl Default for UpstreamOAuth {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            grant: GrantKind::AuthorizationCode,
+            client_id: None,
+            client_secret: None,
+            auth_method: None,
+            private_key: None,
+            scopes: None,
+        }
+    }
+}
+
+/// The OAuth grant used with an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    /// A user authorizes in a browser (authorization code with PKCE).
+    AuthorizationCode,
+    /// Machine to machine, with the client's own credentials.
+    ClientCredentials,
+}
+
+/// Token endpoint client authentication (RFC 6749 §2.3, RFC 7523).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethod {
+    ClientSecretBasic,
+    ClientSecretPost,
+    PrivateKeyJwt,
+    None,
+}
+
+impl AuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
+            AuthMethod::None => "none",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "client_secret_basic" => AuthMethod::ClientSecretBasic,
+            "client_secret_post" => AuthMethod::ClientSecretPost,
+            "private_key_jwt" => AuthMethod::PrivateKeyJwt,
+            "none" => AuthMethod::None,
+            _ => return None,
+        })
+    }
+}
+
+/// A private key that signs client assertions.
+#[derive(Clone)]
+pub struct PrivateKey {
+    pub pem: String,
+    pub algorithm: jsonwebtoken::Algorithm,
+}
+
+impl fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrivateKey")
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The downstream MCP endpoint.
@@ -157,6 +281,7 @@ pub struct HttpConfig {
     /// Sent on every request to this upstream.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub protocol: HttpProtocol,
+    pub oauth: UpstreamOAuth,
 }
 
 /// Which HTTP transport an upstream speaks.

@@ -22,6 +22,35 @@ pub struct RawConfig {
     pub upstream_defaults: RawUpstreamDefaults,
     #[serde(default)]
     pub upstreams: Entries<RawUpstream>,
+    #[serde(default)]
+    pub oauth: RawOAuth,
+}
+
+/// `[oauth]`: Switchyard as the OAuth client of upstream servers.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawOAuth {
+    pub public_url: Option<String>,
+    pub state_dir: Option<String>,
+    pub key: Option<String>,
+    pub key_file: Option<String>,
+    pub client_name: Option<String>,
+    pub client_metadata_url: Option<String>,
+    pub success_redirect: Option<String>,
+    pub error_redirect: Option<String>,
+}
+
+/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one upstream.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawUpstreamOAuth {
+    pub enabled: Option<bool>,
+    pub grant: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub token_endpoint_auth_method: Option<String>,
+    pub private_key: Option<String>,
+    pub private_key_file: Option<String>,
+    pub signing_algorithm: Option<String>,
+    pub scopes: Option<Vec<String>>,
 }
 
 /// `[server]`: the downstream endpoint.
@@ -113,6 +142,7 @@ pub struct RawUpstream {
     // streamable_http, sse, auto
     pub url: Option<String>,
     pub headers: Option<Entries<String>>,
+    pub oauth: Option<RawUpstreamOAuth>,
     // all
     pub session: Option<String>,
     pub tool_timeout_seconds: Option<Entries<f64>>,

@@ -383,10 +383,12 @@ impl Checker<'_> {
             }
         };
         let headers = self.headers(&format!("{key}.headers"), raw.headers.as_ref());
+        let oauth = self.upstream_oauth(key, raw.oauth.as_ref());
         Some(HttpConfig {
             url: url?,
             headers,
             protocol,
+            oauth,
         })
     }
 

@@ -46,12 +46,14 @@ pub fn validate(parsed: Parsed, path: &Path, vars: &dyn Vars) -> Result<Config, 
         &default_policy(),
     );
     let upstreams = check.upstreams(&raw.upstreams, upstreams_key, &defaults);
+    let oauth = check.oauth(&raw.oauth);
     if check.problems.is_empty() {
         Ok(Config {
             source: path.to_owned(),
             server,
             catalog,
             upstreams,
+            oauth,
         })
     } else {
         Err(check.problems)
@@ -61,7 +63,7 @@ pub fn validate(parsed: Parsed, path: &Path, vars: &dyn Vars) -> Result<Config, 
 /// Walks the raw config, recording problems and substituting defaults so checking can go on.
 pub(super) struct Checker<'a> {
     problems: Vec<Problem>,
-    vars: &'a dyn Vars,
+    pub(super) vars: &'a dyn Vars,
     pub(super) base_dir: PathBuf,
 }
 

@@ -5,11 +5,15 @@
 
 mod health;
 mod mcp;
+mod oauth;
 mod sessions;
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, net::SocketAddr, sync::Arc};
 
-use axum::{Router, routing::get};
+use axum::{
+    Router,
+    routing::{get, post},
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +35,10 @@ pub fn app(gateway: Arc<Gateway>, shutdown: CancellationToken) -> Router {
     Router::new()
         .route_service(&path, mcp.clone())
         .route("/healthz", get(health::health))
+        .route("/oauth/callback", get(oauth::callback))
+        .route("/oauth/pending", get(oauth::pending))
+        .route("/oauth/client-metadata.json", get(oauth::client_metadata))
+        .route("/oauth/forget/{upstream}", post(oauth::forget))
         .with_state(AppState { gateway, mcp })
 }
 
@@ -47,7 +55,14 @@ pub async fn serve(
         // Long-lived SSE streams would hold graceful shutdown open forever; end them first.
         streams.cancel();
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
+    // Replies go out at once rather than waiting for the client's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(stop)
+    .await
 }

@@ -26,7 +26,7 @@ use self::timeout::{Stage, Timer};
 use crate::{
     catalog::{NameScheme, Route},
     error::GatewayError,
-    gateway::Gateway,
+    gateway::{Gateway, authorization_required},
     names::UpstreamName,
     upstream::{Connection, Downstream, Era, Upstream},
 };
@@ -52,6 +52,13 @@ impl<S: ConnectionSource> Call<'_, S> {
     /// `tools/call`: the result comes back as the upstream sent it, but for the URIs of
     /// resources it links or embeds, which are mapped like listed ones.
     pub async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+    ) -> Result<CallToolResponse, GatewayError> {
+        self.answer(self.call_tool_routed(params).await)
+    }
+
+    async fn call_tool_routed(
         &self,
         mut params: CallToolRequestParams,
     ) -> Result<CallToolResponse, GatewayError> {
@@ -80,6 +87,13 @@ impl<S: ConnectionSource> Call<'_, S> {
     /// `prompts/get`.
     pub async fn get_prompt(
         &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, GatewayError> {
+        self.answer(self.get_prompt_routed(params).await)
+    }
+
+    async fn get_prompt_routed(
+        &self,
         mut params: GetPromptRequestParams,
     ) -> Result<GetPromptResponse, GatewayError> {
         let route = self.prompt_route(&params.name)?;
@@ -103,6 +117,13 @@ impl<S: ConnectionSource> Call<'_, S> {
     /// `resources/read`: the contents' URIs are mapped back to the form the client used.
     pub async fn read_resource(
         &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, GatewayError> {
+        self.answer(self.read_resource_routed(params).await)
+    }
+
+    async fn read_resource_routed(
+        &self,
         mut params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, GatewayError> {
         let (owner, original, scheme) = resolve_uri(self.gateway, &params.uri)?;
@@ -124,6 +145,13 @@ impl<S: ConnectionSource> Call<'_, S> {
 
     /// `completion/complete`, for a prompt argument or a resource template variable.
     pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, GatewayError> {
+        self.answer(self.complete_routed(params).await)
+    }
+
+    async fn complete_routed(
         &self,
         mut params: CompleteRequestParams,
     ) -> Result<CompleteResult, GatewayError> {
@@ -180,7 +208,10 @@ impl<S: ConnectionSource> Call<'_, S> {
                 _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
             },
         };
-        let connection = self.source.connection(upstream).await?;
+        let connection = match self.source.connection(upstream).await {
+            Ok(connection) => connection,
+            Err(error) => return Err(self.or_authorization(upstream, error).await),
+        };
         let failed = |error| {
             if is_transport_failure(&error) {
                 upstream.suspect();
@@ -188,10 +219,13 @@ impl<S: ConnectionSource> Call<'_, S> {
             GatewayError::from_service(upstream.name(), error)
         };
         let peer = connection.peer();
-        let handle = peer
+        let handle = match peer
             .send_request_with_option(request, self.options(connection.era()))
             .await
-            .map_err(failed)?;
+        {
+            Ok(handle) => handle,
+            Err(error) => return Err(self.or_authorization(upstream, failed(error)).await),
+        };
         let registration = connection.relay().register(
             peer,
             handle.id.clone(),
@@ -205,7 +239,10 @@ impl<S: ConnectionSource> Call<'_, S> {
                 biased;
                 result = &mut response => {
                     registration.finish();
-                    return result.map_err(failed);
+                    return match result {
+                        Ok(result) => Ok(result),
+                        Err(error) => Err(self.or_authorization(upstream, failed(error)).await),
+                    };
                 }
                 _ = registration.progressed() => timer.progressed(),
                 _ = timer.expired() => {
@@ -217,6 +254,27 @@ impl<S: ConnectionSource> Call<'_, S> {
                 _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
             }
         }
+    }
+}
+
+impl<S> Call<'_, S> {
+    /// `error`, unless the request failed because the upstream wants this client's user to
+    /// authorize Switchyard: then the error that carries the link.
+    async fn or_authorization(&self, upstream: &Upstream, error: GatewayError) -> GatewayError {
+        match upstream
+            .authorization_link(&self.downstream.principal)
+            .await
+        {
+            Some(link) => {
+                authorization_required(upstream, link).for_client(&self.downstream.capabilities)
+            }
+            None => error,
+        }
+    }
+
+    /// The outcome of a routed request as this client should get it.
+    fn answer<T>(&self, result: Result<T, GatewayError>) -> Result<T, GatewayError> {
+        result.map_err(|error| error.for_client(&self.downstream.capabilities))
     }
 }
 

@@ -40,6 +40,7 @@ use crate::{
     catalog::{Catalog, Cursor, ListKind, page},
     error::GatewayError,
     gateway::Gateway,
+    principal::Principal,
     router::{Call, resolve_uri},
     upstream::Downstream,
 };
@@ -86,6 +87,7 @@ impl SessionHandler {
                 capabilities: context.client_capabilities().unwrap_or_default(),
                 stateless: self.session.get().is_none(),
                 meta: context.meta.clone(),
+                principal: principal_of(&context.extensions),
             }),
             ct: &context.ct,
         }
@@ -132,6 +134,16 @@ impl SessionHandler {
     }
 }
 
+/// The principal the HTTP front authenticated the request as (an extension of the request it
+/// came in), else the anonymous one.
+fn principal_of(extensions: &rmcp::model::Extensions) -> Principal {
+    extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+        .cloned()
+        .unwrap_or_default()
+}
+
 impl SessionState {
     fn subscribed(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
         self.subscriptions
@@ -159,6 +171,7 @@ impl ServerHandler for SessionHandler {
             capabilities: request.capabilities.clone(),
             stateless: false,
             meta: Default::default(),
+            principal: principal_of(&context.extensions),
         });
         if self.session.get().is_none() {
             let (outbox, receiver) = tokio::sync::mpsc::unbounded_channel();

@@ -3,7 +3,9 @@
 //! Each upstream connection owns one hook, chosen when the connection is opened (so it can be
 //! specific to the downstream session and its user). The hook runs on every POST, GET and DELETE
 //! and sees the JSON-RPC message being sent, including its non-serialized extensions, so
-//! per-request data set by the router reaches it. It is async so a later hook can refresh a token.
+//! per-request data set by the router reaches it. It is async so that it can refresh a token;
+//! and it hears of requests the upstream refused (401, 403), so that it can renew the token
+//! and have the request sent once more.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -27,6 +29,24 @@ pub trait RequestHook: Send + Sync + 'static {
         message: Option<&'a ClientJsonRpcMessage>,
         headers: &'a mut RequestHeaders,
     ) -> BoxFuture<'a, Result<(), HookError>>;
+
+    /// Whether `rejected` may ask for a request to be sent again (the transport then keeps a
+    /// copy of each message until it is answered).
+    fn retries(&self) -> bool {
+        false
+    }
+
+    /// The upstream refused a request prepared with `sent` (`status` 401 or 403, with its
+    /// `WWW-Authenticate`). True to send the request once more, prepared anew.
+    fn rejected<'a>(
+        &'a self,
+        status: u16,
+        www_authenticate: Option<&'a str>,
+        sent: &'a RequestHeaders,
+    ) -> BoxFuture<'a, bool> {
+        let _ = (status, www_authenticate, sent);
+        Box::pin(std::future::ready(false))
+    }
 }
 
 /// The configured static headers of an upstream (`headers = { … }`), already expanded.

@@ -61,7 +61,9 @@ impl HookedClient {
 }
 
 /// Every method runs the hook, then hands the request to reqwest. rmcp's worker calls the
-/// `*_with_max_sse_event_size` variants; the others apply the same default limit.
+/// `*_with_max_sse_event_size` variants; the others apply the same default limit. A request the
+/// upstream refuses (401, 403) goes to the hook, which may renew its token and have it sent
+/// once more; only then is anything cloned, so upstreams without OAuth pay nothing.
 impl StreamableHttpClient for HookedClient {
     type Error = reqwest::Error;
 
@@ -94,17 +96,31 @@ impl StreamableHttpClient for HookedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let headers = self.headers(Some(&message), custom_headers).await?;
-        self.http
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
+        if !self.hook.retries() {
+            let headers = self.headers(Some(&message), custom_headers).await?;
+            return self
+                .http
+                .post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    headers,
+                    max_sse_event_size,
+                )
+                .await;
+        }
+        let send = |headers| {
+            self.http.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth_header.clone(),
                 headers,
                 max_sse_event_size,
             )
-            .await
+        };
+        self.retrying(Some(&message), custom_headers, send).await
     }
 
     async fn delete_session(
@@ -114,10 +130,15 @@ impl StreamableHttpClient for HookedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        let headers = self.headers(None, custom_headers).await?;
-        self.http
-            .delete_session(uri, session_id, auth_header, headers)
-            .await
+        let send = |headers| {
+            self.http.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                auth_header.clone(),
+                headers,
+            )
+        };
+        self.retrying(None, custom_headers, send).await
     }
 
     async fn get_stream(
@@ -149,17 +170,74 @@ impl StreamableHttpClient for HookedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        let headers = self.headers(None, custom_headers).await?;
-        self.http
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
+        let send = |headers| {
+            self.http.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                auth_header.clone(),
                 headers,
                 max_sse_event_size,
             )
+        };
+        self.retrying(None, custom_headers, send).await
+    }
+}
+
+impl HookedClient {
+    /// Prepares and sends a request; if the upstream refuses it and the hook has a new token,
+    /// prepares and sends it once more.
+    async fn retrying<T, F, Fut>(
+        &self,
+        message: Option<&ClientJsonRpcMessage>,
+        custom_headers: RequestHeaders,
+        send: F,
+    ) -> HttpResult<T>
+    where
+        F: Fn(RequestHeaders) -> Fut,
+        Fut: Future<Output = HttpResult<T>>,
+    {
+        if !self.hook.retries() {
+            let headers = self.headers(message, custom_headers).await?;
+            return send(headers).await;
+        }
+        let headers = self.headers(message, custom_headers.clone()).await?;
+        let sent = headers.clone();
+        let result = send(headers).await;
+        let Some((status, challenge)) = refusal(&result) else {
+            return result;
+        };
+        if !self
+            .hook
+            .rejected(status, challenge.as_deref(), &sent)
             .await
+        {
+            return result;
+        }
+        let headers = self.headers(message, custom_headers).await?;
+        send(headers).await
+    }
+}
+
+/// The status and `WWW-Authenticate` of a request the upstream refused for want of
+/// (sufficient) authorization.
+fn refusal<T>(result: &HttpResult<T>) -> Option<(u16, Option<String>)> {
+    match result {
+        Err(StreamableHttpError::AuthRequired(error)) => {
+            Some((401, Some(error.www_authenticate_header.clone())))
+        }
+        Err(StreamableHttpError::InsufficientScope(error)) => {
+            Some((403, Some(error.www_authenticate_header.clone())))
+        }
+        Err(StreamableHttpError::Client(error))
+            if error.status() == Some(reqwest::StatusCode::UNAUTHORIZED) =>
+        {
+            Some((401, None))
+        }
+        Err(StreamableHttpError::UnexpectedServerResponse(text)) if text.contains("401") => {
+            Some((401, None))
+        }
+        _ => None,
     }
 }
 

@@ -49,6 +49,8 @@ use crate::{
     catalog::UpstreamCatalog,
     config::{FailureMode, HttpProtocol, SessionMode, TransportConfig, UpstreamConfig},
     names::UpstreamName,
+    oauth::{Authorizer, Link, Need, OAuth},
+    principal::Principal,
 };
 
 /// Why an upstream could not be reached or listed.
@@ -100,6 +102,8 @@ pub struct Upstream {
     process_slots: Arc<Semaphore>,
     /// `max_concurrent_requests`, if set.
     admission: Option<Admission>,
+    /// Switchyard's OAuth client for this upstream (HTTP upstreams, unless disabled).
+    auth: Option<Arc<Authorizer>>,
     /// Woken when a request saw the upstream's transport fail: the supervisor checks at once.
     suspect: Notify,
     /// Set once the first connection attempt has ended, either way.
@@ -108,8 +112,17 @@ pub struct Upstream {
 
 impl Upstream {
     /// A new, not yet connected upstream, and the receiver its supervisor reads events from.
-    pub fn new(config: UpstreamConfig) -> (Arc<Self>, mpsc::UnboundedReceiver<UpstreamEvent>) {
+    pub fn new(
+        config: UpstreamConfig,
+        oauth: &Arc<OAuth>,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<UpstreamEvent>) {
         let (events, receiver) = mpsc::unbounded_channel();
+        let auth = match &config.transport {
+            TransportConfig::Http(http) if http.oauth.enabled => {
+                Some(oauth.authorizer(&config.name, &http.url, &http.oauth))
+            }
+            _ => None,
+        };
         let slots = match &config.transport {
             TransportConfig::Stdio(stdio) => stdio.max_processes,
             TransportConfig::Http(_) => Semaphore::MAX_PERMITS,
@@ -121,6 +134,7 @@ impl Upstream {
         let upstream = Arc::new(Self {
             http: http::http_client(policy.connect_timeout),
             admission,
+            auth,
             config,
             shared: ArcSwapOption::empty(),
             modern: ArcSwapOption::empty(),
@@ -197,6 +211,38 @@ impl Upstream {
     pub fn is_per_client(&self) -> bool {
         self.config.session == SessionMode::PerClient
             && self.era_support() != EraSupport::ModernOnly
+    }
+
+    /// Switchyard's OAuth client for this upstream, if it has one.
+    pub fn auth(&self) -> Option<&Arc<Authorizer>> {
+        self.auth.as_ref()
+    }
+
+    /// The link `principal` must follow before this upstream serves them, if they must (made
+    /// now, if there is none yet).
+    pub async fn authorization_link(&self, principal: &Principal) -> Option<Link> {
+        let auth = self.auth.as_ref()?;
+        let grant = auth.grant(principal);
+        if !matches!(grant.need(), Need::Authorization { .. }) {
+            return None;
+        }
+        match auth.link(&grant).await {
+            Ok(link) => link,
+            Err(error) => {
+                tracing::warn!(upstream = %self.name(), %error, "cannot start an authorization");
+                None
+            }
+        }
+    }
+
+    /// The unexpired link shown for `principal`'s authorization, if there is one.
+    pub fn current_link(&self, principal: &Principal) -> Option<Link> {
+        match self.auth.as_ref()?.grant(principal).need() {
+            Need::Authorization {
+                link: Some(link), ..
+            } if link.is_live() => Some(link),
+            _ => None,
+        }
     }
 
     /// The per-upstream request limit, if one is configured.

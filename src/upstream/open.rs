@@ -16,7 +16,11 @@ use super::{
     connection::{Dial, Era, Opening},
     detect::detect,
 };
-use crate::config::{HttpProtocol, TransportConfig};
+use crate::{
+    config::{HttpProtocol, TransportConfig},
+    oauth::OAuthHook,
+    principal::Principal,
+};
 
 impl Upstream {
     /// Opens the shared session the supervisor keeps: over `initialize` if the upstream takes
@@ -98,9 +102,10 @@ impl Upstream {
             TransportConfig::Http(_) => None,
         };
         let capabilities = relayable(&home.capabilities);
+        let hook = self.request_hook(&home.principal);
         let relay = Relay::for_session(home);
         let connection = self
-            .open(Era::Legacy, client, capabilities, relay, slot)
+            .open(Era::Legacy, client, capabilities, relay, slot, hook)
             .await?;
         let connection = Arc::new(connection);
         if let Some(idle) = self.config.policy.idle_timeout {
@@ -127,6 +132,7 @@ impl Upstream {
             capabilities,
             Relay::shared(),
             None,
+            self.request_hook(&Principal::anonymous()),
         )
         .await
     }
@@ -138,6 +144,7 @@ impl Upstream {
         capabilities: ClientCapabilities,
         relay: Arc<Relay>,
         slot: Option<OwnedSemaphorePermit>,
+        hook: Arc<dyn RequestHook>,
     ) -> Result<Connection, UpstreamError> {
         let handler = UpstreamClient::new(
             self.name().clone(),
@@ -146,7 +153,6 @@ impl Upstream {
             self.events.clone(),
             relay.clone(),
         );
-        let hook = self.request_hook();
         let opening = Opening {
             upstream: self.name(),
             dial: self.dial(hook.as_ref()).await?,
@@ -207,11 +213,15 @@ impl Upstream {
         self.set_era_support(EraSupport::Unknown);
     }
 
-    /// The hook for a new connection: the configured static headers.
-    fn request_hook(&self) -> Arc<dyn RequestHook> {
-        match &self.config.transport {
-            TransportConfig::Http(http) => StaticHeaders::new(http.headers.clone()),
-            TransportConfig::Stdio(_) => StaticHeaders::new(Vec::new()),
+    /// The hook for a new connection made for `principal`: the configured headers, and the
+    /// principal's access token where the upstream uses OAuth.
+    fn request_hook(&self, principal: &Principal) -> Arc<dyn RequestHook> {
+        match (&self.config.transport, &self.auth) {
+            (TransportConfig::Http(http), Some(auth)) => {
+                OAuthHook::new(auth.clone(), auth.grant(principal), http.headers.clone())
+            }
+            (TransportConfig::Http(http), None) => StaticHeaders::new(http.headers.clone()),
+            (TransportConfig::Stdio(_), _) => StaticHeaders::new(Vec::new()),
         }
     }
 }

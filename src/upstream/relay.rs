@@ -26,6 +26,8 @@ use rmcp::{
 };
 use tokio::sync::{Notify, futures::Notified};
 
+use crate::principal::Principal;
+
 /// The downstream side of one forwarded request, or of a whole session.
 pub struct Downstream {
     pub peer: Peer<RoleServer>,
@@ -39,6 +41,8 @@ pub struct Downstream {
     pub stateless: bool,
     /// The `_meta` of the client's request, passed on with it.
     pub meta: RequestMetaObject,
+    /// Whose upstream tokens the request uses.
+    pub principal: Principal,
 }
 
 /// The in-flight requests of one upstream connection.

@@ -63,29 +63,50 @@ struct Poster {
 }
 
 impl Poster {
-    async fn headers(&self, message: Option<&ClientJsonRpcMessage>) -> Result<HeaderMap, SseError> {
-        let mut extra = RequestHeaders::new();
-        self.hook.prepare(message, &mut extra).await?;
-        Ok(extra.into_iter().collect())
-    }
-
     async fn post(&self, message: ClientJsonRpcMessage) -> Result<(), SseError> {
-        let body = serde_json::to_vec(&message)?;
-        let headers = self.headers(Some(&message)).await?;
+        let body = bytes::Bytes::from(serde_json::to_vec(&message)?);
         let url = (**self.endpoint.load()).clone();
-        let response = self
-            .http
-            .post(url)
-            .headers(headers)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await?;
+        let request = |headers| {
+            self.http
+                .post(url.clone())
+                .headers(headers)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        };
+        let response = send(self.hook.as_ref(), Some(&message), request).await?;
         if response.status().is_success() {
             return Ok(());
         }
         Err(status_error(response).await)
     }
+}
+
+/// Sends the request `build` makes with the hook's headers; if the upstream refuses it (401,
+/// 403) and the hook has a new token, sends it once more.
+async fn send(
+    hook: &dyn RequestHook,
+    message: Option<&ClientJsonRpcMessage>,
+    build: impl Fn(HeaderMap) -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, SseError> {
+    let mut sent = RequestHeaders::new();
+    hook.prepare(message, &mut sent).await?;
+    let headers: HeaderMap = sent.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let response = build(headers).send().await?;
+    let status = response.status().as_u16();
+    if !matches!(status, 401 | 403) || !hook.retries() {
+        return Ok(response);
+    }
+    let challenge = response
+        .headers()
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if !hook.rejected(status, challenge.as_deref(), &sent).await {
+        return Ok(response);
+    }
+    let mut again = RequestHeaders::new();
+    hook.prepare(message, &mut again).await?;
+    Ok(build(again.into_iter().collect()).send().await?)
 }
 
 async fn status_error(response: reqwest::Response) -> SseError {
@@ -152,16 +173,17 @@ async fn open(
     hook: &dyn RequestHook,
     last_event_id: Option<String>,
 ) -> Result<(Events, Url), SseError> {
-    let mut extra = RequestHeaders::new();
-    hook.prepare(None, &mut extra).await?;
-    let mut request = http
-        .get(url.clone())
-        .headers(extra.into_iter().collect())
-        .header(header::ACCEPT, "text/event-stream");
-    if let Some(id) = last_event_id {
-        request = request.header("last-event-id", id);
-    }
-    let response = request.send().await?;
+    let request = |headers| {
+        let request = http
+            .get(url.clone())
+            .headers(headers)
+            .header(header::ACCEPT, "text/event-stream");
+        match &last_event_id {
+            Some(id) => request.header("last-event-id", id),
+            None => request,
+        }
+    };
+    let response = send(hook, None, request).await?;
     if !response.status().is_success() {
         return Err(status_error(response).await);
     }

@@ -46,6 +46,8 @@ pub struct UpstreamStatus {
     pub transport: Option<&'static str>,
     /// The protocol version agreed on the shared session.
     pub protocol_version: Option<String>,
+    /// While `authenticating`: where a user authorizes Switchyard.
+    pub authorization_url: Option<String>,
 }
 
 impl UpstreamStatus {
@@ -57,15 +59,26 @@ impl UpstreamStatus {
             retries: 0,
             transport: None,
             protocol_version: None,
+            authorization_url: None,
         }
     }
 
-    /// This status moved to `state`, keeping the rest.
+    /// This status moved to `state`, keeping the rest (but an authorization URL, which only
+    /// `authenticating` shows).
     pub fn moved_to(&self, state: UpstreamState) -> Self {
         Self {
             state,
             since: SystemTime::now(),
+            authorization_url: None,
             ..self.clone()
+        }
+    }
+
+    /// This status waiting for a user to authorize at `url`.
+    pub fn authenticating(&self, url: String) -> Self {
+        Self {
+            authorization_url: Some(url),
+            ..self.moved_to(UpstreamState::Authenticating)
         }
     }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Connection, Era, Upstream, UpstreamError, UpstreamEvent, UpstreamState, discovery::discover,
 };
-use crate::{catalog::ListChanges, config::RestartPolicy};
+use crate::{catalog::ListChanges, config::RestartPolicy, oauth::Need, principal::Principal};
 
 /// A burst of list-change notifications within this window causes one rediscovery.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -76,9 +76,16 @@ pub fn spawn_supervisor(
                     upstream.set_status(upstream.status().failed(&reason, 0));
                 }
                 Err(error) => {
+                    let reason = match authorization(&upstream, &hooks, &shutdown).await {
+                        Authorization::Shutdown => return,
+                        // Authorized: connect again at once.
+                        Authorization::Given => continue,
+                        Authorization::NotNeeded => error.to_string(),
+                        Authorization::Failed(reason) => reason,
+                    };
                     failures = failures.saturating_add(1);
                     upstream.forget_discovered();
-                    upstream.set_status(upstream.status().failed(&error.to_string(), failures));
+                    upstream.set_status(upstream.status().failed(&reason, failures));
                 }
             }
             upstream.mark_settled();
@@ -101,10 +108,88 @@ pub fn spawn_supervisor(
             );
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
+                // A user authorized meanwhile (through a link a client was given).
+                _ = authorized(&upstream) => {}
                 _ = shutdown.cancelled() => return,
             }
         }
     })
+}
+
+/// How waiting for a user's authorization ended.
+enum Authorization {
+    /// The failure was not for want of authorization.
+    NotNeeded,
+    Given,
+    /// Authorization failed, or cannot be done; why, for display.
+    Failed(String),
+    Shutdown,
+}
+
+/// After a failed connection: if the upstream wants authorization (its grant says so), waits
+/// in state `authenticating`, showing the link, until a user authorizes or it fails. A link
+/// that expires is replaced.
+async fn authorization(
+    upstream: &Upstream,
+    hooks: &Hooks,
+    shutdown: &CancellationToken,
+) -> Authorization {
+    let Some(auth) = upstream.auth() else {
+        return Authorization::NotNeeded;
+    };
+    let grant = auth.grant(&Principal::anonymous());
+    let mut changes = grant.subscribe();
+    loop {
+        changes.borrow_and_update();
+        match grant.need() {
+            Need::Nothing if grant.token().is_some() => return Authorization::Given,
+            Need::Nothing => return Authorization::NotNeeded,
+            Need::Failed(reason) => {
+                grant.clear_failure();
+                return Authorization::Failed(reason);
+            }
+            Need::Authorization { .. } => {}
+        }
+        let link = match auth.link(&grant).await {
+            Ok(Some(link)) => link,
+            Ok(None) => continue,
+            Err(error) => {
+                return Authorization::Failed(format!("cannot start its authorization: {error}"));
+            }
+        };
+        if upstream.status().authorization_url.as_deref() != Some(link.url.as_str()) {
+            upstream.set_status(upstream.status().authenticating(link.url.clone()));
+            upstream.mark_settled();
+            hooks.changed(ListChanges::default());
+            tracing::warn!(upstream = %upstream.name(), url = %link.url, "the upstream needs authorization: open the URL to authorize Switchyard");
+        }
+        let expires = link
+            .expires
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        tokio::select! {
+            _ = changes.changed() => {}
+            _ = tokio::time::sleep(expires) => {}
+            _ = shutdown.cancelled() => return Authorization::Shutdown,
+        }
+    }
+}
+
+/// Resolves when the upstream's shared grant gets new tokens (never, without OAuth).
+async fn authorized(upstream: &Upstream) {
+    let Some(auth) = upstream.auth() else {
+        return std::future::pending().await;
+    };
+    let grant = auth.grant(&Principal::anonymous());
+    let mut changes = grant.subscribe();
+    let before = grant.token().map(|t| t.access_token.clone());
+    while changes.changed().await.is_ok() {
+        let now = grant.token().map(|t| t.access_token.clone());
+        if now.is_some() && now != before {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 /// Opens the shared connection and discovers the upstream's lists.

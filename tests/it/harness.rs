@@ -129,6 +129,8 @@ impl TestGateway {
         let path = config.server.endpoint_path.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let mut config = config;
+        config.server.listen = addr;
         let gateway = Gateway::start(config);
         let stop = CancellationToken::new();
         let shutdown = stop.clone();

@@ -1,0 +1,284 @@
+//! Checking `[oauth]` (Switchyard as an OAuth client: its public URL, token store and key) and
+//! each HTTP upstream's `[upstreams.NAME.oauth]` (grant, client identity, scopes).
+
+use std::path::PathBuf;
+
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
+};
+use url::Url;
+
+use super::{
+    AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth,
+    raw::{RawOAuth, RawUpstreamOAuth},
+    validate::Checker,
+};
+
+const DEFAULT_CLIENT_NAME: &str = "Switchyard";
+
+impl Checker<'_> {
+    pub(super) fn oauth(&mut self, raw: &RawOAuth) -> OAuthSettings {
+        let public_url = raw.public_url.as_deref().and_then(|text| {
+            let url = self.url("oauth.public_url", text)?;
+            if url.query().is_some() || url.fragment().is_some() {
+                self.problem("oauth.public_url", "must not have a query or fragment");
+            }
+            Some(url)
+        });
+        let state_dir = match raw.state_dir.as_deref() {
+            Some(dir) => self.path("oauth.state_dir", dir),
+            None => self.default_state_dir(),
+        };
+        let key = match (raw.key.as_deref(), raw.key_file.as_deref()) {
+            (Some(_), Some(_)) => {
+                self.problem("oauth.key", "give `key` or `key_file`, not both");
+                OAuthKey::File(state_dir.join("store.key"))
+            }
+            (Some(key), None) => match self.expand("oauth.key", key) {
+                Some(text) => match decode_key(&text) {
+                    Some(key) => OAuthKey::Inline(key),
+                    None => {
+                        self.problem("oauth.key", "must be 32 bytes in base64");
+                        OAuthKey::Inline([0; 32])
+                    }
+                },
+                None => OAuthKey::Inline([0; 32]),
+            },
+            (None, Some(file)) => OAuthKey::File(self.path("oauth.key_file", file)),
+            (None, None) => OAuthKey::File(state_dir.join("store.key")),
+        };
+        let client_metadata_url = raw.client_metadata_url.as_deref().and_then(|text| {
+            let url = self.url("oauth.client_metadata_url", text)?;
+            if url.scheme() != "https" || url.path() == "/" {
+                self.problem(
+                    "oauth.client_metadata_url",
+                    "must be an https:// URL with a path (authorization servers require it)",
+                );
+            }
+            Some(url)
+        });
+        OAuthSettings {
+            public_url,
+            state_dir,
+            key,
+            client_name: match raw.client_name.as_deref() {
+                Some(name) => self.expand("oauth.client_name", name).unwrap_or_default(),
+                None => DEFAULT_CLIENT_NAME.to_owned(),
+            },
+            client_metadata_url,
+            success_redirect: raw
+                .success_redirect
+                .as_deref()
+                .and_then(|text| self.url("oauth.success_redirect", text)),
+            error_redirect: raw
+                .error_redirect
+                .as_deref()
+                .and_then(|text| self.url("oauth.error_redirect", text)),
+        }
+    }
+
+    /// `$XDG_STATE_HOME/switchyard`, else `~/.local/state/switchyard`, else `.switchyard` next
+    /// to the configuration file.
+    fn default_state_dir(&self) -> PathBuf {
+        let var = |name| self.vars.env(name).filter(|v| !v.is_empty());
+        if let Some(state) = var("XDG_STATE_HOME") {
+            return PathBuf::from(state).join("switchyard");
+        }
+        if let Some(home) = var("HOME") {
+            return PathBuf::from(home).join(".local/state/switchyard");
+        }
+        self.base_dir.join(".switchyard")
+    }
+
+    fn path(&mut self, key: &str, text: &str) -> PathBuf {
+        let path = PathBuf::from(self.expand(key, text).unwrap_or_default());
+        if path.is_relative() {
+            self.base_dir.join(path)
+        } else {
+            path
+        }
+    }
+
+    fn url(&mut self, key: &str, text: &str) -> Option<Url> {
+        let text = self.expand(key, text)?;
+        match Url::parse(&text) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Some(url),
+            _ => {
+                self.problem(key, format!("`{text}` is not an http:// or https:// URL"));
+                None
+            }
+        }
+    }
+
+    pub(super) fn upstream_oauth(
+        &mut self,
+        key: &str,
+        raw: Option<&RawUpstreamOAuth>,
+    ) -> UpstreamOAuth {
+        let Some(raw) = raw else {
+            return UpstreamOAuth::default();
+        };
+        let at = |field: &str| format!("{key}.oauth.{field}");
+        let grant = match raw.grant.as_deref() {
+            None | Some("authorization_code") => GrantKind::AuthorizationCode,
+            Some("client_credentials") => GrantKind::ClientCredentials,
+            Some(other) => {
+                self.problem(
+                    at("grant"),
+                    format!("`{other}` is not one of `authorization_code`, `client_credentials`"),
+                );
+                GrantKind::AuthorizationCode
+            }
+        };
+        let mut secret =
+            |field: &str, value: Option<&String>| value.and_then(|v| self.expand(&at(field), v));
+        let client_id = secret("client_id", raw.client_id.as_ref());
+        let client_secret = secret("client_secret", raw.client_secret.as_ref());
+        let auth_method = raw.token_endpoint_auth_method.as_deref().and_then(|text| {
+            let method = AuthMethod::parse(text);
+            if method.is_none() {
+                self.problem(
+                    at("token_endpoint_auth_method"),
+                    format!(
+                        "`{text}` is not one of `client_secret_basic`, `client_secret_post`, \
+                         `private_key_jwt`, `none`"
+                    ),
+                );
+            }
+            method
+        });
+        let private_key = self.private_key(key, raw);
+        if client_secret.is_some() && client_id.is_none() {
+            self.problem(at("client_secret"), "needs `client_id`");
+        }
+        let uses_secret = matches!(
+            auth_method,
+            Some(AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost)
+        );
+        if uses_secret && client_secret.is_none() {
+            self.problem(at("token_endpoint_auth_method"), "needs `client_secret`");
+        }
+        let auth_method = match (auth_method, &private_key) {
+            (None, Some(_)) => Some(AuthMethod::PrivateKeyJwt),
+            (Some(AuthMethod::PrivateKeyJwt), None) => {
+                self.problem(
+                    at("token_endpoint_auth_method"),
+                    "`private_key_jwt` needs `private_key` or `private_key_file`",
+                );
+                Some(AuthMethod::PrivateKeyJwt)
+            }
+            (method, _) => method,
+        };
+        if grant == GrantKind::ClientCredentials {
+            if client_id.is_none() {
+                self.problem(
+                    at("client_id"),
+                    "the client_credentials grant needs a client_id",
+                );
+            }
+            if client_secret.is_none() && private_key.is_none() {
+                self.problem(
+                    at("grant"),
+                    "the client_credentials grant needs `client_secret` or a private key",
+                );
+            }
+        }
+        if private_key.is_some() && client_id.is_none() {
+            self.problem(at("client_id"), "a private key needs `client_id`");
+        }
+        UpstreamOAuth {
+            enabled: raw.enabled.unwrap_or(true),
+            grant,
+            client_id,
+            client_secret,
+            auth_method,
+            private_key,
+            scopes: raw.scopes.clone(),
+        }
+    }
+
+    fn private_key(&mut self, key: &str, raw: &RawUpstreamOAuth) -> Option<PrivateKey> {
+        let at = |field: &str| format!("{key}.oauth.{field}");
+        let (field, pem) = match (&raw.private_key, &raw.private_key_file) {
+            (None, None) => return None,
+            (Some(_), Some(_)) => {
+                self.problem(
+                    at("private_key"),
+                    "give `private_key` or `private_key_file`, not both",
+                );
+                return None;
+            }
+            (Some(pem), None) => ("private_key", self.expand(&at("private_key"), pem)?),
+            (None, Some(file)) => {
+                let path = self.path(&at("private_key_file"), file);
+                match std::fs::read_to_string(&path) {
+                    Ok(pem) => ("private_key_file", pem),
+                    Err(error) => {
+                        self.problem(
+                            at("private_key_file"),
+                            format!("cannot read {}: {error}", path.display()),
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        let algorithm = match raw.signing_algorithm.as_deref() {
+            None if pem.contains("BEGIN EC") => jsonwebtoken::Algorithm::ES256,
+            None => jsonwebtoken::Algorithm::RS256,
+            Some(text) => {
+                match text.parse::<jsonwebtoken::Algorithm>() {
+                    Ok(
+                        algorithm @ (jsonwebtoken::Algorithm::RS256
+                        | jsonwebtoken::Algorithm::RS384
+                        | jsonwebtoken::Algorithm::RS512
+                        | jsonwebtoken::Algorithm::PS256
+                        | jsonwebtoken::Algorithm::ES256
+                        | jsonwebtoken::Algorithm::ES384
+                        | jsonwebtoken::Algorithm::EdDSA),
+                    ) => algorithm,
+                    _ => {
+                        self.problem(
+                        at("signing_algorithm"),
+                        format!("`{text}` is not one of RS256, RS384, RS512, PS256, ES256, ES384, EdDSA"),
+                    );
+                        return None;
+                    }
+                }
+            }
+        };
+        let key = PrivateKey { pem, algorithm };
+        if let Err(error) = key.encoding_key() {
+            self.problem(
+                at(field),
+                format!("is not a usable {algorithm:?} private key: {error}"),
+            );
+            return None;
+        }
+        Some(key)
+    }
+}
+
+impl PrivateKey {
+    /// The key in the form `jsonwebtoken` signs with.
+    pub fn encoding_key(&self) -> Result<jsonwebtoken::EncodingKey, jsonwebtoken::errors::Error> {
+        use jsonwebtoken::{Algorithm::*, EncodingKey};
+        let pem = self.pem.as_bytes();
+        match self.algorithm {
+            ES256 | ES384 => EncodingKey::from_ec_pem(pem),
+            EdDSA => EncodingKey::from_ed_pem(pem),
+            _ => EncodingKey::from_rsa_pem(pem),
+        }
+    }
+}
+
+/// A 32-byte key in standard or URL-safe base64.
+fn decode_key(text: &str) -> Option<[u8; 32]> {
+    let text = text.trim();
+    let bytes = STANDARD
+        .decode(text)
+        .or_else(|_| URL_SAFE_NO_PAD.decode(text.trim_end_matches('=')))
+        .ok()?;
+    bytes.try_into().ok()
+}

@@ -1,0 +1,183 @@
+//! The OAuth endpoints, under `/oauth/`:
+//!
+//! - `GET callback`: where authorization servers send the user's browser back. The `state`
+//!   names the pending authorization; the code is exchanged, and the page (or the configured
+//!   redirect) says what happened.
+//! - `GET pending`: the authorizations users have yet to give, with their links (JSON).
+//! - `GET client-metadata.json`: Switchyard's client ID metadata document, where its public URL
+//!   is https.
+//! - `POST forget/{upstream}`: revokes and forgets an upstream's tokens. Only from loopback,
+//!   until clients authenticate to Switchyard.
+
+use std::net::SocketAddr;
+
+use axum::{
+    Json,
+    extract::{ConnectInfo, Path, State},
+    http::{StatusCode, Uri, header},
+    response::{Html, IntoResponse, Redirect, Response},
+};
+use url::{Url, form_urlencoded};
+
+use super::AppState;
+use crate::{names::UpstreamName, oauth::CallbackQuery, upstream::escape_for_display};
+
+pub async fn callback(State(state): State<AppState>, uri: Uri) -> Response {
+    let query = parse_query(uri.query().unwrap_or_default());
+    let oauth = state.gateway.oauth().clone();
+    match oauth.callback(query).await {
+        Ok(upstream) => match oauth.redirect_after(true) {
+            Some(url) => redirect(url, &[("upstream", upstream.as_str())]),
+            None => page(
+                StatusCode::OK,
+                "Authorized",
+                &format!(
+                    "Switchyard is now authorized to use the upstream <code>{}</code>. \
+                     You can close this window.",
+                    html(upstream.as_str())
+                ),
+            ),
+        },
+        Err((upstream, error)) => {
+            let upstream = upstream.as_ref().map(UpstreamName::as_str);
+            let reason = escape_for_display(&error.to_string());
+            match oauth.redirect_after(false) {
+                Some(url) => {
+                    let mut params = vec![("error", reason.as_str())];
+                    if let Some(upstream) = upstream {
+                        params.push(("upstream", upstream));
+                    }
+                    redirect(url, &params)
+                }
+                None => {
+                    let what = match upstream {
+                        Some(upstream) => format!(
+                            "Authorizing Switchyard for the upstream <code>{}</code> failed",
+                            html(upstream)
+                        ),
+                        None => "This authorization cannot be completed".to_owned(),
+                    };
+                    page(
+                        StatusCode::BAD_REQUEST,
+                        "Authorization failed",
+                        &format!("{what}: {}", html(&reason)),
+                    )
+                }
+            }
+        }
+    }
+}
+
+pub async fn pending(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "pending": state.gateway.oauth().awaiting() }))
+}
+
+pub async fn client_metadata(State(state): State<AppState>) -> Response {
+    match state.gateway.oauth().client_metadata() {
+        Some(document) => Json(document).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "Switchyard has no client ID metadata document: its public URL is not https",
+        )
+            .into_response(),
+    }
+}
+
+pub async fn forget(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(upstream): Path<String>,
+) -> Response {
+    if !peer.ip().is_loopback() {
+        return (StatusCode::FORBIDDEN, "only from this machine").into_response();
+    }
+    let Ok(name) = UpstreamName::new(&upstream) else {
+        return (StatusCode::NOT_FOUND, "no such upstream").into_response();
+    };
+    match state.gateway.oauth().forget(&name).await {
+        Some(forgotten) => {
+            if let Some(upstream) = state.gateway.upstream(name.as_str()) {
+                // Let the supervisor notice at once that it needs authorization again.
+                upstream.suspect();
+            }
+            Json(serde_json::json!({ "upstream": name.as_str(), "forgotten": forgotten }))
+                .into_response()
+        }
+        None => (StatusCode::NOT_FOUND, "no upstream with OAuth of that name").into_response(),
+    }
+}
+
+fn parse_query(query: &str) -> CallbackQuery {
+    let mut parsed = CallbackQuery::default();
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        let slot = match &*name {
+            "code" => &mut parsed.code,
+            "state" => &mut parsed.state,
+            "iss" => &mut parsed.iss,
+            "error" => &mut parsed.error,
+            "error_description" => &mut parsed.error_description,
+            _ => continue,
+        };
+        slot.get_or_insert_with(|| value.into_owned());
+    }
+    parsed
+}
+
+fn redirect(to: &Url, params: &[(&str, &str)]) -> Response {
+    let mut url = to.clone();
+    url.query_pairs_mut().extend_pairs(params);
+    Redirect::to(url.as_str()).into_response()
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let document = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title} · Switchyard</title>\
+         </head><body><h1>{title}</h1><p>{body}</p></body></html>"
+    );
+    (
+        status,
+        [(header::CACHE_CONTROL, "no-store")],
+        Html(document),
+    )
+        .into_response()
+}
+
+/// Text made safe to put in HTML.
+fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_html() {
+        assert_eq!(
+            html(r#"<script>alert("x")</script> & 'y'"#),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
+        );
+    }
+
+    #[test]
+    fn reads_the_callback_query() {
+        let query = parse_query("code=abc&state=s%2F1&iss=https%3A%2F%2Fas&extra=1&code=second");
+        assert_eq!(query.code.as_deref(), Some("abc"));
+        assert_eq!(query.state.as_deref(), Some("s/1"));
+        assert_eq!(query.iss.as_deref(), Some("https://as"));
+        let denied = parse_query("error=access_denied&error_description=User+said+no&state=s");
+        assert_eq!(denied.error.as_deref(), Some("access_denied"));
+        assert_eq!(denied.error_description.as_deref(), Some("User said no"));
+    }
+}

@@ -1,0 +1,77 @@
+//! The request hook of a connection to an OAuth-protected upstream: the configured headers,
+//! and the principal's access token as `Authorization: Bearer`, renewed when due; a refused
+//! request goes to the authorizer, which may renew the token for one retry.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use http::{HeaderName, HeaderValue, header::AUTHORIZATION};
+use rmcp::model::ClientJsonRpcMessage;
+
+use super::{Authorizer, Grant, Rejection};
+use crate::upstream::{HookError, RequestHeaders, RequestHook};
+
+pub struct OAuthHook {
+    authorizer: Arc<Authorizer>,
+    grant: Arc<Grant>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl OAuthHook {
+    pub fn new(
+        authorizer: Arc<Authorizer>,
+        grant: Arc<Grant>,
+        headers: Vec<(HeaderName, HeaderValue)>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            authorizer,
+            grant,
+            headers,
+        })
+    }
+}
+
+impl RequestHook for OAuthHook {
+    fn prepare<'a>(
+        &'a self,
+        _message: Option<&'a ClientJsonRpcMessage>,
+        headers: &'a mut RequestHeaders,
+    ) -> BoxFuture<'a, Result<(), HookError>> {
+        Box::pin(async move {
+            for (name, value) in &self.headers {
+                headers.insert(name.clone(), value.clone());
+            }
+            if let Some(token) = self.authorizer.token(&self.grant).await {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                        HookError("the access token is not a valid header value".into())
+                    })?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+            }
+            Ok(())
+        })
+    }
+
+    fn retries(&self) -> bool {
+        true
+    }
+
+    fn rejected<'a>(
+        &'a self,
+        status: u16,
+        www_authenticate: Option<&'a str>,
+        sent: &'a RequestHeaders,
+    ) -> BoxFuture<'a, bool> {
+        let sent_token = sent
+            .get(&AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let rejection = Rejection {
+            status,
+            www_authenticate,
+            sent_token,
+        };
+        Box::pin(self.authorizer.rejected(&self.grant, rejection))
+    }
+}

@@ -1,0 +1,258 @@
+//! OAuth towards upstream MCP servers: Switchyard is the OAuth client of every upstream that
+//! requires authorization, on its users' behalf, so MCP clients never hold upstream credentials.
+//!
+//! | file         | what                                                                       |
+//! |--------------|----------------------------------------------------------------------------|
+//! | `challenge`  | reading an upstream's `WWW-Authenticate`                                    |
+//! | `discovery`  | protected-resource and authorization-server metadata (RFC 9728, 8414, OIDC) |
+//! | `identity`   | pre-registered client, client ID metadata document, or dynamic registration |
+//! | `token`      | the token endpoint: code exchange, refresh, client credentials              |
+//! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
+//! | `authorizer` | one upstream's grants: tokens for requests, 401s and 403s, authorizations   |
+//! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
+//! | `pending`    | authorizations in progress, by `state`                                      |
+//! | `store`      | the encrypted token store                                                   |
+//!
+//! How an authorization goes: an upstream answers 401; the connection's hook finds no usable
+//! token and marks the grant as needing authorization; the supervisor (or the router, for a
+//! client's call) asks for a link, which discovers the authorization server, picks the client
+//! identity and records a pending authorization under a fresh `state`; the user follows the
+//! link; the authorization server redirects to `/oauth/callback` (see `front::oauth`), which
+//! calls `OAuth::callback`: the code is exchanged, the tokens stored, and the grant's waiters
+//! woken.
+
+mod authorizer;
+pub mod challenge;
+mod discovery;
+mod grant;
+mod hook;
+mod http;
+mod identity;
+mod pending;
+mod store;
+mod token;
+
+use std::{
+    sync::{Arc, Weak},
+    time::UNIX_EPOCH,
+};
+
+use dashmap::DashMap;
+use serde::Serialize;
+use url::Url;
+
+pub use authorizer::{Authorizer, Rejection};
+pub use grant::{Grant, Link, Need};
+pub use hook::OAuthHook;
+pub use store::StoreError;
+
+use self::{http::Http, pending::Pending, store::Store};
+use crate::{
+    config::{OAuthSettings, UpstreamOAuth},
+    names::UpstreamName,
+};
+
+/// Why an OAuth step failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum OAuthError {
+    #[error("{0}")]
+    Discovery(String),
+    #[error("{0}")]
+    Http(String),
+    #[error("client registration failed: {0}")]
+    Registration(String),
+    /// An error the authorization server sent (RFC 6749 §5.2 and §4.1.2.1).
+    #[error("the authorization server answered {error}{}", .description.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Provider {
+        error: String,
+        description: Option<String>,
+    },
+    #[error("{0}")]
+    Callback(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("the token store: {0}")]
+    Store(String),
+}
+
+impl From<StoreError> for OAuthError {
+    fn from(error: StoreError) -> Self {
+        OAuthError::Store(error.to_string())
+    }
+}
+
+impl OAuthError {
+    /// The server refused a refresh token or code for good (`invalid_grant`).
+    pub fn is_invalid_grant(&self) -> bool {
+        matches!(self, OAuthError::Provider { error, .. } if error == "invalid_grant")
+    }
+}
+
+/// The query of a redirect to `/oauth/callback`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct CallbackQuery {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    pub iss: Option<String>,
+    pub error: Option<String>,
+    pub error_description: Option<String>,
+}
+
+/// One authorization a user has yet to give, for `/oauth/pending`.
+#[derive(Debug, Serialize)]
+pub struct Awaiting {
+    pub upstream: String,
+    pub principal: String,
+    pub authorization_url: String,
+    /// Seconds since the epoch.
+    pub expires_at: u64,
+}
+
+/// Switchyard's OAuth client side, one per gateway.
+pub struct OAuth {
+    settings: OAuthSettings,
+    /// `{public_url}/oauth/callback`.
+    redirect_uri: String,
+    /// The client ID metadata document URL, when Switchyard has an https one.
+    metadata_url: Option<Url>,
+    http: Http,
+    store: Store,
+    pending: Pending,
+    authorizers: DashMap<UpstreamName, Weak<Authorizer>>,
+}
+
+impl OAuth {
+    /// `public_url` is where browsers reach this gateway (the configured one, or the address it
+    /// listens on).
+    pub fn new(settings: OAuthSettings, public_url: Url) -> Arc<Self> {
+        let base = public_url.as_str().trim_end_matches('/').to_owned();
+        let metadata_url = settings.client_metadata_url.clone().or_else(|| {
+            (public_url.scheme() == "https")
+                .then(|| Url::parse(&format!("{base}/oauth/client-metadata.json")).ok())
+                .flatten()
+        });
+        Arc::new(Self {
+            redirect_uri: format!("{base}/oauth/callback"),
+            metadata_url,
+            http: Http::new(),
+            store: Store::new(settings.state_dir.clone(), settings.key.clone()),
+            pending: Pending::default(),
+            authorizers: DashMap::new(),
+            settings,
+        })
+    }
+
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.settings
+    }
+
+    pub fn redirect_uri(&self) -> &str {
+        &self.redirect_uri
+    }
+
+    /// The authorizer of the HTTP upstream `name` at `url`.
+    pub fn authorizer(
+        self: &Arc<Self>,
+        name: &UpstreamName,
+        url: &Url,
+        config: &UpstreamOAuth,
+    ) -> Arc<Authorizer> {
+        let authorizer = Arc::new(Authorizer::new(
+            self.clone(),
+            name.clone(),
+            url.clone(),
+            config.clone(),
+        ));
+        self.authorizers
+            .insert(name.clone(), Arc::downgrade(&authorizer));
+        authorizer
+    }
+
+    fn find(&self, upstream: &UpstreamName) -> Option<Arc<Authorizer>> {
+        self.authorizers.get(upstream).and_then(|a| a.upgrade())
+    }
+
+    /// Completes the authorization a redirect to `/oauth/callback` concludes; the upstream it
+    /// was for, or why it failed (also recorded on the upstream's grant, where it can be).
+    pub async fn callback(
+        &self,
+        query: CallbackQuery,
+    ) -> Result<UpstreamName, (Option<UpstreamName>, OAuthError)> {
+        let state = query.state.as_deref().unwrap_or_default();
+        let pending = self.pending.take(state).map_err(|unmatched| {
+            let reason = match unmatched {
+                pending::Unmatched::Unknown => {
+                    "this authorization is unknown or was already used; start it again"
+                }
+                pending::Unmatched::Expired => "this authorization expired; start it again",
+            };
+            (None, OAuthError::Callback(reason.into()))
+        })?;
+        let upstream = pending.upstream.clone();
+        let Some(authorizer) = self.find(&upstream) else {
+            return Err((
+                Some(upstream),
+                OAuthError::Callback("the upstream is no longer configured".into()),
+            ));
+        };
+        authorizer
+            .complete(pending, query)
+            .await
+            .map(|()| upstream.clone())
+            .map_err(|error| (Some(upstream), error))
+    }
+
+    /// Every authorization users have yet to give.
+    pub fn awaiting(&self) -> Vec<Awaiting> {
+        let mut awaiting = Vec::new();
+        for entry in &self.authorizers {
+            let Some(authorizer) = entry.value().upgrade() else {
+                continue;
+            };
+            for (principal, link) in authorizer.links() {
+                awaiting.push(Awaiting {
+                    upstream: entry.key().to_string(),
+                    principal: principal.to_string(),
+                    authorization_url: link.url,
+                    expires_at: link
+                        .expires
+                        .duration_since(UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0),
+                });
+            }
+        }
+        awaiting.sort_by(|a, b| (&a.upstream, &a.principal).cmp(&(&b.upstream, &b.principal)));
+        awaiting
+    }
+
+    /// Revokes (where the server supports it) and forgets every token of `upstream`; how many
+    /// grants had tokens.
+    pub async fn forget(&self, upstream: &UpstreamName) -> Option<usize> {
+        let authorizer = self.find(upstream)?;
+        Some(authorizer.forget_all().await)
+    }
+
+    /// The client ID metadata document Switchyard serves, if it has an https URL for it.
+    pub fn client_metadata(&self) -> Option<serde_json::Value> {
+        let url = self.metadata_url.as_ref()?;
+        Some(serde_json::json!({
+            "client_id": url.as_str(),
+            "client_name": self.settings.client_name,
+            "redirect_uris": [self.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "web",
+        }))
+    }
+
+    /// Where the browser goes after an authorization, if configured.
+    pub fn redirect_after(&self, success: bool) -> Option<&Url> {
+        if success {
+            self.settings.success_redirect.as_ref()
+        } else {
+            self.settings.error_redirect.as_ref()
+        }
+    }
+}

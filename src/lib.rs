@@ -16,10 +16,13 @@
 //! | `upstream` | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), discovery, supervision, limits |
 //!
 //! Beside the path: `config` (parse → validate → runtime types), `gateway` (the shared state:
-//! config, upstreams, catalog in an `ArcSwap`), `error` (errors by side, mapped to JSON-RPC in
-//! one place), `names` (identifier newtypes), and two servers that ship with Switchyard: `demo`
-//! (served by the default configuration) and `conformance` (the fixture the official
-//! conformance suite runs against, directly and through the gateway).
+//! config, upstreams, catalog in an `ArcSwap`), `oauth` (Switchyard as the OAuth client of
+//! upstreams: discovery, tokens per principal, the encrypted store; its HTTP endpoints are in
+//! `front`), `principal` (whom a request is made for), `error` (errors by side, mapped to
+//! JSON-RPC in one place), `names` (identifier newtypes), `demo` (the server the default
+//! configuration serves) and `conformance` (what the official conformance suite runs against:
+//! a fixture server, directly and through the gateway, and an OAuth client built on the
+//! gateway).
 //!
 //! # The life of a `tools/call`
 //!
@@ -38,7 +41,8 @@
 //!    of that connection, racing the client's cancellation token and the request's timeout
 //!    (which the upstream's progress notifications extend).
 //! 6. `upstream`: the request goes out over the child's stdin, or as an HTTP POST whose headers
-//!    the connection's `RequestHook` fills in.
+//!    the connection's `RequestHook` fills in (for an OAuth upstream, with the principal's
+//!    access token, renewed first if it is due).
 //! 7. The result comes back unchanged; an upstream JSON-RPC error passes through, a transport
 //!    failure becomes an error naming the upstream (`error::GatewayError`).
 

@@ -51,6 +51,12 @@ enum Command {
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
         listen: SocketAddr,
     },
+    /// Act as the client of one of the conformance suite's authorization scenarios (the suite
+    /// runs it, with the scenario in its environment).
+    ConformanceClient {
+        /// The suite's MCP server.
+        url: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -70,6 +76,7 @@ fn main() -> ExitCode {
             Some(Command::Check { config }) => check(config),
             Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
             Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
+            Some(Command::ConformanceClient { url }) => conformance::auth_client::run(&url).await,
         }
     });
     match result {

@@ -56,6 +56,8 @@ pub struct OAuthSettings {
     /// Where the browser goes after an authorization; `None`: Switchyard's own page.
     pub success_redirect: Option<Url>,
     pub error_redirect: Option<Url>,
+    /// How long a user has to complete an authorization (its link and `state` then expire).
+    pub authorization_lifetime: Duration,
 }
 
 /// The key that encrypts the token store.

@@ -1,7 +1,7 @@
 //! Checking `[oauth]` (Switchyard as an OAuth client: its public URL, token store and key) and
 //! each HTTP upstream's `[upstreams.NAME.oauth]` (grant, client identity, scopes).
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use base64::{
     Engine,
@@ -16,6 +16,7 @@ use super::{
 };
 
 const DEFAULT_CLIENT_NAME: &str = "Switchyard";
+const DEFAULT_AUTHORIZATION_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
 impl Checker<'_> {
     pub(super) fn oauth(&mut self, raw: &RawOAuth) -> OAuthSettings {
@@ -75,6 +76,11 @@ impl Checker<'_> {
                 .error_redirect
                 .as_deref()
                 .and_then(|text| self.url("oauth.error_redirect", text)),
+            authorization_lifetime: self.seconds(
+                "oauth.authorization_lifetime_seconds",
+                raw.authorization_lifetime_seconds,
+                DEFAULT_AUTHORIZATION_LIFETIME,
+            ),
         }
     }
 

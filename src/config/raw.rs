@@ -37,6 +37,7 @@ pub struct RawOAuth {
     pub client_metadata_url: Option<String>,
     pub success_redirect: Option<String>,
     pub error_redirect: Option<String>,
+    pub authorization_lifetime_seconds: Option<f64>,
 }
 
 /// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one upstream.

@@ -291,6 +291,7 @@ impl Checker<'_> {
             &[
                 ("url", raw.url.is_some()),
                 ("headers", raw.headers.is_some()),
+                ("oauth", raw.oauth.is_some()),
             ],
             "stdio",
         );

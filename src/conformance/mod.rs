@@ -1,13 +1,17 @@
-//! `switchyard conformance-server`: an MCP server implementing the fixture surface of the
-//! official conformance suite (`@modelcontextprotocol/conformance`), in both protocol eras.
+//! What the official conformance suite (`@modelcontextprotocol/conformance`) runs against.
 //!
-//! It is the upstream CI runs the suite against directly and through Switchyard, so that every
-//! check the fixture passes is shown to pass through the gateway too. It serves streamable HTTP
-//! at `/mcp` on a loopback address.
+//! `switchyard conformance-server`: an MCP server implementing the suite's fixture surface, in
+//! both protocol eras. It is the upstream CI runs the suite against directly and through
+//! Switchyard, so that every check the fixture passes is shown to pass through the gateway too.
+//! It serves streamable HTTP at `/mcp` on a loopback address.
+//!
+//! `switchyard conformance-client`: the client of the suite's authorization scenarios, built on
+//! the gateway's OAuth client (`auth_client`).
 
 // Logging, subscriptions and the legacy lifecycle are deprecated by SEP-2577 but still tested.
 #![allow(deprecated)]
 
+pub mod auth_client;
 mod content;
 mod mrtr;
 mod tools;

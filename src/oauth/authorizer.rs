@@ -28,7 +28,7 @@ use super::{
     discovery::{self, Discovered},
     grant::{Grant, Link, Need},
     identity,
-    pending::{LIFETIME, PendingAuthorization},
+    pending::PendingAuthorization,
     store::Kind,
     token::{Exchange, TokenEndpoint, TokenSet},
 };
@@ -330,6 +330,7 @@ impl Authorizer {
                 issuer: server.issuer.clone(),
                 require_iss: server.authorization_response_iss_parameter_supported,
                 created: Instant::now(),
+                superseded: false,
             },
         );
         let created = SystemTime::now();
@@ -338,7 +339,7 @@ impl Authorizer {
             url: url.to_string(),
             state,
             created,
-            expires: created + LIFETIME,
+            expires: created + self.oauth.settings.authorization_lifetime,
             elicitation_id: uuid::Uuid::new_v4().to_string(),
         })
     }

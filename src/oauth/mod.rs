@@ -136,7 +136,7 @@ impl OAuth {
             metadata_url,
             http: Http::new(),
             store: Store::new(settings.state_dir.clone(), settings.key.clone()),
-            pending: Pending::default(),
+            pending: Pending::with_lifetime(settings.authorization_lifetime),
             authorizers: DashMap::new(),
             settings,
         })
@@ -185,6 +185,9 @@ impl OAuth {
                     "this authorization is unknown or was already used; start it again"
                 }
                 pending::Unmatched::Expired => "this authorization expired; start it again",
+                pending::Unmatched::Superseded => {
+                    "a newer authorization replaced this one; use the newest link"
+                }
             };
             (None, OAuthError::Callback(reason.into()))
         })?;

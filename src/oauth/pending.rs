@@ -10,8 +10,8 @@ use std::{
 use super::token::{ClientIdentity, TokenEndpoint};
 use crate::{names::UpstreamName, principal::Principal};
 
-/// How long a user has to complete an authorization.
-pub const LIFETIME: Duration = Duration::from_secs(10 * 60);
+/// How long an expired or superseded authorization is remembered after its lifetime.
+const TOMBSTONE: Duration = Duration::from_secs(10 * 60);
 
 /// What the callback of one authorization needs.
 pub struct PendingAuthorization {
@@ -28,6 +28,8 @@ pub struct PendingAuthorization {
     /// The server said it sends `iss`: a callback without one is refused.
     pub require_iss: bool,
     pub created: Instant,
+    /// A newer authorization for the same upstream and principal replaced this one.
+    pub superseded: bool,
 }
 
 /// Why a callback's `state` matched nothing.
@@ -36,17 +38,13 @@ pub enum Unmatched {
     /// Never issued, or already used.
     Unknown,
     Expired,
+    /// A newer authorization replaced it.
+    Superseded,
 }
 
 pub struct Pending {
     entries: Mutex<HashMap<String, PendingAuthorization>>,
     lifetime: Duration,
-}
-
-impl Default for Pending {
-    fn default() -> Self {
-        Self::with_lifetime(LIFETIME)
-    }
 }
 
 impl Pending {
@@ -58,20 +56,28 @@ impl Pending {
     }
 
     pub fn insert(&self, state: String, pending: PendingAuthorization) {
-        let lifetime = self.lifetime;
+        // Expired entries are kept a while, to tell a late user why their link no longer works.
+        let kept = self.lifetime + TOMBSTONE;
         let mut entries = self.lock();
-        entries.retain(|_, p| p.created.elapsed() < lifetime);
+        entries.retain(|_, p| p.created.elapsed() < kept);
         // A new authorization for the same user and upstream supersedes the old one.
-        entries
-            .retain(|_, p| !(p.upstream == pending.upstream && p.principal == pending.principal));
+        for old in entries.values_mut() {
+            if old.upstream == pending.upstream && old.principal == pending.principal {
+                old.superseded = true;
+            }
+        }
         entries.insert(state, pending);
     }
 
-    /// Takes the authorization `state` names: at most once, and only within its lifetime.
+    /// Takes the authorization `state` names: at most once, only within its lifetime, and only
+    /// if no newer one replaced it.
     pub fn take(&self, state: &str) -> Result<PendingAuthorization, Unmatched> {
         let pending = self.lock().remove(state).ok_or(Unmatched::Unknown)?;
         if pending.created.elapsed() >= self.lifetime {
             return Err(Unmatched::Expired);
+        }
+        if pending.superseded {
+            return Err(Unmatched::Superseded);
         }
         Ok(pending)
     }
@@ -109,12 +115,13 @@ mod tests {
             issuer: None,
             require_iss: false,
             created: Instant::now(),
+            superseded: false,
         }
     }
 
     #[test]
     fn a_state_is_used_once() {
-        let pending_set = Pending::default();
+        let pending_set = Pending::with_lifetime(Duration::from_secs(600));
         pending_set.insert("s1".into(), pending("a"));
         assert!(pending_set.take("s1").is_ok());
         assert_eq!(pending_set.take("s1").err(), Some(Unmatched::Unknown));
@@ -130,11 +137,11 @@ mod tests {
 
     #[test]
     fn a_new_authorization_supersedes_the_old_one() {
-        let pending_set = Pending::default();
+        let pending_set = Pending::with_lifetime(Duration::from_secs(600));
         pending_set.insert("old".into(), pending("a"));
         pending_set.insert("other".into(), pending("b"));
         pending_set.insert("new".into(), pending("a"));
-        assert_eq!(pending_set.take("old").err(), Some(Unmatched::Unknown));
+        assert_eq!(pending_set.take("old").err(), Some(Unmatched::Superseded));
         assert!(pending_set.take("other").is_ok());
         assert!(pending_set.take("new").is_ok());
     }

@@ -154,3 +154,59 @@ async fn suite_0_2_requirements_2025_11_25_pass_through_the_gateway() {
 async fn suite_0_2_requirements_2026_07_28_pass_through_the_gateway() {
     compare(REQUIREMENTS_2026).await;
 }
+
+/// The suite's authorization scenarios, with Switchyard's OAuth client as the client under test
+/// (`switchyard conformance-client`, a gateway fronting the suite's mock server): every
+/// scenario of `--suite auth` passes in both versions, as do the 2025-03-26 back-compat ones
+/// and the client credentials grants (client secret and `private_key_jwt`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_scenarios_pass_with_switchyard_as_the_client() {
+    let command = format!("{} conformance-client", crate::harness::SWITCHYARD);
+    let runs: [(&str, &[&str]); 5] = [
+        ("conformance-0.1", &["--suite", "auth"]),
+        ("conformance-0.2", &["--suite", "auth"]),
+        ("conformance-0.2", &["--suite", "backcompat"]),
+        (
+            "conformance-0.2",
+            &["--scenario", "auth/client-credentials-basic"],
+        ),
+        (
+            "conformance-0.2",
+            &["--scenario", "auth/client-credentials-jwt"],
+        ),
+    ];
+    for (package, selection) in runs {
+        let script = deps::node_packages().join(format!("node_modules/{package}/dist/index.js"));
+        let output = tokio::time::timeout(
+            Duration::from_secs(300),
+            tokio::process::Command::new(deps::node22())
+                .arg(script)
+                .args(["client", "--command", &command])
+                .args(selection)
+                .output(),
+        )
+        .await
+        .expect("the suite finishes in time")
+        .expect("the suite runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        let summary = stdout
+            .lines()
+            .filter(|l| {
+                l.starts_with('✓')
+                    || l.starts_with('✗')
+                    || l.contains("Total")
+                    || l.contains("Passed:")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            output.status.success() && !stdout.contains('✗'),
+            "{package} {selection:?} failed:\n{summary}\n{stdout}"
+        );
+        assert!(
+            stdout.contains(" 0 failed, 0 warnings") || stdout.contains("OVERALL: PASSED"),
+            "{package} {selection:?}:\n{stdout}"
+        );
+    }
+}

@@ -69,7 +69,7 @@ fn run(command: &mut Command, what: &str) {
     );
 }
 
-/// The directory holding `node_modules`, `client.mjs` and `bind-local.cjs`.
+/// The directory holding `node_modules` and the scripts tests run with Node.
 pub fn node_packages() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -77,7 +77,11 @@ pub fn node_packages() -> &'static Path {
         ensure(
             &dir,
             &["node/package.json", "node/package-lock.json"],
-            &["node/client.mjs", "node/bind-local.cjs"],
+            &[
+                "node/client.mjs",
+                "node/bind-local.cjs",
+                "node/oauth-upstream.mjs",
+            ],
             |dir| {
                 run(
                     Command::new("npm")

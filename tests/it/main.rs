@@ -8,6 +8,7 @@ mod fixtures;
 mod harness;
 mod interop;
 mod notifications;
+mod oauth;
 mod relay;
 mod resilience;
 mod routing;

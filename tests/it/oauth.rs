@@ -1,0 +1,349 @@
+//! OAuth towards an upstream, end to end with real parts: a certified authorization server
+//! (`oidc-provider`), an MCP server on the official TypeScript SDK that checks its tokens, a
+//! browser that logs in and consents, and Switchyard in between, authorizing, refreshing,
+//! storing, and surviving restarts; bad callbacks leave nothing behind.
+
+use std::{path::Path, time::Duration};
+
+use serde_json::{Value, json};
+
+use crate::{
+    fixtures::oauth_upstream::{Browser, OAuthUpstream},
+    harness::{GatewayBuilder, Recorder, TestGateway, call, eventually, text, tool_names},
+};
+
+const SOON: Duration = Duration::from_secs(20);
+/// The token store key of these tests (32 bytes, base64).
+const KEY: &str = "c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=";
+
+/// A gateway with the demo server as `local` and the OAuth upstream as `secure`.
+fn gateway(upstream: &OAuthUpstream, state: &Path, oauth: &str, settings: &str) -> GatewayBuilder {
+    GatewayBuilder::new()
+        .section(&format!(
+            "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n{settings}",
+            state.display().to_string()
+        ))
+        .demo("local")
+        .http_with(
+            "secure",
+            upstream.mcp_url(),
+            &format!("restart = {{ delay_ms = 100, max_delay_ms = 400 }}\noauth = {{ {oauth} }}"),
+        )
+}
+
+fn preregistered(upstream: &OAuthUpstream) -> String {
+    format!(
+        "client_id = {:?}, client_secret = {:?}",
+        upstream.client("client_id"),
+        upstream.client("client_secret")
+    )
+}
+
+/// Waits for `secure` to want authorization; its link.
+async fn link(gw: &TestGateway) -> String {
+    gw.wait_state("secure", "authenticating", SOON).await;
+    let status = gw.upstream_health("secure").await;
+    status["authorization_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no link in {status}"))
+        .to_owned()
+}
+
+async fn whoami(client: &crate::harness::Client) -> Value {
+    let result = call(client, "secure__whoami", json!({})).await.unwrap();
+    serde_json::from_str(text(&result)).unwrap()
+}
+
+/// The token files in the store.
+fn stored_tokens(state: &Path) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(state.join("tokens")) {
+        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_authorizes_through_the_callback_and_stays_authorized() {
+    let upstream = OAuthUpstream::start(&["--access-token-ttl=4"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start_unsettled()
+        .await;
+    let url = link(&gw).await;
+
+    // Waiting users are told where to go: on the pending list, and in the errors of calls.
+    let pending: Value = reqwest::get(format!("http://{}/oauth/pending", gw.addr))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pending["pending"][0]["upstream"], "secure", "{pending}");
+    assert_eq!(pending["pending"][0]["authorization_url"], url.as_str());
+    let plain = gw.client().await;
+    let error = call(&plain, "secure__whoami", json!({})).await.unwrap_err();
+    let rmcp::ServiceError::McpError(error) = error else {
+        panic!("{error}")
+    };
+    assert!(error.message.contains("needs authorization"), "{error:?}");
+    assert_eq!(
+        error.data.as_ref().unwrap()["authorizationUrl"],
+        url.as_str()
+    );
+    let capable = Recorder::capable("user").connect(&gw.url()).await;
+    let error = call(&capable, "secure__whoami", json!({}))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(error) = error else {
+        panic!("{error}")
+    };
+    assert_eq!(
+        error.code.0, -32042,
+        "a URL elicitation for a capable client"
+    );
+    assert_eq!(
+        error.data.as_ref().unwrap()["elicitations"][0]["url"],
+        url.as_str()
+    );
+    // The other upstream serves meanwhile.
+    assert_eq!(
+        text(
+            &call(&plain, "local__echo", json!({"text": "meanwhile"}))
+                .await
+                .unwrap()
+        ),
+        "meanwhile"
+    );
+
+    // The user logs in and consents; the provider sends the browser back to the gateway.
+    let (status, page) = Browser::new().authorize(&url, "alice").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("now authorized"), "{page}");
+    gw.wait_state("secure", "ready", SOON).await;
+    assert!(
+        eventually(SOON, || capable.service().seen().tools_changed >= 1).await,
+        "clients are told the tools changed"
+    );
+    assert!(
+        tool_names(&capable)
+            .await
+            .contains(&"secure__whoami".to_owned())
+    );
+    assert_eq!(whoami(&plain).await["sub"], "alice");
+
+    // The token expires: it is refreshed before it does, and calls go on.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(whoami(&plain).await["sub"], "alice");
+    let stats = upstream.stats().await;
+    assert!(
+        stats["as"]["tokens"]["refresh_token"].as_u64() >= Some(1),
+        "{stats}"
+    );
+    assert_eq!(stats["as"]["grants_revoked"], 0, "{stats}");
+
+    // The tokens are kept encrypted, readable by their owner only.
+    let files = stored_tokens(state.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let bytes = std::fs::read(&files[0]).unwrap();
+    let token = stats["as"]["last_access_token"]["jti"].as_str().unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains(token));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&files[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // A restart needs no new authorization.
+    drop((plain, capable));
+    drop(gw);
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start()
+        .await;
+    assert_eq!(gw.state("secure"), "ready");
+    let client = gw.client().await;
+    assert_eq!(whoami(&client).await["sub"], "alice");
+    assert_eq!(upstream.stats().await["as"]["authorizations"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_calls_after_a_refused_token_refreshes_it_once() {
+    let upstream = OAuthUpstream::start(&["--access-token-ttl=300", "--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start_unsettled()
+        .await;
+    let callback = Browser::callback_url(&link(&gw).await).await;
+    assert_eq!(Browser::open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    let mut clients = Vec::new();
+    for _ in 0..6 {
+        let client = gw.client().await;
+        assert_eq!(whoami(&client).await["sub"], "alice");
+        clients.push(client);
+    }
+
+    // The server stops accepting the token; every call meets a 401 and asks for a refresh.
+    upstream.invalidate_tokens().await;
+    let calls = clients
+        .iter()
+        .map(|client| async move { whoami(client).await["sub"].clone() });
+    for sub in futures::future::join_all(calls).await {
+        assert_eq!(sub, "alice");
+    }
+    let stats = upstream.stats().await;
+    assert_eq!(
+        stats["as"]["tokens"]["refresh_token"], 1,
+        "one refresh: {stats}"
+    );
+    assert_eq!(stats["as"]["grants_revoked"], 0, "{stats}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_replayed_and_refused_callbacks_store_nothing() {
+    let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start_unsettled()
+        .await;
+    let url = link(&gw).await;
+    let callback = |query: &str| format!("http://{}/oauth/callback?{query}", gw.addr);
+
+    // A state that was never issued.
+    let (status, page) = Browser::open(&callback("code=abc&state=forged")).await;
+    assert_eq!(status, 400);
+    assert!(page.contains("unknown or was already used"), "{page}");
+    assert_eq!(gw.state("secure"), "authenticating");
+
+    // A genuine state with a wrong code: the provider refuses it; the upstream shows why.
+    let genuine = Browser::callback_url(&url).await;
+    let tampered = reqwest::Url::parse(&genuine).unwrap();
+    let pairs: Vec<(String, String)> = tampered
+        .query_pairs()
+        .map(|(k, v)| {
+            let v = if k == "code" {
+                "wrong".into()
+            } else {
+                v.into_owned()
+            };
+            (k.into_owned(), v)
+        })
+        .collect();
+    let mut tampered = tampered.clone();
+    tampered.query_pairs_mut().clear().extend_pairs(&pairs);
+    let (status, page) = Browser::open(tampered.as_str()).await;
+    assert_eq!(status, 400);
+    assert!(page.contains("invalid_grant"), "{page}");
+    assert!(stored_tokens(state.path()).is_empty());
+    // Used once, the state is gone even though the exchange failed.
+    let (status, _) = Browser::open(&genuine).await;
+    assert_eq!(status, 400);
+
+    // It asks again with a new link; this time the user completes it, once.
+    let url = eventually_new_link(&gw, &url).await;
+    let genuine = Browser::callback_url(&url).await;
+    assert_eq!(Browser::open(&genuine).await.0, 200);
+    let (status, page) = Browser::open(&genuine).await;
+    assert_eq!(status, 400, "a replayed callback");
+    assert!(page.contains("already used"), "{page}");
+    gw.wait_state("secure", "ready", SOON).await;
+    assert_eq!(stored_tokens(state.path()).len(), 1);
+
+    // Forgotten tokens must be authorized again; a user who refuses is reported as such.
+    upstream.configure(json!({"interactions": "deny"})).await;
+    let forget = reqwest::Client::new()
+        .post(format!("http://{}/oauth/forget/secure", gw.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forget.status(), 200);
+    assert_eq!(forget.json::<Value>().await.unwrap()["forgotten"], 1);
+    assert!(stored_tokens(state.path()).is_empty());
+    let url = link(&gw).await;
+    let (status, page) = Browser::open(&Browser::callback_url(&url).await).await;
+    assert_eq!(status, 400);
+    assert!(page.contains("access_denied"), "{page}");
+    assert!(
+        eventually(SOON, || gw
+            .gateway
+            .upstream("secure")
+            .unwrap()
+            .status()
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("access_denied")))
+        .await,
+        "the upstream shows the provider's refusal"
+    );
+    assert!(stored_tokens(state.path()).is_empty());
+}
+
+/// Waits until `secure` shows a link other than `old`.
+async fn eventually_new_link(gw: &TestGateway, old: &str) -> String {
+    let upstream = gw.gateway.upstream("secure").unwrap();
+    let changed = eventually(SOON, || {
+        let status = upstream.status();
+        status
+            .authorization_url
+            .as_deref()
+            .is_some_and(|u| u != old)
+    })
+    .await;
+    assert!(changed, "no new link: {:?}", upstream.status());
+    upstream.status().authorization_url.clone().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_authorization_is_refused_and_replaced() {
+    let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(
+        &upstream,
+        state.path(),
+        &preregistered(&upstream),
+        "authorization_lifetime_seconds = 1\n",
+    )
+    .start_unsettled()
+    .await;
+    let url = link(&gw).await;
+    let callback = Browser::callback_url(&url).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, page) = Browser::open(&callback).await;
+    assert_eq!(status, 400);
+    assert!(page.contains("expired"), "{page}");
+    assert!(stored_tokens(state.path()).is_empty());
+    // A fresh link replaces the expired one, and works.
+    let url = eventually_new_link(&gw, &url).await;
+    assert_eq!(
+        Browser::open(&Browser::callback_url(&url).await).await.0,
+        200
+    );
+    gw.wait_state("secure", "ready", SOON).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamically_registered_client_is_kept_across_restarts() {
+    let upstream = OAuthUpstream::start(&["--interactions=auto", "--client-id="]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), "", "")
+        .start_unsettled()
+        .await;
+    let callback = Browser::callback_url(&link(&gw).await).await;
+    assert_eq!(Browser::open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    let client = gw.client().await;
+    let first = whoami(&client).await;
+    assert_eq!(first["sub"], "alice");
+    drop(client);
+    drop(gw);
+
+    let gw = gateway(&upstream, state.path(), "", "").start().await;
+    assert_eq!(gw.state("secure"), "ready");
+    let client = gw.client().await;
+    let again = whoami(&client).await;
+    assert_eq!(
+        again["client_id"], first["client_id"],
+        "the same registration"
+    );
+    assert_eq!(upstream.stats().await["as"]["registrations"], 1);
+}

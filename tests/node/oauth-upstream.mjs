@@ -1,0 +1,455 @@
+// A real OAuth-protected MCP upstream for Switchyard's end-to-end tests.
+//
+// Starts, in one Node 22 process, on 127.0.0.1 with ephemeral ports:
+//   * an OAuth 2.1 / OpenID Connect authorization server: `oidc-provider` (panva, certified),
+//     with resource indicators (RFC 8707) so access tokens are JWTs (RFC 9068, typ at+jwt)
+//     whose `aud` is the MCP server's URL, PKCE required, refresh tokens, dynamic client
+//     registration (RFC 7591), client ID metadata documents, a pre-registered client, and a
+//     short access token lifetime;
+//   * an MCP server on the official TypeScript SDK (Streamable HTTP, stateful sessions) that
+//     refuses requests without a valid token (401 + `WWW-Authenticate: Bearer ...
+//     resource_metadata="..."`), serves RFC 9728 protected resource metadata naming the
+//     issuer, and verifies tokens against the provider's JWKS (issuer, audience, expiry, typ).
+//     Its tool `whoami` answers with the token's subject and a call counter.
+//   * test-only control endpoints (`<control>/stats`, `<control>/config`, ...) on the MCP port.
+//
+// Prints one JSON line on stdout once both listen (everything else goes to stderr):
+//   {"issuer": ..., "mcp": ..., "resource_metadata": ..., "control": ..., "client": {...}, ...}
+//
+// Configuration: environment variables OAUTH_<NAME> or arguments --<name>=<value>
+// (argument wins); names and defaults in DEFAULTS below, e.g.
+//   node oauth-upstream.mjs --access-token-ttl=5 --client-id=gw --client-secret=s3cret
+import http from 'node:http';
+import { fstatSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+
+// oidc-provider prints its notices with console.info (stdout): keep stdout for the JSON line.
+console.info = console.error;
+console.log = console.error;
+
+const { default: Provider, errors } = await import('oidc-provider');
+const jose = await import('jose');
+const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { createMcpExpressApp } = await import('@modelcontextprotocol/sdk/server/express.js');
+const { requireBearerAuth } = await import('@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js');
+const { mcpAuthMetadataRouter, getOAuthProtectedResourceMetadataUrl } = await import('@modelcontextprotocol/sdk/server/auth/router.js');
+const { InvalidTokenError } = await import('@modelcontextprotocol/sdk/server/auth/errors.js');
+const { isInitializeRequest } = await import('@modelcontextprotocol/sdk/types.js');
+
+// ---------------------------------------------------------------- configuration
+const DEFAULTS = {
+  access_token_ttl: '5', // seconds
+  refresh_token_ttl: '3600', // seconds
+  rotate_refresh_tokens: 'always', // always | never | default (oidc-provider's policy)
+  client_id: 'switchyard-test', // the pre-registered client ('' for none)
+  client_secret: 'switchyard-test-secret', // '' makes it a public client (auth method none)
+  client_auth_method: 'client_secret_basic', // or client_secret_post
+  redirect_uris: 'http://127.0.0.1/oauth/callback', // comma-separated
+  application_type: 'native', // native: loopback redirect URIs match on any port (RFC 8252 7.3)
+  registration: 'on', // open dynamic client registration (RFC 7591) at <issuer>/reg
+  cimd: 'on', // client ID metadata documents (client_id is an https URL)
+  cimd_loopback_http: 'on', // fetch https://127.0.0.1:P/x documents as http://127.0.0.1:P/x
+  interactions: 'dev', // dev (login and consent forms) | auto (approve) | deny (access_denied)
+  account: 'alice', // the subject in auto mode
+  resource_scopes: 'mcp:tools mcp:admin', // scopes the MCP server (resource server) knows
+  required_scopes: '', // scopes the MCP server demands (space-separated); '' for none
+  mcp_path: '/mcp',
+  prm_root: 'off', // also serve metadata at /.well-known/oauth-protected-resource
+  use_granted_resource: 'off', // token requests without `resource` still get the MCP audience
+};
+const opts = { ...DEFAULTS };
+for (const key of Object.keys(DEFAULTS)) {
+  const env = process.env[`OAUTH_${key.toUpperCase()}`];
+  if (env !== undefined) opts[key] = env;
+}
+for (const arg of process.argv.slice(2)) {
+  const match = /^--([a-z0-9-]+)=(.*)$/s.exec(arg);
+  const key = match?.[1].replaceAll('-', '_');
+  if (!match || !(key in DEFAULTS)) {
+    console.error(`unknown argument ${arg}; known: ${Object.keys(DEFAULTS).map((k) => `--${k.replaceAll('_', '-')}`).join(' ')}`);
+    process.exit(2);
+  }
+  opts[key] = match[2];
+}
+const on = (value) => ['on', '1', 'true', 'yes'].includes(String(value).toLowerCase());
+const seconds = (value) => Number.parseInt(value, 10);
+
+// ---------------------------------------------------------------- counters
+const stats = {
+  as: {
+    authorizations: 0, // successful authorization responses (code issued)
+    authorization_errors: {}, // error code -> count (errors sent to redirect_uri or shown)
+    tokens: {}, // grant_type -> successful token responses
+    token_errors: {}, // error code -> count
+    registrations: 0, // dynamic client registrations
+    grants_revoked: 0, // e.g. refresh token reuse
+    access_tokens_issued: 0,
+    last_access_token: null, // decoded claims of the newest JWT access token
+    last_error: null, // {error, error_description, error_detail} of the newest refused request
+  },
+  mcp: {
+    requests: 0, // requests to the MCP endpoint
+    verified: 0, // tokens that passed verification
+    rejected: 0, // 401/403 answers
+    rejected_by: {}, // error_description -> count
+    tool_calls: 0,
+    sessions_opened: 0,
+    subject_mismatch: 0,
+    tokens_seen: 0, // distinct access tokens (jti) that passed verification
+    cimd_fetches: 0, // GET /cimd/<name> (the provider fetching a client ID metadata document)
+  },
+};
+const seenJtis = new Set();
+const revokedJtis = new Set();
+const bump = (map, key) => { map[key] = (map[key] ?? 0) + 1; };
+
+// ---------------------------------------------------------------- helpers
+function listen(server) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server.address().port));
+  });
+}
+// The serialized URL without fragment and one trailing slash (as the SDK compares resources).
+const comparable = (value) => String(value).replace(/#.*$/s, '').replace(/\/$/, '');
+const LOOPBACKS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+// ---------------------------------------------------------------- authorization server
+const asServer = http.createServer();
+const asPort = await listen(asServer);
+const issuer = `http://127.0.0.1:${asPort}`;
+let resource; // the MCP server's URL, known once it listens (before any request is served)
+
+const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
+const signingKey = { ...(await jose.exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
+
+const clients = [];
+if (opts.client_id) {
+  const client = {
+    client_id: opts.client_id,
+    application_type: opts.application_type,
+    redirect_uris: opts.redirect_uris.split(',').map((u) => u.trim()).filter(Boolean),
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: opts.client_secret ? opts.client_auth_method : 'none',
+  };
+  if (opts.client_secret) client.client_secret = opts.client_secret;
+  clients.push(client);
+}
+
+const provider = new Provider(issuer, {
+  clients,
+  jwks: { keys: [signingKey] },
+  cookies: { keys: [randomBytes(32).toString('base64url')] },
+  responseTypes: ['code'],
+  // The MCP scopes must be known to the provider too, not only to the resource server:
+  // registration (RFC 7591) refuses client metadata whose `scope` names any other value, and
+  // the SDK's client (like most MCP clients) registers with PRM's scopes_supported as `scope`.
+  scopes: ['openid', 'offline_access', ...opts.resource_scopes.split(' ').filter(Boolean)],
+  pkce: { required: () => true }, // S256 is the only method oidc-provider 9 implements
+  findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  // Refresh tokens whenever the client may use the refresh_token grant (no offline_access
+  // scope, no prompt=consent needed); they do not end with the provider's browser session.
+  issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  expiresWithSession: async () => false,
+  rotateRefreshToken: (ctx) => {
+    if (opts.rotate_refresh_tokens === 'always') return true;
+    if (opts.rotate_refresh_tokens === 'never') return false;
+    const { RefreshToken: token, Client: client } = ctx.oidc.entities;
+    return client.clientAuthMethod === 'none' || token.ttlPercentagePassed() >= 70;
+  },
+  ttl: {
+    AccessToken: () => seconds(opts.access_token_ttl),
+    RefreshToken: () => seconds(opts.refresh_token_ttl),
+    AuthorizationCode: 60,
+    IdToken: 3600,
+    Interaction: 600,
+    Session: 3600,
+    Grant: 3600,
+  },
+  features: {
+    devInteractions: { enabled: true }, // bypassed in auto/deny modes (see asServer below)
+    dPoP: { enabled: false }, // plain Bearer tokens
+    revocation: { enabled: true },
+    registration: { enabled: on(opts.registration), initialAccessToken: false },
+    clientIdMetadataDocument: on(opts.cimd)
+      // draft-02 is the version 9.13.3 implements; a wrong ack makes the constructor throw.
+      // Cache documents for 0 s, so a document PUT again applies to the next request.
+      ? { enabled: true, ack: 'draft-02', cacheDuration: { min: 0, max: 0 } }
+      : { enabled: false },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async (ctx, client, oneOf) => oneOf,
+      useGrantedResource: async () => on(opts.use_granted_resource),
+      getResourceServerInfo: async (ctx, indicator) => {
+        if (comparable(indicator) !== comparable(resource)) {
+          throw new errors.InvalidTarget(`unknown resource ${indicator}`);
+        }
+        return {
+          scope: opts.resource_scopes,
+          audience: resource,
+          accessTokenTTL: seconds(opts.access_token_ttl),
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        };
+      },
+    },
+  },
+  // Outgoing requests (client ID metadata documents). oidc-provider passes an SSRF-guarding
+  // dispatcher that refuses loopback addresses, and a client_id must be an https URL: for a
+  // loopback-only test, drop the guard and fetch https://127.0.0.1:P/... over plain http.
+  fetch: async (url, options) => {
+    const target = new URL(url);
+    delete options.dispatcher;
+    if (on(opts.cimd_loopback_http) && target.protocol === 'https:' && LOOPBACKS.has(target.hostname)) {
+      target.protocol = 'http:';
+    }
+    if (!LOOPBACKS.has(target.hostname)) throw new Error(`refusing to fetch ${url}: not loopback`);
+    return fetch(target, options);
+  },
+});
+
+provider.on('authorization.success', () => { stats.as.authorizations += 1; });
+// oidc-provider answers e.g. a bad code_verifier with a bare "invalid_grant / grant request is
+// invalid"; the reason is in err.error_detail, kept here and logged for debugging tests.
+const detail = (err) => ({ error: err.error ?? err.message, error_description: err.error_description, error_detail: err.error_detail });
+provider.on('authorization.error', (ctx, err) => {
+  bump(stats.as.authorization_errors, err.error ?? err.message);
+  stats.as.last_error = detail(err);
+  console.error('authorization error', JSON.stringify(detail(err)));
+});
+provider.on('grant.success', (ctx) => bump(stats.as.tokens, ctx.oidc.params.grant_type));
+provider.on('grant.error', (ctx, err) => {
+  bump(stats.as.token_errors, err.error ?? err.message);
+  stats.as.last_error = detail(err);
+  console.error('token error', JSON.stringify(detail(err)));
+});
+provider.on('registration_create.success', () => { stats.as.registrations += 1; });
+provider.on('grant.revoked', () => { stats.as.grants_revoked += 1; });
+provider.on('access_token.issued', (token) => {
+  stats.as.access_tokens_issued += 1;
+  stats.as.last_access_token = { jti: token.jti, sub: token.accountId, client_id: token.clientId, aud: token.aud ?? token.resourceServer?.audience, scope: token.scope };
+});
+provider.on('server_error', (ctx, err) => console.error('oidc-provider server_error', err));
+
+// Auto interactions: approve (login as `account`, consent to everything asked) or refuse.
+async function autoInteraction(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { prompt, params, session, grantId } = details;
+  if (opts.interactions === 'deny') {
+    return provider.interactionFinished(req, res, {
+      error: 'access_denied', error_description: 'End-User denied the request (test fixture)',
+    }, { mergeWithLastSubmission: false });
+  }
+  if (prompt.name === 'login') {
+    return provider.interactionFinished(req, res, { login: { accountId: params.login_hint || opts.account } }, { mergeWithLastSubmission: false });
+  }
+  const grant = grantId
+    ? await provider.Grant.find(grantId)
+    : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+  if (prompt.details.missingOIDCScope) grant.addOIDCScope(prompt.details.missingOIDCScope.join(' '));
+  if (prompt.details.missingOIDCClaims) grant.addOIDCClaims(prompt.details.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(prompt.details.missingResourceScopes ?? {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  return provider.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
+}
+
+const providerCallback = provider.callback();
+asServer.on('request', (req, res) => {
+  if (opts.interactions !== 'dev' && /^\/interaction\/[^/]+$/.test(req.url.split('?')[0]) && req.method === 'GET') {
+    autoInteraction(req, res).catch((err) => {
+      console.error('auto interaction failed', err);
+      res.statusCode = 400;
+      res.end(String(err?.message ?? err));
+    });
+    return;
+  }
+  providerCallback(req, res);
+});
+
+// ---------------------------------------------------------------- MCP server
+const mcpHttp = http.createServer();
+const mcpPort = await listen(mcpHttp);
+const mcpBase = `http://127.0.0.1:${mcpPort}`;
+resource = `${mcpBase}${opts.mcp_path}`;
+const resourceMetadataUrl = getOAuthProtectedResourceMetadataUrl(new URL(resource));
+const control = `${mcpBase}/control`;
+
+const asMetadata = await (await fetch(`${issuer}/.well-known/oauth-authorization-server`)).json();
+const jwks = jose.createRemoteJWKSet(new URL(asMetadata.jwks_uri));
+const requiredScopes = opts.required_scopes.split(' ').filter(Boolean);
+
+const verifier = {
+  async verifyAccessToken(token) {
+    let payload;
+    try {
+      ({ payload } = await jose.jwtVerify(token, jwks, {
+        issuer, audience: resource, typ: 'at+jwt', algorithms: ['RS256'],
+      }));
+    } catch (error) {
+      // The SDK puts this text into `error_description="..."` unescaped: keep it quote-free.
+      throw new InvalidTokenError(`${error.code ?? 'ERR_INVALID'}: ${error.message}`.replace(/["\\]/g, "'"));
+    }
+    if (revokedJtis.has(payload.jti)) throw new InvalidTokenError('Token was invalidated by the test');
+    stats.mcp.verified += 1;
+    if (!seenJtis.has(payload.jti)) {
+      seenJtis.add(payload.jti);
+      stats.mcp.tokens_seen += 1;
+    }
+    return {
+      token,
+      clientId: payload.client_id,
+      scopes: payload.scope ? payload.scope.split(' ') : [],
+      expiresAt: payload.exp,
+      resource: new URL(Array.isArray(payload.aud) ? payload.aud[0] : payload.aud),
+      extra: { sub: payload.sub, jti: payload.jti, iat: payload.iat },
+    };
+  },
+};
+
+const app = createMcpExpressApp({ host: '127.0.0.1' }); // Host header check + express.json()
+app.use(mcpAuthMetadataRouter({
+  oauthMetadata: asMetadata,
+  resourceServerUrl: new URL(resource),
+  scopesSupported: opts.resource_scopes.split(' ').filter(Boolean),
+  resourceName: 'Switchyard OAuth test upstream',
+}));
+if (on(opts.prm_root) && opts.mcp_path !== '/') {
+  app.get('/.well-known/oauth-protected-resource', (req, res) => res.json({
+    resource, authorization_servers: [issuer], scopes_supported: opts.resource_scopes.split(' ').filter(Boolean),
+  }));
+}
+
+// Control endpoints (test only, no auth).
+const cimdDocuments = new Map();
+app.get('/control/stats', (req, res) => res.json({ ...stats, config: opts }));
+app.post('/control/reset', (req, res) => {
+  for (const side of [stats.as, stats.mcp]) {
+    for (const [k, v] of Object.entries(side)) side[k] = typeof v === 'number' ? 0 : (v === null ? null : {});
+  }
+  stats.as.last_access_token = null;
+  stats.as.last_error = null;
+  res.json({ ok: true });
+});
+app.post('/control/config', (req, res) => {
+  for (const [key, value] of Object.entries(req.body ?? {})) {
+    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource'].includes(key)) {
+      return res.status(400).json({ error: `cannot change ${key} at run time` });
+    }
+    opts[key] = String(value);
+  }
+  return res.json(opts);
+});
+// Every access token the MCP server has accepted so far is refused from now on (as if revoked).
+app.post('/control/invalidate-tokens', (req, res) => {
+  for (const jti of seenJtis) revokedJtis.add(jti);
+  res.json({ invalidated: revokedJtis.size });
+});
+// Client ID metadata documents: PUT a JSON document here, use https://127.0.0.1:<port>/cimd/<name>
+// as client_id (its client_id member must say exactly that).
+app.put('/control/cimd/:name', (req, res) => { cimdDocuments.set(req.params.name, req.body); res.status(204).end(); });
+app.get('/cimd/:name', (req, res) => {
+  stats.mcp.cimd_fetches += 1;
+  const doc = cimdDocuments.get(req.params.name);
+  if (!doc) return res.status(404).json({ error: 'no such document' });
+  return res.set('cache-control', 'max-age=0').json(doc);
+});
+
+// The MCP endpoint: count, authenticate, then hand to the session's transport.
+app.use(opts.mcp_path, (req, res, next) => {
+  stats.mcp.requests += 1;
+  res.on('finish', () => {
+    if (res.statusCode === 401 || res.statusCode === 403) {
+      stats.mcp.rejected += 1;
+      const header = String(res.getHeader('www-authenticate') ?? '');
+      bump(stats.mcp.rejected_by, /error_description="([^"]*)"/.exec(header)?.[1] ?? `status ${res.statusCode}`);
+    }
+  });
+  next();
+});
+app.use(opts.mcp_path, requireBearerAuth({
+  verifier, requiredScopes, resourceMetadataUrl, expectedResource: new URL(resource),
+}));
+
+const sessions = new Map(); // session id -> { transport, sub }
+const callsBySubject = new Map();
+
+function newServer() {
+  const server = new McpServer({ name: 'switchyard-oauth-upstream', version: '1.0.0' });
+  server.registerTool('whoami', {
+    description: 'Who the access token says the caller is, and how often this subject called.',
+  }, async (extra) => {
+    stats.mcp.tool_calls += 1;
+    const auth = extra.authInfo;
+    const sub = auth?.extra?.sub;
+    const calls = (callsBySubject.get(sub) ?? 0) + 1;
+    callsBySubject.set(sub, calls);
+    const answer = {
+      sub, client_id: auth?.clientId, scopes: auth?.scopes, jti: auth?.extra?.jti, exp: auth?.expiresAt, calls,
+    };
+    return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
+  });
+  return server;
+}
+
+app.all(opts.mcp_path, async (req, res) => {
+  const sub = req.auth.extra.sub;
+  const id = req.get('mcp-session-id');
+  if (id) {
+    const session = sessions.get(id);
+    if (!session) return res.status(404).json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+    if (session.sub !== sub) {
+      stats.mcp.subject_mismatch += 1;
+      return res.status(403).json({ jsonrpc: '2.0', error: { code: -32003, message: 'Session belongs to another subject' }, id: null });
+    }
+    return session.transport.handleRequest(req, res, req.body);
+  }
+  if (req.method !== 'POST' || !isInitializeRequest(req.body)) {
+    return res.status(400).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no session' }, id: null });
+  }
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (sessionId) => {
+      sessions.set(sessionId, { transport, sub });
+      stats.mcp.sessions_opened += 1;
+    },
+    onsessionclosed: (sessionId) => sessions.delete(sessionId),
+  });
+  await newServer().connect(transport);
+  return transport.handleRequest(req, res, req.body);
+});
+
+mcpHttp.on('request', app);
+
+// ---------------------------------------------------------------- ready
+const client = opts.client_id ? {
+  client_id: opts.client_id,
+  client_secret: opts.client_secret || undefined,
+  token_endpoint_auth_method: clients[0].token_endpoint_auth_method,
+  redirect_uris: clients[0].redirect_uris,
+} : null;
+process.stdout.write(`${JSON.stringify({
+  issuer,
+  authorization_endpoint: asMetadata.authorization_endpoint,
+  token_endpoint: asMetadata.token_endpoint,
+  registration_endpoint: asMetadata.registration_endpoint ?? null,
+  jwks_uri: asMetadata.jwks_uri,
+  mcp: resource,
+  resource,
+  resource_metadata: resourceMetadataUrl,
+  control,
+  client,
+  pid: process.pid,
+})}\n`);
+
+const stop = () => { asServer.close(); mcpHttp.close(); process.exit(0); };
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+// Exit when the test that started us goes away: when stdin is a pipe (Rust's Stdio::piped())
+// and its writing end closes. A shell's `&` gives /dev/null, which is not watched.
+if (fstatSync(0).isFIFO()) {
+  process.stdin.on('end', stop);
+  process.stdin.resume();
+}

@@ -641,3 +641,90 @@ fn split_scopes(scope: Option<&str>) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{
+        config::{AuthMethod, OAuthKey, OAuthSettings},
+        oauth::token::ClientIdentity,
+    };
+
+    fn authorizer(state: &std::path::Path) -> Authorizer {
+        let settings = OAuthSettings {
+            public_url: None,
+            state_dir: state.to_owned(),
+            key: OAuthKey::Inline([3; 32]),
+            client_name: "Switchyard".into(),
+            client_metadata_url: None,
+            success_redirect: None,
+            error_redirect: None,
+            authorization_lifetime: Duration::from_secs(600),
+        };
+        let oauth = OAuth::new(settings, Url::parse("http://127.0.0.1:8080").unwrap());
+        Authorizer::new(
+            oauth,
+            UpstreamName::new("files").unwrap(),
+            Url::parse("https://files.example.com/mcp").unwrap(),
+            UpstreamOAuth::default(),
+        )
+    }
+
+    fn token(access: &str) -> TokenSet {
+        TokenSet {
+            access_token: access.into(),
+            refresh_token: None,
+            expires_at: None,
+            lifetime: None,
+            scopes: Vec::new(),
+            endpoint: TokenEndpoint {
+                url: "https://as.example.com/token".into(),
+                issuer: "https://as.example.com".into(),
+                resource: Some("https://files.example.com/mcp".into()),
+                revocation: None,
+            },
+            client: ClientIdentity {
+                client_id: "switchyard".into(),
+                client_secret: None,
+                auth_method: AuthMethod::None,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn tokens_are_kept_per_principal_and_survive_a_restart() {
+        let state = tempfile::tempdir().unwrap();
+        let alice = Principal::user("alice");
+        let first = authorizer(state.path());
+        first.keep(&first.grant(&alice), token("alice-token"));
+        first.keep(&first.grant(&Principal::anonymous()), token("shared-token"));
+        assert_eq!(
+            first.token(&first.grant(&alice)).await.as_deref(),
+            Some("alice-token")
+        );
+        assert_eq!(
+            first.token(&first.grant(&Principal::user("bob"))).await,
+            None
+        );
+
+        let restarted = authorizer(state.path());
+        let grant = restarted.grant(&alice);
+        assert_eq!(
+            restarted.token(&grant).await.as_deref(),
+            Some("alice-token")
+        );
+        let shared = restarted.grant(&Principal::anonymous());
+        assert_eq!(
+            restarted.token(&shared).await.as_deref(),
+            Some("shared-token")
+        );
+
+        assert_eq!(restarted.forget_all().await, 2);
+        assert_eq!(restarted.token(&grant).await, None);
+        let fresh = authorizer(state.path());
+        let again = fresh.grant(&alice);
+        assert_eq!(fresh.token(&again).await, None, "forgotten on disk");
+    }
+}

@@ -82,7 +82,7 @@ pub async fn discover(
 ) -> Result<Discovered, OAuthError> {
     let advertised = challenge.and_then(|c| c.resource_metadata.as_deref());
     let Some((prm_url, prm)) = resource_metadata(http, upstream, advertised).await? else {
-        return legacy(http, upstream).await;
+        return legacy(http, upstream, challenge.is_some()).await;
     };
     let resource = prm.resource.ok_or_else(|| {
         OAuthError::Discovery(format!(
@@ -203,8 +203,10 @@ async fn server_metadata(http: &Http, issuer: &str) -> Result<Option<ServerMetad
 }
 
 /// A 2025-03-26 server: its origin is the authorization server; metadata at the root, or the
-/// default endpoints `/authorize`, `/token` and `/register`. No resource indicator is sent.
-async fn legacy(http: &Http, upstream: &Url) -> Result<Discovered, OAuthError> {
+/// default endpoints `/authorize`, `/token` and `/register` — assumed only if the server did
+/// ask for a bearer token (a 401 without one may be about anything else, an API key say).
+/// No resource indicator is sent.
+async fn legacy(http: &Http, upstream: &Url, bearer: bool) -> Result<Discovered, OAuthError> {
     let mut origin = upstream.clone();
     origin.set_path("/");
     origin.set_query(None);
@@ -221,6 +223,14 @@ async fn legacy(http: &Http, upstream: &Url) -> Result<Discovered, OAuthError> {
                 tracing::debug!(%issuer, named = ?server.issuer, "legacy metadata names another issuer");
             }
             server
+        }
+        None if !bearer => {
+            return Err(OAuthError::Discovery(
+                "the upstream refused the request, but names no way to authorize: no \
+                 `WWW-Authenticate: Bearer` challenge, no protected-resource or \
+                 authorization-server metadata"
+                    .into(),
+            ));
         }
         None => {
             let endpoint = |path: &str| Some(format!("{issuer}{path}"));

@@ -325,11 +325,25 @@ async fn an_expired_authorization_is_refused_and_replaced() {
 async fn a_dynamically_registered_client_is_kept_across_restarts() {
     let upstream = OAuthUpstream::start(&["--interactions=auto", "--client-id="]).await;
     let state = tempfile::tempdir().unwrap();
-    let gw = gateway(&upstream, state.path(), "", "")
+    let done = "success_redirect = \"http://127.0.0.1:9/connected\"\n";
+    let gw = gateway(&upstream, state.path(), "", done)
         .start_unsettled()
         .await;
     let callback = Browser::callback_url(&link(&gw).await).await;
-    assert_eq!(Browser::open(&callback).await.0, 200);
+    // The configured page takes the browser, told which upstream it was.
+    let answer = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&callback)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 303);
+    assert_eq!(
+        answer.headers()[reqwest::header::LOCATION],
+        "http://127.0.0.1:9/connected?upstream=secure"
+    );
     gw.wait_state("secure", "ready", SOON).await;
     let client = gw.client().await;
     let first = whoami(&client).await;

@@ -584,7 +584,8 @@ impl Authorizer {
         format!("{}\0{}", self.upstream, principal)
     }
 
-    fn is_machine(&self) -> bool {
+    /// Whether the upstream uses the client credentials grant (no user involved).
+    pub fn is_machine(&self) -> bool {
         self.config.grant == GrantKind::ClientCredentials
     }
 

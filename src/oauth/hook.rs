@@ -53,8 +53,10 @@ impl RequestHook for OAuthHook {
         })
     }
 
+    /// Only a token that was sent can be renewed (or, for the client credentials grant,
+    /// one can always be asked for).
     fn retries(&self) -> bool {
-        true
+        self.grant.token().is_some() || self.authorizer.is_machine()
     }
 
     fn rejected<'a>(

@@ -30,14 +30,15 @@ pub trait RequestHook: Send + Sync + 'static {
         headers: &'a mut RequestHeaders,
     ) -> BoxFuture<'a, Result<(), HookError>>;
 
-    /// Whether `rejected` may ask for a request to be sent again (the transport then keeps a
-    /// copy of each message until it is answered).
+    /// Whether `rejected` may now ask for a request to be sent again (the transport then keeps
+    /// a copy of the request until it is answered).
     fn retries(&self) -> bool {
         false
     }
 
     /// The upstream refused a request prepared with `sent` (`status` 401 or 403, with its
-    /// `WWW-Authenticate`). True to send the request once more, prepared anew.
+    /// `WWW-Authenticate`). True to send the request once more, prepared anew. (Requests sent
+    /// while `retries` was false are reported with empty `sent` headers, and not retried.)
     fn rejected<'a>(
         &'a self,
         status: u16,

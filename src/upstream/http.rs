@@ -63,7 +63,8 @@ impl HookedClient {
 /// Every method runs the hook, then hands the request to reqwest. rmcp's worker calls the
 /// `*_with_max_sse_event_size` variants; the others apply the same default limit. A request the
 /// upstream refuses (401, 403) goes to the hook, which may renew its token and have it sent
-/// once more; only then is anything cloned, so upstreams without OAuth pay nothing.
+/// once more. A copy of the request is kept for that only while the hook has a token it could
+/// renew, so upstreams that need none pay nothing.
 impl StreamableHttpClient for HookedClient {
     type Error = reqwest::Error;
 
@@ -98,7 +99,7 @@ impl StreamableHttpClient for HookedClient {
     ) -> HttpResult<StreamableHttpPostResponse> {
         if !self.hook.retries() {
             let headers = self.headers(Some(&message), custom_headers).await?;
-            return self
+            let result = self
                 .http
                 .post_message_with_max_sse_event_size(
                     uri,
@@ -109,6 +110,7 @@ impl StreamableHttpClient for HookedClient {
                     max_sse_event_size,
                 )
                 .await;
+            return self.heard(result).await;
         }
         let send = |headers| {
             self.http.post_message_with_max_sse_event_size(
@@ -199,7 +201,7 @@ impl HookedClient {
     {
         if !self.hook.retries() {
             let headers = self.headers(message, custom_headers).await?;
-            return send(headers).await;
+            return self.heard(send(headers).await).await;
         }
         let headers = self.headers(message, custom_headers.clone()).await?;
         let sent = headers.clone();
@@ -216,6 +218,18 @@ impl HookedClient {
         }
         let headers = self.headers(message, custom_headers).await?;
         send(headers).await
+    }
+}
+
+impl HookedClient {
+    /// Tells the hook of a refusal it will not retry (it sent no token to renew).
+    async fn heard<T>(&self, result: HttpResult<T>) -> HttpResult<T> {
+        if let Some((status, challenge)) = refusal(&result) {
+            self.hook
+                .rejected(status, challenge.as_deref(), &RequestHeaders::new())
+                .await;
+        }
+        result
     }
 }
 

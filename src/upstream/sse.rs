@@ -88,12 +88,13 @@ async fn send(
     message: Option<&ClientJsonRpcMessage>,
     build: impl Fn(HeaderMap) -> reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, SseError> {
+    let retries = hook.retries();
     let mut sent = RequestHeaders::new();
     hook.prepare(message, &mut sent).await?;
     let headers: HeaderMap = sent.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let response = build(headers).send().await?;
     let status = response.status().as_u16();
-    if !matches!(status, 401 | 403) || !hook.retries() {
+    if !matches!(status, 401 | 403) {
         return Ok(response);
     }
     let challenge = response
@@ -101,6 +102,11 @@ async fn send(
         .get(header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    if !retries {
+        hook.rejected(status, challenge.as_deref(), &RequestHeaders::new())
+            .await;
+        return Ok(response);
+    }
     if !hook.rejected(status, challenge.as_deref(), &sent).await {
         return Ok(response);
     }

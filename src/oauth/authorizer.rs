@@ -648,10 +648,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::{
-        config::{AuthMethod, OAuthKey, OAuthSettings},
-        oauth::token::ClientIdentity,
-    };
+    use crate::config::{OAuthKey, OAuthSettings};
 
     fn authorizer(state: &std::path::Path) -> Authorizer {
         let settings = OAuthSettings {
@@ -674,24 +671,7 @@ mod tests {
     }
 
     fn token(access: &str) -> TokenSet {
-        TokenSet {
-            access_token: access.into(),
-            refresh_token: None,
-            expires_at: None,
-            lifetime: None,
-            scopes: Vec::new(),
-            endpoint: TokenEndpoint {
-                url: "https://as.example.com/token".into(),
-                issuer: "https://as.example.com".into(),
-                resource: Some("https://files.example.com/mcp".into()),
-                revocation: None,
-            },
-            client: ClientIdentity {
-                client_id: "switchyard".into(),
-                client_secret: None,
-                auth_method: AuthMethod::None,
-            },
-        }
+        crate::oauth::token::samples::token(access, None)
     }
 
     #[tokio::test]

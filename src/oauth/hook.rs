@@ -9,12 +9,12 @@ use http::{HeaderName, HeaderValue, header::AUTHORIZATION};
 use rmcp::model::ClientJsonRpcMessage;
 
 use super::{Authorizer, Grant, Rejection};
-use crate::upstream::{HookError, RequestHeaders, RequestHook};
+use crate::upstream::{HookError, RequestHeaders, RequestHook, StaticHeaders};
 
 pub struct OAuthHook {
     authorizer: Arc<Authorizer>,
     grant: Arc<Grant>,
-    headers: Vec<(HeaderName, HeaderValue)>,
+    headers: Arc<StaticHeaders>,
 }
 
 impl OAuthHook {
@@ -26,7 +26,7 @@ impl OAuthHook {
         Arc::new(Self {
             authorizer,
             grant,
-            headers,
+            headers: StaticHeaders::new(headers),
         })
     }
 }
@@ -38,9 +38,7 @@ impl RequestHook for OAuthHook {
         headers: &'a mut RequestHeaders,
     ) -> BoxFuture<'a, Result<(), HookError>> {
         Box::pin(async move {
-            for (name, value) in &self.headers {
-                headers.insert(name.clone(), value.clone());
-            }
+            self.headers.apply(headers);
             if let Some(token) = self.authorizer.token(&self.grant).await {
                 let mut value =
                     HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {

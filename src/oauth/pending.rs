@@ -92,7 +92,7 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AuthMethod;
+    use crate::oauth::token::samples;
 
     fn pending(upstream: &str) -> PendingAuthorization {
         PendingAuthorization {
@@ -101,17 +101,8 @@ mod tests {
             verifier: "v".into(),
             redirect_uri: "http://127.0.0.1/oauth/callback".into(),
             scopes: Vec::new(),
-            endpoint: TokenEndpoint {
-                url: "https://as/token".into(),
-                issuer: "https://as".into(),
-                resource: None,
-                revocation: None,
-            },
-            client: ClientIdentity {
-                client_id: "c".into(),
-                client_secret: None,
-                auth_method: AuthMethod::None,
-            },
+            endpoint: samples::endpoint(),
+            client: samples::client(),
             issuer: None,
             require_iss: false,
             created: Instant::now(),

@@ -276,29 +276,48 @@ mod auth_method {
     }
 }
 
+/// Made-up values for unit tests.
+#[cfg(test)]
+pub mod samples {
+    use super::*;
+
+    pub fn endpoint() -> TokenEndpoint {
+        TokenEndpoint {
+            url: "https://as.example.com/token".into(),
+            issuer: "https://as.example.com".into(),
+            resource: Some("https://files.example.com/mcp".into()),
+            revocation: None,
+        }
+    }
+
+    pub fn client() -> ClientIdentity {
+        ClientIdentity {
+            client_id: "switchyard".into(),
+            client_secret: None,
+            auth_method: AuthMethod::None,
+        }
+    }
+
+    /// A token `access`, expiring in `expires_in` seconds (if ever).
+    pub fn token(access: &str, expires_in: Option<u64>) -> TokenSet {
+        TokenSet {
+            access_token: access.into(),
+            refresh_token: None,
+            expires_at: expires_in.map(|s| now() + s),
+            lifetime: expires_in,
+            scopes: Vec::new(),
+            endpoint: endpoint(),
+            client: client(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn token(expires_in: Option<u64>) -> TokenSet {
-        TokenSet {
-            access_token: "a".into(),
-            refresh_token: None,
-            expires_at: expires_in.map(|s| now() + s),
-            lifetime: expires_in,
-            scopes: Vec::new(),
-            endpoint: TokenEndpoint {
-                url: "https://as/token".into(),
-                issuer: "https://as".into(),
-                resource: None,
-                revocation: None,
-            },
-            client: ClientIdentity {
-                client_id: "c".into(),
-                client_secret: None,
-                auth_method: AuthMethod::None,
-            },
-        }
+        samples::token("a", expires_in)
     }
 
     #[test]

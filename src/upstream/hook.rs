@@ -60,6 +60,13 @@ impl StaticHeaders {
     pub fn new(headers: Vec<(HeaderName, HeaderValue)>) -> Arc<Self> {
         Arc::new(Self { headers })
     }
+
+    /// Puts the configured headers into `headers`.
+    pub fn apply(&self, headers: &mut RequestHeaders) {
+        for (name, value) in &self.headers {
+            headers.insert(name.clone(), value.clone());
+        }
+    }
 }
 
 impl RequestHook for StaticHeaders {
@@ -68,9 +75,7 @@ impl RequestHook for StaticHeaders {
         _message: Option<&'a ClientJsonRpcMessage>,
         headers: &'a mut RequestHeaders,
     ) -> BoxFuture<'a, Result<(), HookError>> {
-        for (name, value) in &self.headers {
-            headers.insert(name.clone(), value.clone());
-        }
+        self.apply(headers);
         Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -1,5 +1,6 @@
-//! One upstream's authorizations: a grant per principal, the token each request carries, what
-//! a 401 or 403 from the upstream means, and the authorization links users follow.
+//! One upstream's authorizations: a grant per principal, the token each request carries, and
+//! what a 401 or 403 from the upstream means. (The authorization code flow is in `flow`;
+//! forgetting tokens in `forget`.)
 //!
 //! - A request takes the grant's token, refreshing it first when it is due (a quarter of its
 //!   lifetime, at most a minute, before expiry).
@@ -10,25 +11,18 @@
 //!   up); if it names only scopes already held, there is nothing more to ask for, and the grant
 //!   fails.
 
-use std::{
-    sync::Arc,
-    time::{Instant, SystemTime},
-};
+use std::sync::Arc;
 
 use dashmap::DashMap;
-use oauth2::{
-    AuthUrl, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, Scope, basic::BasicClient,
-};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::{
-    CallbackQuery, OAuth, OAuthError,
+    OAuth, OAuthError,
     challenge::Challenge,
     discovery::{self, Discovered},
-    grant::{Grant, Link, Need},
+    grant::Grant,
     identity,
-    pending::PendingAuthorization,
     store::Kind,
     token::{Exchange, TokenEndpoint, TokenSet},
 };
@@ -50,18 +44,18 @@ pub struct Rejection<'a> {
 
 /// The principals of one upstream that have stored tokens (so they can all be forgotten).
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct Index {
-    principals: Vec<String>,
+pub(super) struct Index {
+    pub(super) principals: Vec<String>,
 }
 
 pub struct Authorizer {
-    oauth: Arc<OAuth>,
-    upstream: UpstreamName,
+    pub(super) oauth: Arc<OAuth>,
+    pub(super) upstream: UpstreamName,
     url: Url,
-    config: UpstreamOAuth,
+    pub(super) config: UpstreamOAuth,
     /// The last discovery, which the client credentials grant reuses.
     discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
-    grants: DashMap<Principal, Arc<Grant>>,
+    pub(super) grants: DashMap<Principal, Arc<Grant>>,
 }
 
 impl Authorizer {
@@ -217,7 +211,7 @@ impl Authorizer {
         }
     }
 
-    async fn refresh(&self, token: &TokenSet) -> Result<TokenSet, OAuthError> {
+    pub(super) async fn refresh(&self, token: &TokenSet) -> Result<TokenSet, OAuthError> {
         let refresh_token = token.refresh_token.as_deref().unwrap_or_default();
         self.exchange(&token.endpoint, &token.client)
             .refresh(refresh_token, &token.scopes)
@@ -243,7 +237,7 @@ impl Authorizer {
 
     /// The last discovery; or a new one if `fresh` or there is none (with the upstream's
     /// `challenge`, if there is one).
-    async fn discovered(
+    pub(super) async fn discovered(
         &self,
         fresh: bool,
         challenge: Option<&Challenge>,
@@ -258,270 +252,8 @@ impl Authorizer {
         Ok(discovered)
     }
 
-    /// The link a user follows to authorize `grant`, made now if it has none (or it expired);
-    /// `None` if the grant needs no authorization.
-    pub async fn link(&self, grant: &Grant) -> Result<Option<Link>, OAuthError> {
-        let _one = grant.linking.lock().await;
-        let (challenge, scopes) = match grant.need() {
-            Need::Authorization {
-                link: Some(link), ..
-            } if link.is_live() => return Ok(Some(link)),
-            Need::Authorization {
-                challenge, scopes, ..
-            } => (challenge, scopes),
-            Need::Nothing | Need::Failed(_) => return Ok(None),
-        };
-        let link = self.begin(grant, challenge.as_ref(), scopes).await?;
-        grant.set_link(link.clone());
-        Ok(Some(link))
-    }
-
-    /// Starts an authorization: discovery, the client identity, the scopes, PKCE and `state`;
-    /// records it as pending and returns its link.
-    async fn begin(
-        &self,
-        grant: &Grant,
-        challenge: Option<&Challenge>,
-        step_up: Option<Vec<String>>,
-    ) -> Result<Link, OAuthError> {
-        // Discovered afresh: the server may have moved to another authorization server.
-        let discovered = self.discovered(true, challenge).await?;
-        let server = &discovered.server;
-        let endpoint = server.authorization_endpoint.as_deref().ok_or_else(|| {
-            OAuthError::Discovery("the authorization server has no authorization_endpoint".into())
-        })?;
-        if !server.confirms_pkce() {
-            return Err(OAuthError::Discovery(
-                "the authorization server does not list PKCE with S256 \
-                 (code_challenge_methods_supported), which MCP requires"
-                    .into(),
-            ));
-        }
-        let client = self.identity_context().identity(&discovered).await?;
-        let scopes = self.scopes(&discovered, challenge, step_up);
-        let redirect_uri = self.oauth.redirect_uri.clone();
-        let auth_url = AuthUrl::new(endpoint.to_owned())
-            .map_err(|e| OAuthError::Discovery(format!("authorization_endpoint: {e}")))?;
-        let redirect = RedirectUrl::new(redirect_uri.clone())
-            .map_err(|e| OAuthError::Config(format!("redirect URI: {e}")))?;
-        let state = CsrfToken::new_random_len(32).secret().clone();
-        let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
-        let authorize = BasicClient::new(ClientId::new(client.client_id.clone()))
-            .set_auth_uri(auth_url)
-            .set_redirect_uri(redirect);
-        let mut request = authorize
-            .authorize_url(|| CsrfToken::new(state.clone()))
-            .set_pkce_challenge(pkce)
-            .add_scopes(scopes.iter().cloned().map(Scope::new));
-        if let Some(resource) = &discovered.resource {
-            request = request.add_extra_param("resource", resource.clone());
-        }
-        let (url, _) = request.url();
-        self.oauth.pending.insert(
-            state.clone(),
-            PendingAuthorization {
-                upstream: self.upstream.clone(),
-                principal: grant.principal.clone(),
-                verifier: verifier.secret().clone(),
-                redirect_uri,
-                scopes,
-                endpoint: endpoint_of(&discovered),
-                client,
-                issuer: server.issuer.clone(),
-                require_iss: server.authorization_response_iss_parameter_supported,
-                created: Instant::now(),
-                superseded: false,
-            },
-        );
-        let created = SystemTime::now();
-        tracing::info!(upstream = %self.upstream, principal = %grant.principal, "authorization needed: {url}");
-        Ok(Link {
-            url: url.to_string(),
-            state,
-            created,
-            expires: created + self.oauth.settings.authorization_lifetime,
-            elicitation_id: uuid::Uuid::new_v4().to_string(),
-        })
-    }
-
-    /// The scopes to ask for: a step-up's; else the configured ones; else the challenge's; else
-    /// those the resource lists; and `offline_access` where the server offers it (for a
-    /// refresh token).
-    fn scopes(
-        &self,
-        discovered: &Discovered,
-        challenge: Option<&Challenge>,
-        step_up: Option<Vec<String>>,
-    ) -> Vec<String> {
-        let mut scopes = step_up
-            .or_else(|| self.config.scopes.clone())
-            .or_else(|| {
-                challenge
-                    .and_then(|c| c.scope.as_deref())
-                    .map(|s| split_scopes(Some(s)))
-            })
-            .unwrap_or_else(|| discovered.resource_scopes.clone());
-        let offline = "offline_access";
-        if discovered
-            .server
-            .scopes_supported
-            .iter()
-            .any(|s| s == offline)
-            && !scopes.iter().any(|s| s == offline)
-        {
-            scopes.push(offline.to_owned());
-        }
-        scopes
-    }
-
-    /// Concludes the pending authorization `pending` with the callback's `query`: checks the
-    /// issuer, exchanges the code, keeps the tokens. A failure is recorded on the grant.
-    pub(super) async fn complete(
-        &self,
-        pending: PendingAuthorization,
-        query: CallbackQuery,
-    ) -> Result<(), OAuthError> {
-        let grant = self.grant(&pending.principal);
-        match self.redeem(&pending, query).await {
-            Ok(token) => {
-                tracing::info!(upstream = %self.upstream, principal = %grant.principal, "authorized");
-                self.keep(&grant, token);
-                Ok(())
-            }
-            Err(error) => {
-                tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "authorization failed");
-                grant.fail(escape_for_display(&error.to_string()));
-                Err(error)
-            }
-        }
-    }
-
-    async fn redeem(
-        &self,
-        pending: &PendingAuthorization,
-        query: CallbackQuery,
-    ) -> Result<TokenSet, OAuthError> {
-        if let Some(error) = query.error {
-            return Err(OAuthError::Provider {
-                error,
-                description: query.error_description,
-            });
-        }
-        match (&query.iss, &pending.issuer) {
-            (Some(iss), Some(expected)) if iss != expected => {
-                return Err(OAuthError::Callback(format!(
-                    "the authorization response names issuer `{iss}`, not `{expected}`"
-                )));
-            }
-            (Some(iss), None) => {
-                return Err(OAuthError::Callback(format!(
-                    "the authorization response names issuer `{iss}`, which is unknown"
-                )));
-            }
-            (None, _) if pending.require_iss => {
-                return Err(OAuthError::Callback(
-                    "the authorization response lacks the `iss` its server promised".into(),
-                ));
-            }
-            _ => {}
-        }
-        let code = query
-            .code
-            .ok_or_else(|| OAuthError::Callback("the authorization response has no code".into()))?;
-        let exchange = self.exchange(&pending.endpoint, &pending.client);
-        let result = exchange
-            .code(
-                code,
-                pending.verifier.clone(),
-                &pending.redirect_uri,
-                &pending.scopes,
-            )
-            .await;
-        if let Err(OAuthError::Provider { error, .. }) = &result
-            && error == "invalid_client"
-        {
-            // A registration the server no longer knows: register anew next time.
-            self.identity_context()
-                .forget_registration(&pending.endpoint.issuer);
-        }
-        result
-    }
-
-    /// The live authorization links of this upstream's grants.
-    pub fn links(&self) -> Vec<(Principal, Link)> {
-        self.grants
-            .iter()
-            .filter_map(|grant| match grant.need() {
-                Need::Authorization {
-                    link: Some(link), ..
-                } if link.is_live() => Some((grant.principal.clone(), link)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Revokes (where the server supports RFC 7009) and forgets every stored token of this
-    /// upstream; how many principals had some.
-    pub(super) async fn forget_all(&self) -> usize {
-        let index = self.index();
-        let mut forgotten = 0;
-        for principal in index.principals.iter().map(|p| principal_of(p)) {
-            let grant = self.grant(&principal);
-            if let Some(token) = grant.token() {
-                self.revoke(&token).await;
-            }
-            let key = self.store_key(&principal);
-            if matches!(self.oauth.store.delete(Kind::Tokens, &key), Ok(true)) {
-                forgotten += 1;
-            }
-            grant.clear_token();
-        }
-        if let Err(error) = self.oauth.store.delete(Kind::Index, self.upstream.as_str()) {
-            tracing::warn!(%error, "cannot delete the token index");
-        }
-        forgotten
-    }
-
-    async fn revoke(&self, token: &TokenSet) {
-        let Some(url) = token
-            .endpoint
-            .revocation
-            .as_deref()
-            .and_then(|u| Url::parse(u).ok())
-        else {
-            return;
-        };
-        let client = &token.client;
-        let basic = match (&client.client_secret, client.auth_method) {
-            (Some(secret), crate::config::AuthMethod::ClientSecretBasic) => {
-                Some((client.client_id.as_str(), secret.as_str()))
-            }
-            _ => None,
-        };
-        let revoke = |value: &str, hint: &str| {
-            let mut form = vec![
-                ("token", value.to_owned()),
-                ("token_type_hint", hint.to_owned()),
-            ];
-            if basic.is_none() {
-                form.push(("client_id", client.client_id.clone()));
-            }
-            form
-        };
-        let mut forms = vec![revoke(&token.access_token, "access_token")];
-        if let Some(refresh) = &token.refresh_token {
-            forms.push(revoke(refresh, "refresh_token"));
-        }
-        for form in forms {
-            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            if let Err(error) = self.oauth.http.post_form(&url, &form, basic).await {
-                tracing::warn!(upstream = %self.upstream, %error, "token revocation failed");
-            }
-        }
-    }
-
     /// Keeps new tokens: in the grant (waking its waiters) and in the store.
-    fn keep(&self, grant: &Grant, token: TokenSet) {
+    pub(super) fn keep(&self, grant: &Grant, token: TokenSet) {
         let key = self.store_key(&grant.principal);
         if let Err(error) = self.oauth.store.save(Kind::Tokens, &key, &token) {
             tracing::error!(upstream = %self.upstream, %error, "cannot store the upstream's tokens; they will not survive a restart");
@@ -563,7 +295,7 @@ impl Authorizer {
         }
     }
 
-    fn index(&self) -> Index {
+    pub(super) fn index(&self) -> Index {
         let mut index: Index = self
             .oauth
             .store
@@ -580,7 +312,7 @@ impl Authorizer {
         index
     }
 
-    fn store_key(&self, principal: &Principal) -> String {
+    pub(super) fn store_key(&self, principal: &Principal) -> String {
         format!("{}\0{}", self.upstream, principal)
     }
 
@@ -589,7 +321,7 @@ impl Authorizer {
         self.config.grant == GrantKind::ClientCredentials
     }
 
-    fn exchange<'a>(
+    pub(super) fn exchange<'a>(
         &'a self,
         endpoint: &'a TokenEndpoint,
         client: &'a super::token::ClientIdentity,
@@ -602,7 +334,7 @@ impl Authorizer {
         }
     }
 
-    fn identity_context(&self) -> identity::Context<'_> {
+    pub(super) fn identity_context(&self) -> identity::Context<'_> {
         identity::Context {
             http: &self.oauth.http,
             store: &self.oauth.store,
@@ -615,7 +347,7 @@ impl Authorizer {
     }
 }
 
-fn endpoint_of(discovered: &Discovered) -> TokenEndpoint {
+pub(super) fn endpoint_of(discovered: &Discovered) -> TokenEndpoint {
     let server = &discovered.server;
     TokenEndpoint {
         url: server.token_endpoint.clone().unwrap_or_default(),
@@ -628,14 +360,14 @@ fn endpoint_of(discovered: &Discovered) -> TokenEndpoint {
     }
 }
 
-fn principal_of(stored: &str) -> Principal {
+pub(super) fn principal_of(stored: &str) -> Principal {
     match stored.strip_prefix("user:") {
         Some(id) => Principal::user(id),
         None => Principal::anonymous(),
     }
 }
 
-fn split_scopes(scope: Option<&str>) -> Vec<String> {
+pub(super) fn split_scopes(scope: Option<&str>) -> Vec<String> {
     scope
         .unwrap_or_default()
         .split_ascii_whitespace()

@@ -8,7 +8,9 @@
 //! | `identity`   | pre-registered client, client ID metadata document, or dynamic registration |
 //! | `token`      | the token endpoint: code exchange, refresh, client credentials              |
 //! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
-//! | `authorizer` | one upstream's grants: tokens for requests, 401s and 403s, authorizations   |
+//! | `authorizer` | one upstream's grants: tokens for requests, what 401s and 403s mean        |
+//! | `flow`       | the authorization code flow: links, and the callback's conclusion          |
+//! | `forget`     | revoking and forgetting an upstream's tokens                                |
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
 //! | `pending`    | authorizations in progress, by `state`                                      |
 //! | `store`      | the encrypted token store                                                   |
@@ -24,6 +26,8 @@
 mod authorizer;
 pub mod challenge;
 mod discovery;
+mod flow;
+mod forget;
 mod grant;
 mod hook;
 mod http;

@@ -262,14 +262,14 @@ async fn watch(
             Some(event) = events.recv() => event,
             _ = health.tick() => match check(connection).await {
                 Ok(()) => continue,
-                Err(reason) => return Ended::Unhealthy(reason),
+                Err(ended) => return ended,
             },
             _ = upstream.suspect.notified() => match check(connection).await {
                 Ok(()) => {
                     health.reset();
                     continue;
                 }
-                Err(reason) => return Ended::Unhealthy(reason),
+                Err(ended) => return ended,
             },
         };
         let mut announced = ListChanges::default();
@@ -310,9 +310,10 @@ fn note(
     true
 }
 
-/// Whether the upstream still answers: any answer will do, an error included; no answer
-/// (the transport failed, or nothing came within `HEALTH_TIMEOUT`) is the reason it is gone.
-async fn check(connection: &Connection) -> Result<(), String> {
+/// Whether the upstream still answers: any answer will do, an error included. A transport
+/// that has closed is the connection ending (however the check raced the closing signal);
+/// any other failure, or no answer within `HEALTH_TIMEOUT`, makes it unhealthy.
+async fn check(connection: &Connection) -> Result<(), Ended> {
     let peer = connection.peer();
     let probe = async {
         match connection.era() {
@@ -325,11 +326,12 @@ async fn check(connection: &Connection) -> Result<(), String> {
     };
     match tokio::time::timeout(HEALTH_TIMEOUT, probe).await {
         Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => Ok(()),
-        Ok(Err(error)) => Err(format!("it stopped answering: {error}")),
-        Err(_) => Err(format!(
+        Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(Ended::Closed),
+        Ok(Err(error)) => Err(Ended::Unhealthy(format!("it stopped answering: {error}"))),
+        Err(_) => Err(Ended::Unhealthy(format!(
             "it did not answer a health check within {}s",
             HEALTH_TIMEOUT.as_secs()
-        )),
+        ))),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use rmcp::transport::TokioChildProcess;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 use crate::{config::StdioConfig, names::UpstreamName};
 
@@ -28,16 +28,70 @@ pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<T
     if let Some(stderr) = stderr {
         let upstream = upstream.clone();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(mut line)) = lines.next_line().await {
-                if line.len() > MAX_LOGGED_LINE {
-                    let cut = line.floor_char_boundary(MAX_LOGGED_LINE);
-                    line.truncate(cut);
-                    line.push('…');
-                }
-                tracing::info!(target: "switchyard::upstream::stderr", upstream = %upstream, "{line}");
+            let mut stderr = BufReader::new(stderr);
+            let mut line = Vec::new();
+            // Read to the end whatever it writes, so the process never blocks on a full pipe.
+            while let Ok(Some(cut)) = read_line_capped(&mut stderr, &mut line).await {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                let more = if cut { "…" } else { "" };
+                tracing::info!(target: "switchyard::upstream::stderr", upstream = %upstream, "{text}{more}");
             }
         });
     }
     Ok(transport)
+}
+
+/// Reads one line into `line` (replacing its contents), keeping at most `MAX_LOGGED_LINE` bytes
+/// of it and skipping the rest. `Some(true)` if the line was cut, `None` at the end of input.
+async fn read_line_capped<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut cut = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok((!line.is_empty() || cut).then_some(cut));
+        }
+        let (chunk, end) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..=at], true),
+            None => (available, false),
+        };
+        let room = MAX_LOGGED_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        cut |= chunk.len() > room;
+        let used = chunk.len();
+        reader.consume(used);
+        if end {
+            return Ok(Some(cut));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_cut_and_invalid_utf8_does_not_stop_reading() {
+        let long = vec![b'x'; MAX_LOGGED_LINE + 10];
+        let mut input = Vec::new();
+        input.extend_from_slice(b"first\n\xff\xfe bad\n");
+        input.extend_from_slice(&long);
+        input.extend_from_slice(b"\nlast");
+        let mut reader = BufReader::with_capacity(16, input.as_slice());
+        let mut line = Vec::new();
+        let mut lines = Vec::new();
+        while let Some(cut) = read_line_capped(&mut reader, &mut line).await.unwrap() {
+            lines.push((String::from_utf8_lossy(&line).into_owned(), cut));
+        }
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], ("first\n".to_owned(), false));
+        assert!(lines[1].0.ends_with(" bad\n") && !lines[1].1);
+        assert_eq!(lines[2].0.len(), MAX_LOGGED_LINE);
+        assert!(lines[2].1);
+        assert_eq!(lines[3], ("last".to_owned(), false));
+    }
 }

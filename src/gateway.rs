@@ -198,12 +198,7 @@ impl Gateway {
 
     /// Resolves once every upstream has been tried at least once (ready or failed).
     pub async fn wait_settled(&self) {
-        let mut version = self.catalog_version.subscribe();
-        loop {
-            if self.upstreams.iter().all(|u| u.has_settled()) || version.changed().await.is_err() {
-                return;
-            }
-        }
+        futures::future::join_all(self.upstreams.iter().map(|u| u.wait_settled())).await;
     }
 
     /// What Switchyard announces about itself to clients.
@@ -233,12 +228,11 @@ impl Gateway {
         self.shutdown.cancel();
     }
 
-    /// Stops the supervisors and closes every shared upstream session, waiting up to `grace`
-    /// for each (stdio processes are asked to exit, HTTP sessions are deleted upstream).
+    /// Stops the supervisors and ends every upstream session, shared and per-client, waiting
+    /// up to `grace` (stdio processes are asked to exit, HTTP sessions are deleted upstream).
     pub async fn close(&self, grace: std::time::Duration) {
         self.shutdown();
-        let closing = self.upstreams.iter().flat_map(|u| u.take_shared());
-        futures::future::join_all(closing.map(|c| async move { c.close(grace).await })).await;
+        futures::future::join_all(self.upstreams.iter().map(|u| u.close_all(grace))).await;
     }
 }
 

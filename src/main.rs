@@ -10,6 +10,9 @@ use switchyard::{Gateway, config, conformance, demo, front};
 
 /// The configuration loaded when `-c` is not given.
 const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
+/// How long shutdown waits for upstream sessions to end (processes to exit, HTTP sessions to be
+/// deleted upstream).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +35,16 @@ struct RunArgs {
     /// Address to listen on, overriding the configuration (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
+}
+
+impl RunArgs {
+    /// These arguments, with those not given taken from `other`.
+    fn or(self, other: RunArgs) -> RunArgs {
+        RunArgs {
+            config: self.config.or(other.config),
+            listen: self.listen.or(other.listen),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -72,7 +85,8 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             None => run(cli.run).await,
-            Some(Command::Run(args)) => run(args).await,
+            // `switchyard -c FILE run` and `switchyard run -c FILE` mean the same.
+            Some(Command::Run(args)) => run(args.or(cli.run)).await,
             Some(Command::Check { config }) => check(config),
             Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
             Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
@@ -118,7 +132,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         listener.local_addr()?
     );
     front::serve(listener, gateway.clone(), shutdown_signal()).await?;
-    gateway.shutdown();
+    gateway.close(SHUTDOWN_GRACE).await;
     tracing::info!("stopped");
     Ok(())
 }

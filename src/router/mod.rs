@@ -26,7 +26,7 @@ use self::timeout::{Stage, Timer};
 use crate::{
     catalog::{NameScheme, Route},
     error::GatewayError,
-    gateway::{Gateway, authorization_required},
+    gateway::{Gateway, authorization_required, unavailable},
     names::UpstreamName,
     upstream::{Connection, Downstream, Era, Upstream},
 };
@@ -195,6 +195,9 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<ServerResult, GatewayError> {
         let upstream = self.gateway.serving_upstream(upstream)?;
         let mut timer = Timer::start(upstream, tool);
+        // Created first, so that an outage declared from now on ends this request.
+        let outage = upstream.outage();
+        tokio::pin!(outage);
         let _admitted = match upstream.admission() {
             None => None,
             Some(admission) => tokio::select! {
@@ -208,9 +211,13 @@ impl<S: ConnectionSource> Call<'_, S> {
                 _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
             },
         };
-        let connection = match self.source.connection(upstream).await {
-            Ok(connection) => connection,
-            Err(error) => return Err(self.or_authorization(upstream, error).await),
+        let connection = tokio::select! {
+            connection = self.source.connection(upstream) => match connection {
+                Ok(connection) => connection,
+                Err(error) => return Err(self.or_authorization(upstream, error).await),
+            },
+            _ = timer.expired() => return Err(timer.error(upstream, Stage::Connecting)),
+            _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
         };
         let failed = |error| {
             if is_transport_failure(&error) {
@@ -247,6 +254,11 @@ impl<S: ConnectionSource> Call<'_, S> {
                 _ = registration.progressed() => timer.progressed(),
                 _ = timer.expired() => {
                     let error = timer.error(upstream, Stage::Sent);
+                    registration.cancel(&error.to_string());
+                    return Err(error);
+                }
+                _ = &mut outage => {
+                    let error = unavailable(upstream);
                     registration.cancel(&error.to_string());
                     return Err(error);
                 }

@@ -14,6 +14,8 @@ use crate::{error::GatewayError, upstream::Upstream};
 pub enum Stage {
     /// Waiting for a place under `max_concurrent_requests`.
     Queued,
+    /// Waiting for the client's own upstream session to open.
+    Connecting,
     /// Sent; the upstream was told to cancel it.
     Sent,
 }
@@ -78,6 +80,13 @@ impl<'a> Timer<'a> {
                 format!(
                     "had no free place for {what} within {}s ({setting}; all of \
                      max_concurrent_requests were in use)",
+                    seconds(self.timeout)
+                ),
+                self.timeout,
+            ),
+            Stage::Connecting => (
+                format!(
+                    "could not open a session for {what} within {}s ({setting})",
                     seconds(self.timeout)
                 ),
                 self.timeout,

@@ -21,7 +21,7 @@ use rmcp::{
     transport::Transport,
 };
 use tokio::sync::OwnedSemaphorePermit;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     UpstreamError, client::UpstreamClient, hook::RequestHook, http, ordered::ProgressInOrder,
@@ -83,6 +83,11 @@ pub struct Opening<'a> {
     pub hook: Arc<dyn RequestHook>,
     /// Held by per-client stdio processes against the upstream's process cap.
     pub slot: Option<OwnedSemaphorePermit>,
+    /// Cancelled when the gateway closes all of the upstream's connections.
+    pub closing: &'a CancellationToken,
+    /// Where the task that runs the connection to its end is tracked, so that closing can
+    /// wait for every session to be ended upstream.
+    pub tasks: &'a TaskTracker,
 }
 
 /// A live session with one upstream.
@@ -97,7 +102,6 @@ pub struct Connection {
     done: CancellationToken,
     /// Ends the service loop; taken by the first `close` or the drop.
     stop: Mutex<Option<RunningServiceCancellationToken>>,
-    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Connection {
@@ -109,6 +113,9 @@ impl Connection {
         relay: Arc<Relay>,
     ) -> Result<Self, UpstreamError> {
         let era = opening.era;
+        // Held until the service loop ends (not until the last `Arc` is dropped), so that a
+        // process that exited or was reaped frees its place under `max_processes` at once.
+        let slot = opening.slot;
         let handshake = async {
             match opening.dial {
                 Dial::Stdio(stdio) => {
@@ -151,8 +158,19 @@ impl Connection {
         let stop = Mutex::new(Some(service.cancellation_token()));
         let done = CancellationToken::new();
         let signal = done.clone();
-        tokio::spawn(async move {
-            let _ = service.waiting().await;
+        let closing = opening.closing.clone();
+        let stop_on_close = service.cancellation_token();
+        opening.tasks.spawn(async move {
+            let waiting = service.waiting();
+            tokio::pin!(waiting);
+            tokio::select! {
+                _ = &mut waiting => {}
+                _ = closing.cancelled() => {
+                    stop_on_close.cancel();
+                    let _ = waiting.await;
+                }
+            }
+            drop(slot);
             signal.cancel();
         });
         Ok(Self {
@@ -163,7 +181,6 @@ impl Connection {
             server,
             done,
             stop,
-            _slot: opening.slot,
         })
     }
 

@@ -34,7 +34,8 @@ use std::{
 };
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use admission::{Admission, Admitted, Overloaded};
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
@@ -106,8 +107,18 @@ pub struct Upstream {
     auth: Option<Arc<Authorizer>>,
     /// Woken when a request saw the upstream's transport fail: the supervisor checks at once.
     suspect: Notify,
+    /// Whether the upstream serves: connected and discovered. Its lists are in the catalog and
+    /// requests are routed to it only while this is set; the status shown follows it.
+    serving: AtomicBool,
+    /// Notified (all waiters) when the supervisor finds the upstream gone, so that requests in
+    /// flight on any of its connections fail at once rather than at their timeout.
+    outage: Notify,
+    /// Cancelled to end every connection of this upstream, shared and per-client (shutdown).
+    closing: CancellationToken,
+    /// The tasks running this upstream's connections, each until its session has ended.
+    tasks: TaskTracker,
     /// Set once the first connection attempt has ended, either way.
-    settled: AtomicBool,
+    settled: watch::Sender<bool>,
 }
 
 impl Upstream {
@@ -146,7 +157,11 @@ impl Upstream {
             events,
             process_slots: Arc::new(Semaphore::new(slots)),
             suspect: Notify::new(),
-            settled: AtomicBool::new(false),
+            serving: AtomicBool::new(false),
+            outage: Notify::new(),
+            closing: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            settled: watch::Sender::new(false),
         });
         (upstream, receiver)
     }
@@ -161,15 +176,29 @@ impl Upstream {
 
     /// Whether the first connection attempt has ended (ready or failed).
     pub fn has_settled(&self) -> bool {
-        self.settled.load(Ordering::Acquire)
+        *self.settled.borrow()
+    }
+
+    /// Resolves once the first connection attempt has ended (ready or failed).
+    pub async fn wait_settled(&self) {
+        let mut settled = self.settled.subscribe();
+        // The sender lives as long as `self`, so this cannot fail while borrowed.
+        let _ = settled.wait_for(|settled| *settled).await;
     }
 
     pub fn status(&self) -> Arc<UpstreamStatus> {
         self.status.load_full()
     }
 
+    /// Whether the upstream serves requests now (connected and discovered).
     pub fn is_ready(&self) -> bool {
-        self.status.load().state == UpstreamState::Ready
+        self.serving.load(Ordering::Acquire)
+    }
+
+    /// Resolves when the supervisor next finds the upstream gone. Create it before sending a
+    /// request: an outage declared after creation and before the first poll still counts.
+    pub fn outage(&self) -> tokio::sync::futures::Notified<'_> {
+        self.outage.notified()
     }
 
     /// What the catalog lists of this upstream: its last discovered lists while it is ready;
@@ -198,12 +227,21 @@ impl Upstream {
         }
     }
 
-    /// Removes the shared connections, for shutdown.
-    pub fn take_shared(&self) -> Vec<Arc<Connection>> {
-        [self.shared.swap(None), self.modern.swap(None)]
-            .into_iter()
-            .flatten()
-            .collect()
+    /// Ends every connection of this upstream, shared and per-client (stdio processes are
+    /// asked to exit, HTTP sessions are deleted upstream), waiting up to `grace` for them.
+    /// For shutdown: the supervisor must be stopped first, or it would reconnect.
+    pub async fn close_all(&self, grace: Duration) {
+        self.set_serving(false);
+        self.shared.store(None);
+        self.modern.store(None);
+        self.closing.cancel();
+        self.tasks.close();
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(upstream = %self.name(), "some upstream sessions did not end in time");
+        }
     }
 
     /// Whether downstream sessions get their own upstream session. (Not with an upstream that
@@ -260,8 +298,13 @@ impl Upstream {
         self.status.store(Arc::new(status));
     }
 
+    fn set_serving(&self, serving: bool) {
+        self.serving.store(serving, Ordering::Release);
+    }
+
     fn mark_settled(&self) {
-        self.settled.store(true, Ordering::Release);
+        self.settled
+            .send_if_modified(|settled| !std::mem::replace(settled, true));
     }
 
     fn era_support(&self) -> EraSupport {

@@ -58,6 +58,9 @@ impl Upstream {
         {
             return Ok(modern);
         }
+        if self.era_support() == EraSupport::LegacyOnly {
+            return Ok(shared);
+        }
         let _opening = self.eras.lock().await;
         if self.era_support() == EraSupport::LegacyOnly {
             return Ok(shared);
@@ -71,7 +74,8 @@ impl Upstream {
             Ok(modern) => {
                 self.set_era_support(EraSupport::Both);
                 // Listing once teaches rmcp's transport the tools' `x-mcp-header` parameters.
-                let _ = modern.peer().list_tools(None).await;
+                let timeout = self.config.policy.discovery_timeout;
+                let _ = tokio::time::timeout(timeout, modern.peer().list_tools(None)).await;
                 let modern = Arc::new(modern);
                 self.modern.store(Some(modern.clone()));
                 Ok(modern)
@@ -161,6 +165,8 @@ impl Upstream {
             http: &self.http,
             hook,
             slot,
+            closing: &self.closing,
+            tasks: &self.tasks,
         };
         Connection::open(opening, handler, relay).await
     }

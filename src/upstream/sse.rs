@@ -29,6 +29,9 @@ use super::hook::{RequestHeaders, RequestHook};
 /// Reconnection attempts after the stream breaks, before the transport gives up.
 const RECONNECT_ATTEMPTS: u32 = 5;
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(250);
+/// The longest one reconnection may take, up to the `endpoint` event (a server that accepts
+/// the GET but never names its endpoint must not hold the session in limbo).
+const RECONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Messages buffered between the stream reader and rmcp.
 const INCOMING_CAPACITY: usize = 256;
 /// The most of an error response body kept for the error message.
@@ -245,14 +248,17 @@ async fn reconnect(poster: &Poster, url: &Url, last_event_id: Option<String>) ->
     for _ in 0..RECONNECT_ATTEMPTS {
         tokio::time::sleep(delay).await;
         delay *= 2;
-        match open(
+        let reopen = open(
             &poster.http,
             url,
             poster.hook.as_ref(),
             last_event_id.clone(),
-        )
-        .await
-        {
+        );
+        let Ok(reopened) = tokio::time::timeout(RECONNECT_TIMEOUT, reopen).await else {
+            tracing::debug!(%url, "reconnecting the SSE stream timed out");
+            continue;
+        };
+        match reopened {
             Ok((events, endpoint)) if endpoint == **poster.endpoint.load() => return Some(events),
             Ok(_) => {
                 tracing::info!(%url, "the SSE upstream started a new session; reconnecting from initialize");

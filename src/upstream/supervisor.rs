@@ -5,7 +5,11 @@
 //! The supervisor is the only writer of the upstream's shared connection, catalog and status.
 //! After every change that affects what the gateway serves it calls `changed`.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    pin::{Pin, pin},
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use rmcp::model::{ClientRequest, PingRequest, RequestMetaObject};
 use tokio::{sync::mpsc, task::JoinHandle};
@@ -14,7 +18,12 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Connection, Era, Upstream, UpstreamError, UpstreamEvent, UpstreamState, discovery::discover,
 };
-use crate::{catalog::ListChanges, config::RestartPolicy, oauth::Need, principal::Principal};
+use crate::{
+    catalog::ListChanges,
+    config::{RestartPolicy, TransportConfig},
+    oauth::Need,
+    principal::Principal,
+};
 
 /// A burst of list-change notifications within this window causes one rediscovery.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -23,6 +32,8 @@ const DEBOUNCE: Duration = Duration::from_millis(100);
 const HEALTH_INTERVAL: Duration = Duration::from_secs(15);
 /// The longest a health check may take before the upstream is taken for gone.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection lost sooner than this after it was made counts as a failed attempt.
+const STABLE: Duration = Duration::from_secs(10);
 
 /// What supervisors report to the gateway.
 pub trait SupervisorHooks: Send + Sync + 'static {
@@ -47,7 +58,8 @@ pub fn spawn_supervisor(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let restart = upstream.config.policy.restart;
-        // Consecutive failed attempts to connect.
+        // Consecutive failed attempts to connect (a connection lost soon after it was made
+        // counts as one, so that a server crashing at start backs off like one failing to).
         let mut failures: u32 = 0;
         loop {
             let attempt = tokio::select! {
@@ -56,24 +68,21 @@ pub fn spawn_supervisor(
             };
             match attempt {
                 Ok(connection) => {
-                    failures = 0;
                     let connection = Arc::new(connection);
-                    upstream.shared.store(Some(connection.clone()));
-                    mark_ready(&upstream, &connection);
-                    upstream.mark_settled();
-                    hooks.ready(&upstream);
-                    hooks.changed(ListChanges::default());
+                    let up_since = Instant::now();
+                    publish(&upstream, &connection, &hooks);
                     let ended = watch(&upstream, &connection, &mut events, &hooks, &shutdown).await;
-                    upstream.shared.store(None);
                     let reason = match ended {
                         Ended::Shutdown => return,
                         Ended::Closed => "the connection closed".to_owned(),
-                        Ended::Unhealthy(reason) => {
-                            connection.close(Duration::from_secs(1)).await;
-                            reason
-                        }
+                        Ended::Unhealthy(reason) => reason,
                     };
-                    upstream.set_status(upstream.status().failed(&reason, 0));
+                    failures = if up_since.elapsed() < STABLE {
+                        failures.saturating_add(1)
+                    } else {
+                        0
+                    };
+                    withdraw(&upstream, &connection, &reason, failures, &hooks).await;
                 }
                 Err(error) => {
                     let reason = match authorization(&upstream, &hooks, &shutdown).await {
@@ -86,10 +95,10 @@ pub fn spawn_supervisor(
                     failures = failures.saturating_add(1);
                     upstream.forget_discovered();
                     upstream.set_status(upstream.status().failed(&reason, failures));
+                    upstream.mark_settled();
+                    hooks.changed(ListChanges::default());
                 }
             }
-            upstream.mark_settled();
-            hooks.changed(ListChanges::default());
             let error = upstream.status().last_error.clone().unwrap_or_default();
             if restart.max_attempts.is_some_and(|max| failures >= max) {
                 let gave_up =
@@ -114,6 +123,39 @@ pub fn spawn_supervisor(
             }
         }
     })
+}
+
+/// Puts a newly connected upstream in service: its lists go into the catalog first, so that
+/// by the time it shows as ready its tools are served.
+fn publish(upstream: &Arc<Upstream>, connection: &Arc<Connection>, hooks: &Hooks) {
+    upstream.shared.store(Some(connection.clone()));
+    upstream.set_serving(true);
+    hooks.changed(ListChanges::default());
+    mark_ready(upstream, connection);
+    upstream.mark_settled();
+    hooks.ready(upstream);
+}
+
+/// Takes a lost upstream out of service: it shows as failed (so that requests get the reason),
+/// its lists leave the catalog (`failure_mode = "open"`), requests in flight on any of its
+/// connections fail, and then its shared connection is closed.
+async fn withdraw(
+    upstream: &Upstream,
+    connection: &Connection,
+    reason: &str,
+    failures: u32,
+    hooks: &Hooks,
+) {
+    upstream.set_status(upstream.status().failed(reason, failures));
+    upstream.set_serving(false);
+    upstream.shared.store(None);
+    // An HTTP server that went away fails every session with it; a stdio upstream's
+    // per-client processes are processes of their own and go on.
+    if !matches!(upstream.config.transport, TransportConfig::Stdio(_)) {
+        upstream.outage.notify_waiters();
+    }
+    hooks.changed(ListChanges::default());
+    connection.close(Duration::from_secs(1)).await;
 }
 
 /// How waiting for a user's authorization ended.
@@ -236,6 +278,7 @@ fn mark_ready(upstream: &Upstream, connection: &Connection) {
     );
 }
 
+/// How serving a connection ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Ended {
     Closed,
@@ -255,37 +298,52 @@ async fn watch(
 ) -> Ended {
     let mut health = tokio::time::interval(HEALTH_INTERVAL);
     health.reset();
+    // Whatever the supervisor waits for (`None`: it went well), the connection ending or
+    // shutdown cuts it short.
+    let interruptible = async |work: Pin<&mut (dyn Future<Output = Option<Ended>> + Send)>| {
+        tokio::select! {
+            ended = work => ended,
+            _ = connection.closed() => Some(Ended::Closed),
+            _ = shutdown.cancelled() => Some(Ended::Shutdown),
+        }
+    };
     loop {
         let event = tokio::select! {
             _ = connection.closed() => return Ended::Closed,
             _ = shutdown.cancelled() => return Ended::Shutdown,
             Some(event) = events.recv() => event,
-            _ = health.tick() => match check(connection).await {
-                Ok(()) => continue,
-                Err(ended) => return ended,
+            _ = health.tick() => match interruptible(pin!(check(connection))).await {
+                None => continue,
+                Some(ended) => return ended,
             },
-            _ = upstream.suspect.notified() => match check(connection).await {
-                Ok(()) => {
+            _ = upstream.suspect.notified() => match interruptible(pin!(check(connection))).await {
+                None => {
                     health.reset();
                     continue;
                 }
-                Err(ended) => return ended,
+                Some(ended) => return ended,
             },
         };
         let mut announced = ListChanges::default();
         if !note(&event, &mut announced, upstream, hooks) {
             continue;
         }
-        tokio::time::sleep(DEBOUNCE).await;
-        while let Ok(event) = events.try_recv() {
-            note(&event, &mut announced, upstream, hooks);
-        }
-        match rediscover(upstream, connection).await {
-            Ok(()) => hooks.changed(announced),
-            Err(error) => tracing::warn!(
-                upstream = %upstream.name(), %error,
-                "rediscovery after a list change failed; keeping the previous lists"
-            ),
+        let refresh = async {
+            tokio::time::sleep(DEBOUNCE).await;
+            while let Ok(event) = events.try_recv() {
+                note(&event, &mut announced, upstream, hooks);
+            }
+            match rediscover(upstream, connection).await {
+                Ok(()) => hooks.changed(announced),
+                Err(error) => tracing::warn!(
+                    upstream = %upstream.name(), %error,
+                    "rediscovery after a list change failed; keeping the previous lists"
+                ),
+            }
+            None
+        };
+        if let Some(ended) = interruptible(pin!(refresh)).await {
+            return ended;
         }
     }
 }
@@ -310,10 +368,10 @@ fn note(
     true
 }
 
-/// Whether the upstream still answers: any answer will do, an error included. A transport
-/// that has closed is the connection ending (however the check raced the closing signal);
-/// any other failure, or no answer within `HEALTH_TIMEOUT`, makes it unhealthy.
-async fn check(connection: &Connection) -> Result<(), Ended> {
+/// Whether the upstream still answers (`None`): any answer will do, an error included. A
+/// transport that has closed is the connection ending (however the check raced the closing
+/// signal); any other failure, or no answer within `HEALTH_TIMEOUT`, makes it unhealthy.
+async fn check(connection: &Connection) -> Option<Ended> {
     let peer = connection.peer();
     let probe = async {
         match connection.era() {
@@ -325,10 +383,10 @@ async fn check(connection: &Connection) -> Result<(), Ended> {
         }
     };
     match tokio::time::timeout(HEALTH_TIMEOUT, probe).await {
-        Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => Ok(()),
-        Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(Ended::Closed),
-        Ok(Err(error)) => Err(Ended::Unhealthy(format!("it stopped answering: {error}"))),
-        Err(_) => Err(Ended::Unhealthy(format!(
+        Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => None,
+        Ok(Err(rmcp::ServiceError::TransportClosed)) => Some(Ended::Closed),
+        Ok(Err(error)) => Some(Ended::Unhealthy(format!("it stopped answering: {error}"))),
+        Err(_) => Some(Ended::Unhealthy(format!(
             "it did not answer a health check within {}s",
             HEALTH_TIMEOUT.as_secs()
         ))),

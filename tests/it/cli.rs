@@ -166,6 +166,11 @@ async fn the_binary_serves_and_stops_cleanly() {
         .await
         .unwrap();
     assert_eq!(text(&result), "bin");
+    let result = call(&client, "remote__echo", json!({"text": "bin"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "notes: bin");
+    assert_eq!(notes.open_sessions(), 2, "and the client's own");
 
     // SIGTERM, as a service manager would send it.
     let status = Command::new("kill")
@@ -178,4 +183,9 @@ async fn the_binary_serves_and_stops_cleanly() {
         .unwrap()
         .unwrap();
     assert!(exit.success(), "{exit:?}");
+    assert_eq!(
+        notes.open_sessions(),
+        0,
+        "both upstream sessions were deleted before exit"
+    );
 }

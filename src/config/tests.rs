@@ -548,3 +548,21 @@ fn oauth_problems_are_located() {
         assert_has(&found, expected);
     }
 }
+
+#[test]
+fn the_endpoint_path_cannot_take_switchyards_own_paths() {
+    for (path, expected) in [
+        ("/healthz", "is taken by Switchyard's own endpoints"),
+        ("/oauth/callback", "is taken by Switchyard's own endpoints"),
+        ("/oauth", "is taken by Switchyard's own endpoints"),
+        ("/mcp/{name}", "must be a plain path"),
+    ] {
+        let found = problems("p.toml", &format!("[server]\nendpoint_path = \"{path}\"\n"));
+        assert_has(&found, "server.endpoint_path: ");
+        assert_has(&found, expected);
+    }
+    for path in ["/oauthx", "/mcp", "/gateway/oauth"] {
+        let loaded = load("p.toml", &format!("[server]\nendpoint_path = \"{path}\"\n"));
+        assert_eq!(loaded.unwrap().server.endpoint_path, path);
+    }
+}

@@ -122,10 +122,15 @@ impl Checker<'_> {
                 "server.endpoint_path",
                 format!("`{endpoint_path}` must start with `/` and name a path, like `/mcp`"),
             );
-        } else if endpoint_path.contains(['?', '#', ' ']) {
+        } else if endpoint_path.contains(['?', '#', ' ', '{', '}', '*', ':']) {
             self.problem(
                 "server.endpoint_path",
-                "must be a plain path, without query or spaces",
+                "must be a plain path, without query, spaces or any of `{ } * :`",
+            );
+        } else if crate::front::is_reserved_path(&endpoint_path) {
+            self.problem(
+                "server.endpoint_path",
+                format!("`{endpoint_path}` is taken by Switchyard's own endpoints (`/healthz`, `/oauth/…`)"),
             );
         }
         let max_body = raw

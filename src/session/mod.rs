@@ -42,7 +42,7 @@ use crate::{
     gateway::Gateway,
     principal::Principal,
     router::{Call, resolve_uri},
-    upstream::Downstream,
+    upstream::{Downstream, LogLevel, SessionLogLevel},
 };
 
 /// Serves one downstream session (or one stateless request).
@@ -86,6 +86,10 @@ impl SessionHandler {
                 progress_token: context.meta.get_progress_token(),
                 capabilities: context.client_capabilities().unwrap_or_default(),
                 stateless: self.session.get().is_none(),
+                log_level: match self.session.get() {
+                    Some(session) => LogLevel::Session(session.upstreams.log_level().clone()),
+                    None => requested_log_level(&context.meta),
+                },
                 meta: context.meta.clone(),
                 principal: principal_of(&context.extensions),
             }),
@@ -134,6 +138,16 @@ impl SessionHandler {
     }
 }
 
+/// The log level a 2026-07-28 request asks for in its `_meta`, if any.
+fn requested_log_level(meta: &rmcp::model::RequestMetaObject) -> LogLevel {
+    meta.get(LOG_LEVEL_META)
+        .and_then(|level| serde_json::from_value(level.clone()).ok())
+        .map_or(LogLevel::Unset, LogLevel::Request)
+}
+
+/// The `_meta` key in which a 2026-07-28 request asks for log messages.
+const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
+
 /// The principal the HTTP front authenticated the request as (an extension of the request it
 /// came in), else the anonymous one.
 fn principal_of(extensions: &rmcp::model::Extensions) -> Principal {
@@ -163,17 +177,18 @@ impl ServerHandler for SessionHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        // A repeated initialize on the same session keeps the first identity.
-        let home = Arc::new(Downstream {
-            peer: context.peer.clone(),
-            request_id: None,
-            progress_token: None,
-            capabilities: request.capabilities.clone(),
-            stateless: false,
-            meta: Default::default(),
-            principal: principal_of(&context.extensions),
-        });
         if self.session.get().is_none() {
+            let log_level = Arc::new(SessionLogLevel::new());
+            let home = Arc::new(Downstream {
+                peer: context.peer.clone(),
+                request_id: None,
+                progress_token: None,
+                capabilities: request.capabilities.clone(),
+                stateless: false,
+                meta: Default::default(),
+                principal: principal_of(&context.extensions),
+                log_level: LogLevel::Session(log_level.clone()),
+            });
             let (outbox, receiver) = tokio::sync::mpsc::unbounded_channel();
             let stop = CancellationToken::new();
             notify::spawn_notifier(
@@ -184,7 +199,7 @@ impl ServerHandler for SessionHandler {
             );
             // A repeated initialize on the same session keeps the first identity.
             let _ = self.session.set(SessionState {
-                upstreams: SessionUpstreams::new(request.client_info.clone(), home),
+                upstreams: SessionUpstreams::new(request.client_info.clone(), home, log_level),
                 outbox,
                 subscriptions: Mutex::default(),
                 _notifier: stop.drop_guard(),
@@ -344,6 +359,15 @@ impl ServerHandler for SessionHandler {
             session.upstreams.set_log_level(request.level).await;
         }
         Ok(())
+    }
+
+    async fn on_roots_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        if let Some(session) = self.session.get() {
+            session.upstreams.roots_changed().await;
+        }
     }
 
     fn accepted_subscription_filter(

@@ -20,7 +20,7 @@ use crate::{
     gateway::unavailable,
     names::UpstreamName,
     router::ConnectionSource,
-    upstream::{Connection, Downstream, Upstream},
+    upstream::{Connection, Downstream, SessionLogLevel, Upstream},
 };
 
 /// One lazily opened connection slot; the cell makes concurrent first requests open it once.
@@ -34,35 +34,52 @@ pub struct SessionUpstreams {
     home: Arc<Downstream>,
     /// Per-session lock, held only to find or insert a slot, never across an await.
     slots: Mutex<HashMap<UpstreamName, Slot>>,
-    /// The log level the client asked for, applied to each upstream session it opens.
-    log_level: Mutex<Option<LoggingLevel>>,
+    /// The log level the client asked for: applied to each upstream session it opens, and
+    /// by Switchyard to what shared upstream sessions send it.
+    log_level: Arc<SessionLogLevel>,
 }
 
 impl SessionUpstreams {
-    pub fn new(client: Implementation, home: Arc<Downstream>) -> Self {
+    pub fn new(
+        client: Implementation,
+        home: Arc<Downstream>,
+        log_level: Arc<SessionLogLevel>,
+    ) -> Self {
         Self {
             client,
             home,
             slots: Mutex::new(HashMap::new()),
-            log_level: Mutex::new(None),
+            log_level,
         }
     }
 
+    pub fn log_level(&self) -> &Arc<SessionLogLevel> {
+        &self.log_level
+    }
+
     /// Sets the log level on every upstream session this session has, and on those it opens
-    /// later. (Shared upstream sessions keep their own level: they serve other clients too.)
+    /// later. Shared upstream sessions keep their own level (they serve other clients too):
+    /// what they send this client is filtered by Switchyard instead.
     pub async fn set_log_level(&self, level: LoggingLevel) {
-        *self
-            .log_level
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(level);
-        let open: Vec<Arc<Connection>> = self
-            .lock()
-            .values()
-            .filter_map(|slot| slot.get().cloned())
-            .collect();
-        for connection in open {
+        self.log_level.set(level);
+        for connection in self.open_connections() {
             apply_log_level(&connection, level).await;
         }
+    }
+
+    /// Tells this session's own upstream sessions that the client's roots changed (shared
+    /// ones ask whichever client's request they serve, so they need not be told).
+    pub async fn roots_changed(&self) {
+        for connection in self.open_connections() {
+            let _ = connection.peer().notify_roots_list_changed().await;
+        }
+    }
+
+    fn open_connections(&self) -> Vec<Arc<Connection>> {
+        self.lock()
+            .values()
+            .filter_map(|slot| slot.get().cloned())
+            .collect()
     }
 
     /// How many upstream sessions this session has open.
@@ -98,11 +115,7 @@ impl SessionUpstreams {
                             reason: error.to_string(),
                         })?;
                     tracing::debug!(upstream = %upstream.name(), "opened a per-client upstream session");
-                    let level = *self
-                        .log_level
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
-                    if let Some(level) = level {
+                    if let Some(level) = self.log_level.get() {
                         apply_log_level(&connection, level).await;
                     }
                     Ok::<_, GatewayError>(connection)

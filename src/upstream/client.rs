@@ -14,19 +14,20 @@ use std::sync::Arc;
 use rmcp::{
     ClientHandler, ErrorData, ServiceError,
     model::{
-        ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
-        CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
-        ElicitResult, ErrorCode, GetExtensions, Implementation, ListRootsRequest, ListRootsResult,
-        LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
-        ResourceUpdatedNotificationParam, ServerRequest,
+        CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientResult,
+        CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, CustomNotification,
+        ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, GetExtensions, Implementation,
+        ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+        ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
     },
     service::{
-        InboundStreamOrigin, NotificationContext, OriginatingRequestId, RequestContext, RoleClient,
+        InboundStreamOrigin, NotificationContext, OriginatingRequestId, PeerRequestOptions,
+        RequestContext, RoleClient,
     },
 };
 use tokio::sync::mpsc;
 
-use super::relay::{Downstream, Relay, cannot_forward};
+use super::relay::{Arrival, Downstream, Relay, cannot_forward};
 use crate::names::UpstreamName;
 
 /// Something an upstream told us that changes what the gateway serves or must pass on.
@@ -81,12 +82,15 @@ impl UpstreamClient {
         supported: impl Fn(&ClientCapabilities) -> bool,
     ) -> Result<Arc<Downstream>, ErrorData> {
         let origin = context.extensions.get::<InboundStreamOrigin>();
-        let Some(target) = self.relay.resolve(origin).await else {
-            return Err(cannot_forward(
-                what,
+        let arrival = context.extensions.get::<Arrival>();
+        let Some(target) = self.relay.resolve(origin, arrival).await else {
+            let reason = if arrival.is_some_and(|a| a.in_flight() > 1) {
                 "it is not tied to one client's request (several are in flight on a shared \
-                 upstream session; configure this upstream with session = \"per_client\")",
-            ));
+                 upstream session; configure this upstream with session = \"per_client\")"
+            } else {
+                "no client request was in flight on this shared upstream session"
+            };
+            return Err(cannot_forward(what, reason));
         };
         if target.stateless {
             return Err(cannot_forward(
@@ -105,20 +109,42 @@ impl UpstreamClient {
 }
 
 /// Sends `request` to the client of `target`, on the stream of its request when there is one.
-async fn ask(target: &Downstream, mut request: ServerRequest) -> Result<ClientResult, ErrorData> {
+/// If the upstream cancels its request meanwhile (or its session ends), the client is told to
+/// cancel too.
+async fn ask(
+    target: &Downstream,
+    mut request: ServerRequest,
+    context: &RequestContext<RoleClient>,
+) -> Result<ClientResult, ErrorData> {
     if let Some(id) = &target.request_id {
         request
             .extensions_mut()
             .insert(OriginatingRequestId(id.clone()));
     }
-    target
+    let handle = target
         .peer
-        .send_request(request)
+        .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
-        .map_err(|error| match error {
-            ServiceError::McpError(error) => error,
-            other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
-        })
+        .map_err(not_answered)?;
+    let id = handle.id.clone();
+    tokio::select! {
+        answer = handle.await_response() => answer.map_err(not_answered),
+        _ = context.ct.cancelled() => {
+            let cancelled = CancelledNotificationParam::new(
+                Some(id),
+                Some("cancelled by the upstream server".to_owned()),
+            );
+            let _ = target.peer.notify_cancelled(cancelled).await;
+            Err(ErrorData::internal_error("cancelled by the upstream server", None))
+        }
+    }
+}
+
+fn not_answered(error: ServiceError) -> ErrorData {
+    match error {
+        ServiceError::McpError(error) => error,
+        other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
+    }
 }
 
 fn unexpected(result: ClientResult) -> ErrorData {
@@ -148,7 +174,7 @@ impl ClientHandler for UpstreamClient {
             .target(&context, "sampling", |c| c.sampling.is_some())
             .await?;
         let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-        match ask(&target, request).await? {
+        match ask(&target, request, &context).await? {
             ClientResult::CreateMessageResult(result) => Ok(*result),
             other => Err(unexpected(other)),
         }
@@ -159,7 +185,13 @@ impl ClientHandler for UpstreamClient {
         params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let url = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
+        let url_id = match &params {
+            ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } => {
+                Some(elicitation_id.clone())
+            }
+            _ => None,
+        };
+        let url = url_id.is_some();
         let target = self
             .target(&context, "elicitation", |c| match &c.elicitation {
                 // A client declaring neither mode supports forms (2025-06-18 compatibility).
@@ -168,12 +200,12 @@ impl ClientHandler for UpstreamClient {
                 None => false,
             })
             .await?;
-        match ask(
-            &target,
-            ServerRequest::ElicitRequest(ElicitRequest::new(params)),
-        )
-        .await?
-        {
+        if let Some(id) = url_id {
+            // Its completion, announced later, goes to the same client.
+            self.relay.elicitation_sent(id, target.clone());
+        }
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        match ask(&target, request, &context).await? {
             ClientResult::ElicitResult(result) => Ok(result),
             other => Err(unexpected(other)),
         }
@@ -186,12 +218,8 @@ impl ClientHandler for UpstreamClient {
         let target = self
             .target(&context, "roots", |c| c.roots.is_some())
             .await?;
-        match ask(
-            &target,
-            ServerRequest::ListRootsRequest(ListRootsRequest::default()),
-        )
-        .await?
-        {
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        match ask(&target, request, &context).await? {
             ClientResult::ListRootsResult(result) => Ok(result),
             other => Err(unexpected(other)),
         }
@@ -220,21 +248,45 @@ impl ClientHandler for UpstreamClient {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         log_upstream_message(&self.upstream, &params);
-        // Notifications carry no stream marker: the only request in flight, or the session.
-        // A 2026-07-28 client gets log messages only if its request asked for a level.
-        if let Some(target) = self.relay.resolve(None).await
-            && (!target.stateless || target.meta.contains_key(LOG_LEVEL_META))
+        // Notifications carry no stream marker: the only request in flight when it arrived,
+        // or the connection's session, if that client wants messages of this level.
+        let arrival = context.extensions.get::<Arrival>();
+        if let Some(target) = self.relay.resolve(None, arrival).await
+            && target.wants_log(params.level)
         {
             let _ = target.peer.notify_logging_message(params).await;
         }
     }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method != ELICITATION_COMPLETE {
+            tracing::debug!(upstream = %self.upstream, method = %notification.method, "an upstream notification Switchyard does not relay");
+            return;
+        }
+        let id = notification
+            .params
+            .as_ref()
+            .and_then(|params| params.get("elicitationId"))
+            .and_then(|id| id.as_str());
+        let Some(target) = id.and_then(|id| self.relay.elicitation_completed(id)) else {
+            return;
+        };
+        let _ = target
+            .peer
+            .send_notification(ServerNotification::CustomNotification(notification))
+            .await;
+    }
 }
 
-/// The `_meta` key in which a 2026-07-28 request asks for log messages.
-const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
+/// The notification that a URL-mode elicitation has completed.
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
 fn log_upstream_message(upstream: &UpstreamName, params: &LoggingMessageNotificationParam) {
     let logger = params.logger.as_deref().unwrap_or("");

@@ -24,8 +24,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    UpstreamError, client::UpstreamClient, hook::RequestHook, http, ordered::ProgressInOrder,
-    relay::Relay, sse::SseTransport, stdio,
+    UpstreamError, client::UpstreamClient, hook::RequestHook, http, inbound::Inbound, relay::Relay,
+    sse::SseTransport, stdio,
 };
 use crate::{
     config::{HttpConfig, StdioConfig},
@@ -285,7 +285,7 @@ async fn serve<T>(
 where
     T: Transport<RoleClient> + 'static,
 {
-    let transport = ProgressInOrder::new(transport, relay.clone());
+    let transport = Inbound::new(transport, relay.clone());
     handler
         .serve_with_lifecycle(transport, era.lifecycle())
         .await

@@ -5,12 +5,13 @@
 //! upstream request id and progress token rmcp assigned; the connection's handler looks them up.
 //! Over streamable HTTP an upstream request names the request whose stream it came on, so even a
 //! shared connection routes exactly; over stdio there is no such marker, and a request can only be
-//! routed when one request is in flight (or the connection belongs to one session).
+//! routed when one request is in flight (or the connection belongs to one session), judged as it
+//! comes off the wire (see `inbound`).
 
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU8, AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -20,7 +21,8 @@ use rmcp::{
     ErrorData, RoleClient, RoleServer,
     model::{
         CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
-        ErrorCode, ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
+        ErrorCode, LoggingLevel, ProgressNotificationParam, ProgressToken, RequestId,
+        RequestMetaObject,
     },
     service::{InboundStreamOrigin, Peer},
 };
@@ -43,6 +45,89 @@ pub struct Downstream {
     pub meta: RequestMetaObject,
     /// Whose upstream tokens the request uses.
     pub principal: Principal,
+    /// The least severe log messages the client wants; `None`: none asked for.
+    pub log_level: LogLevel,
+}
+
+/// The log level a client asked for: set for its whole session by `logging/setLevel`, or per
+/// request in `_meta` (2026-07-28). Upstream log messages below it are not passed on.
+#[derive(Clone, Default)]
+pub enum LogLevel {
+    /// Never asked: a session client gets everything, a 2026-07-28 request nothing.
+    #[default]
+    Unset,
+    Session(Arc<SessionLogLevel>),
+    Request(LoggingLevel),
+}
+
+/// A session's log level, changed by `logging/setLevel` while its requests are in flight.
+pub struct SessionLogLevel(AtomicU8);
+
+impl Default for SessionLogLevel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionLogLevel {
+    /// No level set yet.
+    const UNSET: u8 = u8::MAX;
+
+    pub fn new() -> Self {
+        Self(AtomicU8::new(Self::UNSET))
+    }
+
+    pub fn set(&self, level: LoggingLevel) {
+        self.0.store(level as u8, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> Option<LoggingLevel> {
+        let severity = self.0.load(Ordering::Relaxed);
+        LEVELS.get(usize::from(severity)).copied()
+    }
+}
+
+/// Every level, least severe first (the order of their discriminants).
+const LEVELS: [LoggingLevel; 8] = [
+    LoggingLevel::Debug,
+    LoggingLevel::Info,
+    LoggingLevel::Notice,
+    LoggingLevel::Warning,
+    LoggingLevel::Error,
+    LoggingLevel::Critical,
+    LoggingLevel::Alert,
+    LoggingLevel::Emergency,
+];
+
+impl Downstream {
+    /// Whether this client wants a log message of `level`.
+    pub fn wants_log(&self, level: LoggingLevel) -> bool {
+        let least = match &self.log_level {
+            LogLevel::Unset => return !self.stateless,
+            LogLevel::Session(session) => match session.get() {
+                Some(least) => least,
+                None => return true,
+            },
+            LogLevel::Request(least) => *least,
+        };
+        level as u8 >= least as u8
+    }
+}
+
+/// Who an upstream message without a stream marker concerns, as judged when it came off the
+/// wire (by the time rmcp's task for it runs, the requests in flight may have changed).
+#[derive(Clone)]
+pub struct Arrival {
+    /// The one request in flight then, if there was exactly one.
+    only: Option<Arc<Downstream>>,
+    in_flight: usize,
+}
+
+impl Arrival {
+    /// How many requests were in flight on the connection.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
 }
 
 /// The in-flight requests of one upstream connection.
@@ -52,6 +137,9 @@ pub struct Relay {
     progress: DashMap<ProgressToken, Tracked>,
     /// The session a per-client connection belongs to.
     home: Option<Arc<Downstream>>,
+    /// URL-mode elicitations passed to clients, by elicitation id: where their completion
+    /// notification goes, and since when (entries are dropped after `ELICITATION_LIFETIME`).
+    elicitations: DashMap<String, (Arc<Downstream>, Instant)>,
     /// When the relay was made, and milliseconds from then to the last request started or ended.
     epoch: Instant,
     last_active: AtomicU64,
@@ -66,6 +154,8 @@ struct Tracked {
 /// How long to wait for a registration an upstream message refers to: the upstream may answer
 /// before the router has registered what it just sent.
 const REGISTRATION_GRACE: Duration = Duration::from_millis(20);
+/// How long the completion of a URL-mode elicitation is awaited.
+const ELICITATION_LIFETIME: Duration = Duration::from_secs(3600);
 
 impl Relay {
     /// The relay of a connection shared by all sessions.
@@ -82,6 +172,7 @@ impl Relay {
         Arc::new(Self {
             requests: DashMap::new(),
             progress: DashMap::new(),
+            elicitations: DashMap::new(),
             home,
             epoch: Instant::now(),
             last_active: AtomicU64::new(0),
@@ -131,36 +222,73 @@ impl Relay {
         }
     }
 
-    /// Notes progress on the request it belongs to (which extends its timeout) and passes it to
-    /// the client under the client's own token, if the client asked for progress. Progress for
-    /// no registered request (late, or unknown) is dropped.
-    pub async fn forward_progress(&self, mut params: ProgressNotificationParam) {
-        let target = wait_for(|| {
-            self.progress.get(&params.progress_token).map(|tracked| {
-                tracked.progressed.notify_one();
-                tracked.downstream.clone()
-            })
-        });
-        let Some(target) = target.await else {
-            return;
-        };
-        if let Some(token) = target.progress_token.clone() {
-            params.progress_token = token;
-            let _ = target.peer.notify_progress(params).await;
+    /// The request progress token `token` belongs to, if it is registered; notes the progress
+    /// (which extends the request's timeout).
+    pub fn progress_target(&self, token: &ProgressToken) -> Option<Arc<Downstream>> {
+        self.progress.get(token).map(|tracked| {
+            tracked.progressed.notify_one();
+            tracked.downstream.clone()
+        })
+    }
+
+    /// Passes progress for a token that was not registered when it arrived, if its request
+    /// registers within the grace period (the upstream answered before the router registered
+    /// what it had just sent); otherwise it is late, or unknown, and dropped.
+    pub async fn forward_early_progress(&self, params: ProgressNotificationParam) {
+        let target = wait_for(|| self.progress_target(&params.progress_token)).await;
+        if let Some(target) = target {
+            forward_progress(&target, params).await;
         }
     }
 
-    /// Who an upstream request (or notification) is for: the request whose stream it came on,
-    /// else the only request in flight, else the connection's session.
-    pub async fn resolve(&self, origin: Option<&InboundStreamOrigin>) -> Option<Arc<Downstream>> {
-        match origin {
-            Some(InboundStreamOrigin::OutboundRequest(id)) => {
+    /// Who a message without a stream marker concerns, judged now.
+    pub fn arrival(&self) -> Arrival {
+        Arrival {
+            only: self.only_in_flight(),
+            in_flight: self.requests.len(),
+        }
+    }
+
+    /// Who an upstream request (or notification) is for: the request whose stream it came on;
+    /// without a marker, the only request in flight when it arrived; else the connection's
+    /// session.
+    pub async fn resolve(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+        arrival: Option<&Arrival>,
+    ) -> Option<Arc<Downstream>> {
+        match (origin, arrival) {
+            (Some(InboundStreamOrigin::OutboundRequest(id)), _) => {
                 let found = wait_for(|| self.requests.get(id).map(|d| d.clone())).await;
                 found.or_else(|| self.home.clone())
             }
-            Some(InboundStreamOrigin::Unassociated) => self.home.clone(),
-            None => self.only_in_flight().or_else(|| self.home.clone()),
+            (Some(InboundStreamOrigin::Unassociated), _) => self.home.clone(),
+            (
+                None,
+                Some(Arrival {
+                    only: Some(only), ..
+                }),
+            ) => Some(only.clone()),
+            // Nothing was in flight on a shared connection: the request that caused this may
+            // be registering just now.
+            (None, Some(Arrival { in_flight: 0, .. })) if self.home.is_none() => {
+                wait_for(|| self.only_in_flight()).await
+            }
+            (None, Some(_)) => self.home.clone(),
+            (None, None) => self.only_in_flight().or_else(|| self.home.clone()),
         }
+    }
+
+    /// Remembers that the URL-mode elicitation `id` went to `target`.
+    pub fn elicitation_sent(&self, id: String, target: Arc<Downstream>) {
+        self.elicitations
+            .retain(|_, (_, since)| since.elapsed() < ELICITATION_LIFETIME);
+        self.elicitations.insert(id, (target, Instant::now()));
+    }
+
+    /// The client a URL-mode elicitation went to, once it has completed.
+    pub fn elicitation_completed(&self, id: &str) -> Option<Arc<Downstream>> {
+        self.elicitations.remove(id).map(|(_, (target, _))| target)
     }
 
     /// The one request in flight, if there is exactly one.
@@ -176,6 +304,15 @@ impl Relay {
 
     pub fn home(&self) -> Option<&Arc<Downstream>> {
         self.home.as_ref()
+    }
+}
+
+/// Passes upstream progress to the client under the client's own token, if it asked for
+/// progress.
+pub async fn forward_progress(target: &Downstream, mut params: ProgressNotificationParam) {
+    if let Some(token) = target.progress_token.clone() {
+        params.progress_token = token;
+        let _ = target.peer.notify_progress(params).await;
     }
 }
 

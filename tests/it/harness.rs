@@ -309,6 +309,10 @@ pub struct Seen {
     pub logs: Vec<serde_json::Value>,
     pub updated: Vec<String>,
     pub tools_changed: usize,
+    /// Requests from the server that it cancelled while they were being answered.
+    pub cancelled: usize,
+    /// Notifications outside the typed set: (method, params).
+    pub custom: Vec<(String, serde_json::Value)>,
 }
 
 impl Recorder {
@@ -385,19 +389,40 @@ impl rmcp::ClientHandler for Recorder {
         ))
     }
 
+    /// Answers a form with its name, except one saying "stall": that one it leaves unanswered
+    /// until the server cancels it. Accepts URL elicitations.
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        use rmcp::model::{ElicitResult, ElicitationAction};
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
         Ok(match request {
-            rmcp::model::ElicitRequestParams::FormElicitationParams { .. } => {
+            ElicitRequestParams::FormElicitationParams { message, .. } if message == "stall" => {
+                let cancelled = context.ct.cancelled();
+                if tokio::time::timeout(Duration::from_secs(10), cancelled)
+                    .await
+                    .is_ok()
+                {
+                    self.seen().cancelled += 1;
+                }
+                return Err(rmcp::ErrorData::internal_error("stalled", None));
+            }
+            ElicitRequestParams::FormElicitationParams { .. } => {
                 ElicitResult::new(ElicitationAction::Accept)
                     .with_content(serde_json::json!({"name": self.name}))
             }
-            _ => ElicitResult::new(ElicitationAction::Decline),
+            _ => ElicitResult::new(ElicitationAction::Accept),
         })
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let params = notification.params.unwrap_or_default();
+        self.seen().custom.push((notification.method, params));
     }
 
     async fn list_roots(

@@ -261,3 +261,94 @@ async fn a_2026_client_gets_log_messages_when_it_asks_for_a_level() {
         "no level asked, no log message"
     );
 }
+
+/// A gateway fronting the notes server with `session` mode.
+async fn notes_behind(session: &str) -> (NotesServer, crate::harness::TestGateway) {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "remote",
+            &format!("url = {:?}\nsession = \"{session}\"", notes.url()),
+        )
+        .start()
+        .await;
+    (notes, gw)
+}
+
+#[tokio::test]
+async fn an_upstream_giving_up_on_its_request_cancels_it_at_the_client() {
+    for session in ["per_client", "shared"] {
+        let (_notes, gw) = notes_behind(session).await;
+        let recorder = Recorder::capable("ada");
+        let client = recorder.clone().connect(&gw.url()).await;
+        let result = call(&client, "remote__ask_briefly", json!({}))
+            .await
+            .unwrap();
+        assert!(
+            text(&result).starts_with("gave up"),
+            "{session}: {result:?}"
+        );
+        assert!(
+            eventually(Duration::from_secs(5), || recorder.seen().cancelled == 1).await,
+            "{session}: the client was told to stop asking its user"
+        );
+    }
+}
+
+#[tokio::test]
+async fn url_elicitations_and_their_completion_reach_the_client_that_was_asked() {
+    for session in ["per_client", "shared"] {
+        let (_notes, gw) = notes_behind(session).await;
+        let (ada, bob) = (Recorder::capable("ada"), Recorder::capable("bob"));
+        let client = ada.clone().connect(&gw.url()).await;
+        let _other = bob.clone().connect(&gw.url()).await;
+        let result = call(&client, "remote__open_link", json!({})).await.unwrap();
+        assert_eq!(text(&result), "link Accept", "{session}");
+        let completed = (
+            "notifications/elicitation/complete".to_owned(),
+            json!({"elicitationId": "link-1"}),
+        );
+        assert!(
+            eventually(Duration::from_secs(5), || ada.seen().custom
+                == [completed.clone()])
+            .await,
+            "{session}: {:?}",
+            ada.seen().custom
+        );
+        assert!(bob.seen().custom.is_empty(), "{session}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_log_level_filters_what_a_shared_upstream_sends_it() {
+    let (_notes, gw) = notes_behind("shared").await;
+    let (quiet, chatty) = (Recorder::plain("quiet"), Recorder::plain("chatty"));
+    let quiet_client = quiet.clone().connect(&gw.url()).await;
+    let chatty_client = chatty.clone().connect(&gw.url()).await;
+    #[allow(deprecated)]
+    quiet_client
+        .peer()
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Warning,
+        ))
+        .await
+        .unwrap();
+    // The notes server logs at `info`.
+    call(&quiet_client, "remote__log", json!({"text": "for quiet"}))
+        .await
+        .unwrap();
+    call(&chatty_client, "remote__log", json!({"text": "for chatty"}))
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || chatty.seen().logs
+            == [json!("for chatty")])
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        quiet.seen().logs.is_empty(),
+        "below its level: {:?}",
+        quiet.seen().logs
+    );
+}

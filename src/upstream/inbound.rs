@@ -1,0 +1,108 @@
+//! What an upstream sends, taken as it comes off the wire: a transport wrapper that forwards
+//! progress in arrival order and notes, on messages that carry no stream marker, who they
+//! concern at that moment.
+//!
+//! rmcp hands every notification and request to a task of its own but delivers a response to
+//! its waiting request directly. So a response could overtake the last progress of its request
+//! (which would then be dropped, the request being no longer registered), and by the time a log
+//! message's task runs, the request it came with may have ended and another begun. Forwarding
+//! progress here, before the next message is read, keeps it ahead of the result; an `Arrival`
+//! on each unmarked message keeps its attribution to the moment it arrived.
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::{
+    RoleClient,
+    model::{GetExtensions, ServerJsonRpcMessage, ServerNotification},
+    service::{InboundStreamOrigin, TxJsonRpcMessage},
+    transport::Transport,
+};
+use tokio::{task::JoinHandle, time::Instant};
+
+use super::relay::{Relay, forward_progress};
+
+/// The longest the next message waits for progress to reach a client: a slow client must not
+/// hold up everyone else's answers on a shared connection.
+const DELIVERY_BUDGET: Duration = Duration::from_millis(50);
+
+/// `inner`, with progress taken off and forwarded in order, and unmarked messages attributed.
+pub struct Inbound<T> {
+    inner: T,
+    relay: Arc<Relay>,
+    /// Progress on its way to a client, and until when the next message waits for it. Kept
+    /// here so that a `receive` dropped while waiting resumes the same wait.
+    delivering: Option<(JoinHandle<()>, Instant)>,
+}
+
+impl<T> Inbound<T> {
+    pub fn new(inner: T, relay: Arc<Relay>) -> Self {
+        Self {
+            inner,
+            relay,
+            delivering: None,
+        }
+    }
+
+    /// Waits (within its budget) for the progress last sent on its way.
+    async fn settle_delivery(&mut self) {
+        if let Some((delivery, deadline)) = &mut self.delivering {
+            let _ = tokio::time::timeout_at(*deadline, delivery).await;
+            self.delivering = None;
+        }
+    }
+
+    fn forward(&mut self, params: rmcp::model::ProgressNotificationParam) {
+        match self.relay.progress_target(&params.progress_token) {
+            Some(target) => {
+                let delivery = tokio::spawn(async move { forward_progress(&target, params).await });
+                self.delivering = Some((delivery, Instant::now() + DELIVERY_BUDGET));
+            }
+            None => {
+                let relay = self.relay.clone();
+                tokio::spawn(async move { relay.forward_early_progress(params).await });
+            }
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Inbound<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            self.settle_delivery().await;
+            match self.inner.receive().await? {
+                ServerJsonRpcMessage::Notification(mut notification) => {
+                    if let ServerNotification::ProgressNotification(progress) =
+                        notification.notification
+                    {
+                        self.forward(progress.params);
+                        continue;
+                    }
+                    let arrival = self.relay.arrival();
+                    notification.notification.extensions_mut().insert(arrival);
+                    return Some(ServerJsonRpcMessage::Notification(notification));
+                }
+                ServerJsonRpcMessage::Request(mut request) => {
+                    let extensions = request.request.extensions_mut();
+                    if extensions.get::<InboundStreamOrigin>().is_none() {
+                        extensions.insert(self.relay.arrival());
+                    }
+                    return Some(ServerJsonRpcMessage::Request(request));
+                }
+                other => return Some(other),
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use rmcp::{ErrorData, service::SubscriptionContext};
 use tokio::sync::mpsc;
 
-use super::notify::ListWatcher;
+use super::{notify::ListWatcher, subscriptions::OUTBOX_CAPACITY};
 use crate::{gateway::Gateway, router::resolve_uri};
 
 /// Serves one listen request until the client ends it.
 pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Result<(), ErrorData> {
-    let (outbox, mut updates) = mpsc::unbounded_channel();
+    let (outbox, mut updates) = mpsc::channel(OUTBOX_CAPACITY);
     let mut subscriptions = Vec::new();
     let uris = context
         .accepted()

@@ -189,7 +189,7 @@ impl ServerHandler for SessionHandler {
                 principal: principal_of(&context.extensions),
                 log_level: LogLevel::Session(log_level.clone()),
             });
-            let (outbox, receiver) = tokio::sync::mpsc::unbounded_channel();
+            let (outbox, receiver) = tokio::sync::mpsc::channel(subscriptions::OUTBOX_CAPACITY);
             let stop = CancellationToken::new();
             notify::spawn_notifier(
                 self.gateway.clone(),

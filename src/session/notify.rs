@@ -14,7 +14,10 @@ use rmcp::{
     },
     service::Peer,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::{
+    sync::{mpsc, watch},
+    time::Instant,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{catalog::ListVersions, gateway::Gateway};
@@ -27,6 +30,8 @@ pub struct ListWatcher {
     gateway: Arc<Gateway>,
     generations: watch::Receiver<u64>,
     announced: ListVersions,
+    /// When a change seen is to be reported (after the burst it belongs to settles).
+    due: Option<Instant>,
 }
 
 impl ListWatcher {
@@ -37,16 +42,25 @@ impl ListWatcher {
             gateway,
             generations,
             announced,
+            due: None,
         }
     }
 
     /// Waits for the next change of any list and returns a notification per changed list.
-    /// `None` when the gateway is gone.
+    /// `None` when the gateway is gone. Cancel-safe: a change seen by a call that was dropped
+    /// while it let the burst settle is reported by the next call.
     pub async fn changed(&mut self) -> Option<Vec<ServerNotification>> {
         loop {
-            self.generations.changed().await.ok()?;
+            let due = match self.due {
+                Some(due) => due,
+                None => {
+                    self.generations.changed().await.ok()?;
+                    *self.due.insert(Instant::now() + DEBOUNCE)
+                }
+            };
             // Let a burst settle, then take the latest state.
-            tokio::time::sleep(DEBOUNCE).await;
+            tokio::time::sleep_until(due).await;
+            self.due = None;
             self.generations.mark_unchanged();
             let now = self.gateway.catalog().versions();
             let mut notifications = Vec::new();
@@ -78,7 +92,7 @@ impl ListWatcher {
 pub fn spawn_notifier(
     gateway: Arc<Gateway>,
     peer: Peer<RoleServer>,
-    mut outbox: mpsc::UnboundedReceiver<ServerNotification>,
+    mut outbox: mpsc::Receiver<ServerNotification>,
     stop: CancellationToken,
 ) {
     let mut lists = ListWatcher::new(gateway);

@@ -1,9 +1,12 @@
 //! Resource subscriptions: which clients want `notifications/resources/updated` for which
 //! upstream resource, and the one upstream subscription per resource that serves them all.
 //!
-//! The first client to subscribe to a resource subscribes the upstream's shared session; the
-//! last to leave unsubscribes it. Updates fan out to exactly the clients subscribed, under the
-//! URI each of them used. After an upstream reconnects, its subscriptions are renewed.
+//! The first client to subscribe to a resource subscribes the upstream; the last to leave
+//! unsubscribes it. A per-resource lock orders these, so that an unsubscribe still on its way
+//! cannot undo a newer subscribe, and every subscriber waits until the upstream has accepted.
+//! Updates fan out to exactly the clients subscribed, under the URI each of them used. After an
+//! upstream reconnects, its subscriptions are renewed. A 2026-07-28 upstream is not subscribed
+//! to but told, through its `subscriptions/listen` stream, which resources to watch.
 
 // resources/subscribe is legacy-only (2026-07-28 uses subscriptions/listen), but both use it.
 #![allow(deprecated)]
@@ -18,12 +21,21 @@ use rmcp::model::{
     ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{Mutex, mpsc};
 
-use crate::{error::GatewayError, gateway::unavailable, names::UpstreamName, upstream::Upstream};
+use crate::{
+    error::GatewayError,
+    gateway::unavailable,
+    names::UpstreamName,
+    upstream::{Era, Upstream},
+};
 
 /// Where a subscriber's notifications go.
-pub type Outbox = mpsc::UnboundedSender<ServerNotification>;
+pub type Outbox = mpsc::Sender<ServerNotification>;
+
+/// Updates buffered per subscriber; beyond that a slow client misses updates (they are hints
+/// to read the resource again, and the next one says the same) rather than growing memory.
+pub const OUTBOX_CAPACITY: usize = 256;
 
 struct Subscriber {
     id: u64,
@@ -39,12 +51,15 @@ type Key = (UpstreamName, String);
 #[derive(Default)]
 pub struct Subscriptions {
     by_resource: DashMap<Key, Vec<Subscriber>>,
+    /// Per resource: whether the upstream is subscribed. Its lock is held across the upstream
+    /// request, so subscribing and unsubscribing one resource happen one at a time, in order.
+    upstream_side: DashMap<Key, Arc<Mutex<bool>>>,
     next_id: AtomicU64,
 }
 
 impl Subscriptions {
-    /// Subscribes `outbox` to updates of `original` at `upstream`, reported as `exposed`. The
-    /// subscription lasts as long as the returned value.
+    /// Subscribes `outbox` to updates of `original` at `upstream`, reported as `exposed`, once
+    /// the upstream has accepted. The subscription lasts as long as the returned value.
     pub async fn subscribe(
         self: &Arc<Self>,
         upstream: &Arc<Upstream>,
@@ -54,26 +69,32 @@ impl Subscriptions {
     ) -> Result<Subscription, GatewayError> {
         let key = (upstream.name().clone(), original);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let first = {
-            let mut subscribers = self.by_resource.entry(key.clone()).or_default();
-            subscribers.push(Subscriber {
+        self.by_resource
+            .entry(key.clone())
+            .or_default()
+            .push(Subscriber {
                 id,
                 exposed,
                 outbox,
             });
-            subscribers.len() == 1
-        };
+        // From here on, dropping the subscription (on failure too) removes the entry again.
         let subscription = Subscription {
             registry: self.clone(),
             upstream: upstream.clone(),
             key,
             id,
         };
-        if first {
-            // On failure the subscription is dropped, which removes the entry again.
+        let side = self.upstream_side(&subscription.key);
+        let mut subscribed = side.lock().await;
+        if !*subscribed {
             subscribe_upstream(upstream, &subscription.key.1).await?;
+            *subscribed = true;
         }
         Ok(subscription)
+    }
+
+    fn upstream_side(&self, key: &Key) -> Arc<Mutex<bool>> {
+        self.upstream_side.entry(key.clone()).or_default().clone()
     }
 
     /// Passes an update of `uri` at `upstream` to its subscribers.
@@ -86,21 +107,29 @@ impl Subscriptions {
                 ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(
                     ResourceUpdatedNotificationParam::new(subscriber.exposed.clone()),
                 ));
-            let _ = subscriber.outbox.send(notification);
+            if subscriber.outbox.try_send(notification).is_err() {
+                tracing::debug!(%upstream, %uri, "a client is not reading its resource updates; one dropped");
+            }
         }
     }
 
     /// Renews the upstream subscriptions of `upstream` on its new shared session.
     pub async fn renew(&self, upstream: &Upstream) {
-        let uris: Vec<String> = self
+        let keys: Vec<Key> = self
             .by_resource
             .iter()
             .filter(|entry| entry.key().0 == *upstream.name())
-            .map(|entry| entry.key().1.clone())
+            .map(|entry| entry.key().clone())
             .collect();
-        for uri in uris {
-            if let Err(error) = subscribe_upstream(upstream, &uri).await {
-                tracing::warn!(upstream = %upstream.name(), %uri, %error, "cannot renew a resource subscription");
+        for key in keys {
+            let side = self.upstream_side(&key);
+            let mut subscribed = side.lock().await;
+            match subscribe_upstream(upstream, &key.1).await {
+                Ok(()) => *subscribed = true,
+                Err(error) => {
+                    *subscribed = false;
+                    tracing::warn!(upstream = %upstream.name(), uri = %key.1, %error, "cannot renew a resource subscription");
+                }
             }
         }
     }
@@ -115,15 +144,46 @@ impl Subscriptions {
         });
         last
     }
+
+    /// Unsubscribes the upstream from `key`, unless someone subscribed again meanwhile.
+    async fn release(&self, upstream: &Upstream, key: &Key) {
+        let side = self.upstream_side(key);
+        let mut subscribed = side.lock().await;
+        if self.by_resource.contains_key(key) || !*subscribed {
+            return;
+        }
+        *subscribed = false;
+        unsubscribe_upstream(upstream, &key.1).await;
+        drop(subscribed);
+        self.upstream_side
+            .remove_if(key, |_, side| Arc::strong_count(side) <= 2);
+    }
 }
 
 async fn subscribe_upstream(upstream: &Upstream, uri: &str) -> Result<(), GatewayError> {
     let connection = upstream.shared().map_err(|_| unavailable(upstream))?;
+    if connection.era() == Era::Modern {
+        upstream.watch_resource(uri);
+        return Ok(());
+    }
     connection
         .peer()
         .subscribe(SubscribeRequestParams::new(uri))
         .await
         .map_err(|error| GatewayError::from_service(upstream.name(), error))
+}
+
+async fn unsubscribe_upstream(upstream: &Upstream, uri: &str) {
+    upstream.unwatch_resource(uri);
+    let Ok(connection) = upstream.shared() else {
+        return;
+    };
+    if connection.era() == Era::Legacy {
+        let request = UnsubscribeRequestParams::new(uri);
+        if let Err(error) = connection.peer().unsubscribe(request).await {
+            tracing::debug!(upstream = %upstream.name(), %uri, %error, "unsubscribing failed");
+        }
+    }
 }
 
 /// One client's subscription to one resource; dropping it unsubscribes.
@@ -139,15 +199,11 @@ impl Drop for Subscription {
         if !self.registry.remove(&self.key, self.id) {
             return;
         }
-        let Ok(connection) = self.upstream.shared() else {
-            return;
-        };
-        let uri = self.key.1.clone();
-        tokio::spawn(async move {
-            let _ = connection
-                .peer()
-                .unsubscribe(UnsubscribeRequestParams::new(uri))
-                .await;
-        });
+        let (registry, upstream, key) = (
+            self.registry.clone(),
+            self.upstream.clone(),
+            self.key.clone(),
+        );
+        tokio::spawn(async move { registry.release(&upstream, &key).await });
     }
 }

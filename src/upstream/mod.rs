@@ -18,6 +18,7 @@ mod discovery;
 mod hook;
 mod http;
 mod inbound;
+mod listen;
 mod open;
 mod relay;
 mod sse;
@@ -26,6 +27,7 @@ mod stdio;
 mod supervisor;
 
 use std::{
+    collections::BTreeSet,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
@@ -113,6 +115,9 @@ pub struct Upstream {
     /// Notified (all waiters) when the supervisor finds the upstream gone, so that requests in
     /// flight on any of its connections fail at once rather than at their timeout.
     outage: Notify,
+    /// The resources clients subscribed to, for a 2026-07-28 upstream, which is told them in
+    /// its `subscriptions/listen` filter (a legacy one is sent `resources/subscribe` instead).
+    watched: watch::Sender<BTreeSet<String>>,
     /// Cancelled to end every connection of this upstream, shared and per-client (shutdown).
     closing: CancellationToken,
     /// The tasks running this upstream's connections, each until its session has ended.
@@ -159,6 +164,7 @@ impl Upstream {
             suspect: Notify::new(),
             serving: AtomicBool::new(false),
             outage: Notify::new(),
+            watched: watch::Sender::new(BTreeSet::new()),
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
             settled: watch::Sender::new(false),
@@ -281,6 +287,16 @@ impl Upstream {
             } if link.is_live() => Some(link),
             _ => None,
         }
+    }
+
+    /// Adds `uri` to the resources a 2026-07-28 upstream is asked to report updates of.
+    pub fn watch_resource(&self, uri: &str) {
+        self.watched
+            .send_if_modified(|watched| watched.insert(uri.to_owned()));
+    }
+
+    pub fn unwatch_resource(&self, uri: &str) {
+        self.watched.send_if_modified(|watched| watched.remove(uri));
     }
 
     /// The per-upstream request limit, if one is configured.

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Connection, Era, Upstream, UpstreamError, UpstreamEvent, UpstreamState, discovery::discover,
+    listen::spawn_listener,
 };
 use crate::{
     catalog::ListChanges,
@@ -71,7 +72,13 @@ pub fn spawn_supervisor(
                     let connection = Arc::new(connection);
                     let up_since = Instant::now();
                     publish(&upstream, &connection, &hooks);
+                    // A 2026-07-28 upstream announces changes only to a listen request.
+                    let listener = (connection.era() == Era::Modern)
+                        .then(|| spawn_listener(upstream.clone(), connection.clone()));
                     let ended = watch(&upstream, &connection, &mut events, &hooks, &shutdown).await;
+                    if let Some(listener) = listener {
+                        listener.abort();
+                    }
                     let reason = match ended {
                         Ended::Shutdown => return,
                         Ended::Closed => "the connection closed".to_owned(),

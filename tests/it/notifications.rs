@@ -155,3 +155,45 @@ async fn listen_fans_in_list_changes_and_resource_updates() {
     assert_eq!(seen, ["remote+notes://note/3", "tools changed"]);
     subscription.cancel().await.unwrap();
 }
+
+/// A 2026-07-28 upstream announces changes only on a `subscriptions/listen` request, which
+/// Switchyard keeps open: its list changes and resource updates reach clients like any other's.
+#[tokio::test]
+async fn an_upstream_speaking_only_2026_07_28_is_listened_to() {
+    let modern = crate::fixtures::notes::NotesServer::start_modern_only().await;
+    let gw = crate::harness::GatewayBuilder::new()
+        .http("modern", &modern.url())
+        .start()
+        .await;
+    let watcher = Recorder::plain("watcher");
+    let client = watcher.clone().connect(&gw.url()).await;
+    let uri = "modern+notes://note/4";
+    client
+        .subscribe(SubscribeRequestParams::new(uri))
+        .await
+        .unwrap();
+
+    let result = call(&client, "modern__add_tools", json!({"steps": 1}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "1 dynamic tools");
+    assert!(
+        eventually(Duration::from_secs(5), || watcher.seen().tools_changed == 1).await,
+        "tools/list_changed"
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "modern__dyn_1"));
+
+    // The listen request named the subscribed resource (it is reopened when that set changes).
+    let mut told = String::new();
+    for _ in 0..100 {
+        let touch = call(&client, "modern__touch", json!({"name": "4"})).await;
+        told = text(&touch.unwrap()).to_owned();
+        if told == "1 subscribers told" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(told, "1 subscribers told");
+    assert!(eventually(Duration::from_secs(5), || watcher.seen().updated == [uri]).await);
+}

@@ -258,17 +258,21 @@ impl Authorizer {
         if let Err(error) = self.oauth.store.save(Kind::Tokens, &key, &token) {
             tracing::error!(upstream = %self.upstream, %error, "cannot store the upstream's tokens; they will not survive a restart");
         }
-        let mut index = self.index();
-        let principal = grant.principal.as_str().to_owned();
-        if !index.principals.contains(&principal) {
-            index.principals.push(principal);
-            if let Err(error) = self
-                .oauth
-                .store
-                .save(Kind::Index, self.upstream.as_str(), &index)
-            {
-                tracing::warn!(%error, "cannot update the token index");
-            }
+        let principal = grant.principal.as_str();
+        let indexed = self.oauth.store.update(
+            Kind::Index,
+            self.upstream.as_str(),
+            |index: &mut Option<Index>| {
+                let index = index.get_or_insert_default();
+                let new = !index.principals.iter().any(|p| p == principal);
+                if new {
+                    index.principals.push(principal.to_owned());
+                }
+                new
+            },
+        );
+        if let Err(error) = indexed {
+            tracing::warn!(%error, "cannot update the token index");
         }
         grant.set_token(token);
     }
@@ -439,5 +443,22 @@ mod tests {
         let fresh = authorizer(state.path());
         let again = fresh.grant(&alice);
         assert_eq!(fresh.token(&again).await, None, "forgotten on disk");
+    }
+
+    #[tokio::test]
+    async fn tokens_kept_at_once_for_many_principals_are_all_indexed() {
+        let state = tempfile::tempdir().unwrap();
+        let first = authorizer(state.path());
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let first = &first;
+                scope.spawn(move || {
+                    let grant = first.grant(&Principal::user(&format!("user{i}")));
+                    first.keep(&grant, token(&format!("token{i}")));
+                });
+            }
+        });
+        // A restarted gateway knows them only from the index.
+        assert_eq!(authorizer(state.path()).forget_all().await, 8);
     }
 }

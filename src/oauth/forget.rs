@@ -4,7 +4,12 @@
 
 use url::Url;
 
-use super::{Authorizer, authorizer::principal_of, store::Kind, token::TokenSet};
+use super::{
+    Authorizer,
+    authorizer::{Index, principal_of},
+    store::Kind,
+    token::TokenSet,
+};
 use crate::config::AuthMethod;
 
 impl Authorizer {
@@ -24,8 +29,23 @@ impl Authorizer {
             }
             grant.clear_token();
         }
-        if let Err(error) = self.oauth.store.delete(Kind::Index, self.upstream.as_str()) {
-            tracing::warn!(%error, "cannot delete the token index");
+        // Only those forgotten leave the index: a principal that got tokens meanwhile stays.
+        let unindexed = self.oauth.store.update(
+            Kind::Index,
+            self.upstream.as_str(),
+            |stored: &mut Option<Index>| {
+                let Some(kept) = stored else {
+                    return false;
+                };
+                kept.principals.retain(|p| !index.principals.contains(p));
+                if kept.principals.is_empty() {
+                    *stored = None;
+                }
+                true
+            },
+        );
+        if let Err(error) = unindexed {
+            tracing::warn!(%error, "cannot update the token index");
         }
         forgotten
     }

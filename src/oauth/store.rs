@@ -5,7 +5,7 @@
 //! nonce, and the record's JSON sealed with AES-256-GCM, the record's key bound in as
 //! associated data (a file copied under another name does not open). Files are written whole
 //! (a temporary file of a unique name, then a rename) and readable by their owner only;
-//! directories likewise.
+//! directories likewise. `update` is the one read-modify-write of a record.
 //!
 //! The key comes from the configuration or from a key file, created on first use: once, by one
 //! thread of one process; whoever comes second reads back the key that was kept.
@@ -80,6 +80,9 @@ pub struct Store {
     /// Held while loading or creating the key: two threads that both found `key` empty would
     /// otherwise each make one, and records sealed with the key not kept would never open.
     loading_key: Mutex<()>,
+    /// Held through every `update`, so concurrent read-modify-writes of a record do not lose
+    /// each other's changes.
+    updating: Mutex<()>,
 }
 
 impl Store {
@@ -89,6 +92,7 @@ impl Store {
             key_source: key,
             key: OnceLock::new(),
             loading_key: Mutex::new(()),
+            updating: Mutex::new(()),
         }
     }
 
@@ -151,6 +155,27 @@ impl Store {
         sealed.extend_from_slice(&nonce);
         sealed.extend_from_slice(&body);
         write_private(&path, &sealed, Replace::Always).map(drop)
+    }
+
+    /// Changes the record of `kind` under `key` in place (`None`: there is none, or it is to
+    /// be deleted) while no other `update` of this store runs; `change` says whether it
+    /// changed anything, and only then is the record written. A record that cannot be read is
+    /// an error, so that a wrong key never overwrites what it could not open.
+    pub fn update<T: Serialize + DeserializeOwned>(
+        &self,
+        kind: Kind,
+        key: &str,
+        change: impl FnOnce(&mut Option<T>) -> bool,
+    ) -> Result<(), StoreError> {
+        let _one = lock(&self.updating);
+        let mut record = self.load(kind, key)?;
+        if !change(&mut record) {
+            return Ok(());
+        }
+        match record {
+            Some(value) => self.save(kind, key, &value),
+            None => self.delete(kind, key).map(drop),
+        }
     }
 
     /// Deletes the record of `kind` under `key`; true if there was one.
@@ -376,5 +401,42 @@ mod tests {
         }
     }
 
+    #[test]
+    fn concurrent_writes_and_updates_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_owned(), OAuthKey::Inline([2; 32]));
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let store = &store;
+                scope.spawn(move || {
+                    for round in 0..10 {
+                        store.save(Kind::Tokens, "same", &(i, round)).unwrap();
+                        store
+                            .update(Kind::Index, "list", |list: &mut Option<Vec<i32>>| {
+                                list.get_or_insert_default().push(i * 10 + round);
+                                true
+                            })
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let list: Vec<i32> = store.load(Kind::Index, "list").unwrap().unwrap();
+        assert_eq!(list.len(), 80, "every update kept");
+        assert!(store.load::<(i32, i32)>(Kind::Tokens, "same").unwrap().is_some());
+        let leftovers: Vec<_> = fs::read_dir(dir.path().join("tokens"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| !name.to_string_lossy().ends_with(".bin"))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 
+        store
+            .update(Kind::Index, "list", |list: &mut Option<Vec<i32>>| {
+                *list = None;
+                true
+            })
+            .unwrap();
+        assert_eq!(store.load::<Vec<i32>>(Kind::Index, "list").unwrap(), None);
+    }
 }

@@ -26,6 +26,8 @@
 mod authorizer;
 pub mod challenge;
 mod discovery;
+#[cfg(test)]
+mod fake_endpoint;
 mod flow;
 mod forget;
 mod grant;

@@ -214,7 +214,9 @@ impl Store {
 }
 
 fn lock(mutex: &Mutex<()>) -> MutexGuard<'_, ()> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The key in `path`, or a new random one written there (readable by its owner only). Another
@@ -382,7 +384,9 @@ mod tests {
             for i in 0..8 {
                 let (shared, state, key_file) = (&shared, &state, &key_file);
                 scope.spawn(move || {
-                    shared.save(Kind::Tokens, &format!("shared{i}"), &i).unwrap();
+                    shared
+                        .save(Kind::Tokens, &format!("shared{i}"), &i)
+                        .unwrap();
                     // A store of its own, as another process has.
                     let own = Store::new(state.clone(), OAuthKey::File(key_file.clone()));
                     own.save(Kind::Tokens, &format!("own{i}"), &i).unwrap();
@@ -423,7 +427,12 @@ mod tests {
         });
         let list: Vec<i32> = store.load(Kind::Index, "list").unwrap().unwrap();
         assert_eq!(list.len(), 80, "every update kept");
-        assert!(store.load::<(i32, i32)>(Kind::Tokens, "same").unwrap().is_some());
+        assert!(
+            store
+                .load::<(i32, i32)>(Kind::Tokens, "same")
+                .unwrap()
+                .is_some()
+        );
         let leftovers: Vec<_> = fs::read_dir(dir.path().join("tokens"))
             .unwrap()
             .map(|e| e.unwrap().file_name())

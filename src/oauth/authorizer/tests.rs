@@ -1,0 +1,203 @@
+//! The authorizer's decisions about tokens: kept per principal, renewed when due, and kept or
+//! dropped after a refusal according to who refused what.
+
+use std::time::Duration;
+
+use super::*;
+use crate::config::{OAuthKey, OAuthSettings};
+use crate::oauth::{fake_endpoint::FakeEndpoint, token::now};
+
+fn authorizer(state: &std::path::Path) -> Authorizer {
+    let settings = OAuthSettings {
+        public_url: None,
+        state_dir: state.to_owned(),
+        key: OAuthKey::Inline([3; 32]),
+        client_name: "Switchyard".into(),
+        client_metadata_url: None,
+        success_redirect: None,
+        error_redirect: None,
+        authorization_lifetime: Duration::from_secs(600),
+    };
+    let oauth = OAuth::new(settings, Url::parse("http://127.0.0.1:8080").unwrap());
+    Authorizer::new(
+        oauth,
+        UpstreamName::new("files").unwrap(),
+        Url::parse("https://files.example.com/mcp").unwrap(),
+        UpstreamOAuth::default(),
+    )
+}
+
+fn token(access: &str) -> TokenSet {
+    crate::oauth::token::samples::token(access, None)
+}
+
+#[tokio::test]
+async fn tokens_are_kept_per_principal_and_survive_a_restart() {
+    let state = tempfile::tempdir().unwrap();
+    let alice = Principal::user("alice");
+    let first = authorizer(state.path());
+    first.keep(&first.grant(&alice), token("alice-token"));
+    first.keep(&first.grant(&Principal::anonymous()), token("shared-token"));
+    assert_eq!(
+        first.token(&first.grant(&alice)).await.as_deref(),
+        Some("alice-token")
+    );
+    assert_eq!(
+        first.token(&first.grant(&Principal::user("bob"))).await,
+        None
+    );
+
+    let restarted = authorizer(state.path());
+    let grant = restarted.grant(&alice);
+    assert_eq!(
+        restarted.token(&grant).await.as_deref(),
+        Some("alice-token")
+    );
+    let shared = restarted.grant(&Principal::anonymous());
+    assert_eq!(
+        restarted.token(&shared).await.as_deref(),
+        Some("shared-token")
+    );
+
+    assert_eq!(restarted.forget_all().await, 2);
+    assert_eq!(restarted.token(&grant).await, None);
+    let fresh = authorizer(state.path());
+    let again = fresh.grant(&alice);
+    assert_eq!(fresh.token(&again).await, None, "forgotten on disk");
+}
+
+#[tokio::test]
+async fn tokens_kept_at_once_for_many_principals_are_all_indexed() {
+    let state = tempfile::tempdir().unwrap();
+    let first = authorizer(state.path());
+    std::thread::scope(|scope| {
+        for i in 0..8 {
+            let first = &first;
+            scope.spawn(move || {
+                let grant = first.grant(&Principal::user(&format!("user{i}")));
+                first.keep(&grant, token(&format!("token{i}")));
+            });
+        }
+    });
+    // A restarted gateway knows them only from the index.
+    assert_eq!(authorizer(state.path()).forget_all().await, 8);
+}
+
+/// Where nothing listens: every request to it fails at once, as when a server is down.
+const DOWN: &str = "http://127.0.0.1:1/token";
+
+/// A token `access` with a refresh token, at `token_url`, `expires_in` seconds from now (negative:
+/// past) out of an hour's lifetime.
+fn refreshable(access: &str, token_url: &str, expires_in: i64) -> TokenSet {
+    let mut token = crate::oauth::token::samples::token(access, Some(3600));
+    token.refresh_token = Some(format!("{access}-refresh"));
+    token.endpoint.url = token_url.to_owned();
+    token.expires_at = Some(now().saturating_add_signed(expires_in));
+    token
+}
+
+fn refusal(sent_token: Option<&str>) -> Rejection<'_> {
+    Rejection {
+        status: 401,
+        www_authenticate: Some(r#"Bearer error="invalid_token""#),
+        sent_token,
+    }
+}
+
+fn stored(state: &std::path::Path, principal: &Principal) -> Option<String> {
+    authorizer(state)
+        .load(principal)
+        .map(|token| token.access_token)
+}
+
+fn needs_authorization(grant: &Grant) -> bool {
+    matches!(grant.need(), crate::oauth::Need::Authorization { .. })
+}
+
+#[tokio::test]
+async fn a_due_token_whose_refresh_fails_is_used_while_it_lasts() {
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let alice = Principal::user("alice");
+    let grant = auth.grant(&alice);
+    auth.keep(&grant, refreshable("due", DOWN, 30));
+    assert_eq!(auth.token(&grant).await.as_deref(), Some("due"));
+    assert_eq!(stored(state.path(), &alice).as_deref(), Some("due"));
+}
+
+#[tokio::test]
+async fn a_refusal_of_a_request_without_a_token_keeps_the_stored_tokens() {
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let alice = Principal::user("alice");
+    let grant = auth.grant(&alice);
+    auth.keep(&grant, refreshable("expired", DOWN, -10));
+    // The refresh fails: the request goes out without a token, and meets a 401.
+    assert_eq!(auth.token(&grant).await, None);
+    assert!(!auth.rejected(&grant, refusal(None)).await);
+    assert!(grant.token().is_some(), "kept in the grant");
+    assert!(!needs_authorization(&grant), "to be refreshed later");
+    assert_eq!(stored(state.path(), &alice).as_deref(), Some("expired"));
+}
+
+#[tokio::test]
+async fn a_refused_token_whose_refresh_fails_is_kept_for_a_later_refresh() {
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let alice = Principal::user("alice");
+    let grant = auth.grant(&alice);
+    auth.keep(&grant, refreshable("refused", DOWN, 600));
+    assert!(!auth.rejected(&grant, refusal(Some("refused"))).await);
+    assert!(!needs_authorization(&grant));
+    assert_eq!(stored(state.path(), &alice).as_deref(), Some("refused"));
+}
+
+#[tokio::test]
+async fn a_refused_token_that_nothing_renews_is_dropped() {
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let alice = Principal::user("alice");
+    let grant = auth.grant(&alice);
+    auth.keep(&grant, token("refused"));
+    assert!(!auth.rejected(&grant, refusal(Some("refused"))).await);
+    assert!(grant.token().is_none());
+    assert!(needs_authorization(&grant));
+    assert_eq!(stored(state.path(), &alice), None);
+}
+
+#[tokio::test]
+async fn a_refresh_token_the_server_refuses_is_dropped() {
+    let server = FakeEndpoint::start(400, r#"{"error":"invalid_grant"}"#).await;
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let alice = Principal::user("alice");
+    let grant = auth.grant(&alice);
+    auth.keep(&grant, refreshable("refused", &server.url, 600));
+    assert!(!auth.rejected(&grant, refusal(Some("refused"))).await);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "one refresh");
+    assert_eq!(
+        seen[0].field("refresh_token").as_deref(),
+        Some("refused-refresh")
+    );
+    assert!(
+        seen[0].headers.get("authorization").is_none(),
+        "a public client"
+    );
+    assert!(grant.token().is_none());
+    assert!(needs_authorization(&grant));
+    assert_eq!(stored(state.path(), &alice), None);
+}
+
+#[tokio::test]
+async fn a_refusal_of_a_request_sent_before_a_token_came_retries_with_it() {
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let grant = auth.grant(&Principal::anonymous());
+    auth.keep(&grant, refreshable("new", DOWN, 600));
+    assert!(auth.rejected(&grant, refusal(None)).await);
+    assert_eq!(
+        grant.token().map(|t| t.access_token.clone()).as_deref(),
+        Some("new")
+    );
+}

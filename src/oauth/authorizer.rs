@@ -114,8 +114,8 @@ impl Authorizer {
                 (!token.is_expired()).then(|| token.access_token.clone())
             }
             // Due: if renewing fails, `renew` still gives the token while it lasts.
-            Some(_) => self.renew(grant, None).await.ok(),
-            None if self.is_machine() => self.renew(grant, None).await.ok(),
+            Some(_) => self.renew(grant, None, None).await.ok(),
+            None if self.is_machine() => self.renew(grant, None, None).await.ok(),
             None => None,
         }
     }
@@ -127,7 +127,7 @@ impl Authorizer {
         match rejection.status {
             401 => {
                 let sent = rejection.sent_token;
-                match self.renew(grant, sent).await {
+                match self.renew(grant, sent, challenge.as_ref()).await {
                     Ok(_) => true,
                     Err(Unrenewed::Failed) => false,
                     Err(Unrenewed::Refused) => {
@@ -176,7 +176,10 @@ impl Authorizer {
         }
         if self.is_machine() {
             let _one = grant.renewing.lock().await;
-            return match self.client_credentials(Some(scopes)).await {
+            return match self
+                .client_credentials(Some(scopes), Some(&challenge))
+                .await
+            {
                 Ok(token) => {
                     self.keep(grant, token);
                     true
@@ -193,9 +196,14 @@ impl Authorizer {
 
     /// A token in place of the grant's current one, which is due or was `refused` by the
     /// upstream, once for every waiter: by refreshing it, or for the client credentials grant
-    /// by asking again. If that fails but
-    /// the current token is unexpired and not the one refused, that token.
-    async fn renew(&self, grant: &Grant, refused: Option<&str>) -> Result<String, Unrenewed> {
+    /// by asking again (discovering with the upstream's `challenge`, if it sent one). If that
+    /// fails but the current token is unexpired and not the one refused, that token.
+    async fn renew(
+        &self,
+        grant: &Grant,
+        refused: Option<&str>,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, Unrenewed> {
         let _one = grant.renewing.lock().await;
         let current = grant.token();
         // Unexpired and not the one refused: what a request may still carry.
@@ -215,7 +223,7 @@ impl Authorizer {
         let renewed = match &current {
             Some(token) if token.refresh_token.is_some() => self.refresh(token).await,
             _ if self.is_machine() => {
-                self.client_credentials(current.as_ref().map(|t| t.scopes.clone()))
+                self.client_credentials(current.as_ref().map(|t| t.scopes.clone()), challenge)
                     .await
             }
             // Nothing to renew it with: use it while it lasts.
@@ -257,8 +265,10 @@ impl Authorizer {
     async fn client_credentials(
         &self,
         scopes: Option<Vec<String>>,
+        challenge: Option<&Challenge>,
     ) -> Result<TokenSet, OAuthError> {
-        let discovered = self.discovered(false, None).await?;
+        // The challenge may be the only place the upstream names its resource metadata.
+        let discovered = self.discovered(false, challenge).await?;
         let client = self.identity_context().identity(&discovered).await?;
         let scopes = scopes
             .or_else(|| self.config.scopes.clone())

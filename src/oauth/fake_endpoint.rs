@@ -1,19 +1,23 @@
-//! A stand-in for an authorization server's endpoint in unit tests: it answers every request
-//! with one canned response and records what it was sent, so tests see exactly which
-//! credentials and fields Switchyard puts on the wire.
+//! Stand-ins for an authorization server's endpoints in unit tests: a server that answers with
+//! canned responses and records what it was sent, so tests see exactly which credentials and
+//! fields Switchyard puts on the wire.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
 use axum::{
     Router,
     body::Bytes,
-    http::{HeaderMap, StatusCode, header},
+    http::{HeaderMap, StatusCode, Uri, header},
 };
 use tokio::task::JoinHandle;
 
-/// One request the endpoint got.
+/// One request the server got.
 #[derive(Debug, Clone)]
 pub struct Seen {
+    pub path: String,
     pub headers: HeaderMap,
     pub body: String,
 }
@@ -27,8 +31,13 @@ impl Seen {
     }
 }
 
+/// A status, content type and body.
+type Answer = (StatusCode, &'static str, String);
+
 pub struct FakeEndpoint {
-    /// Where it listens, with the path `/endpoint` (any path is answered).
+    /// `http://127.0.0.1:{port}`.
+    pub base: String,
+    /// `{base}/endpoint`, for a server that answers every path alike.
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
     server: JoinHandle<()>,
@@ -41,28 +50,62 @@ impl FakeEndpoint {
     }
 
     pub async fn start_with(status: u16, content_type: &'static str, body: &str) -> Self {
+        let answer = (
+            StatusCode::from_u16(status).unwrap(),
+            content_type,
+            body.into(),
+        );
+        Self::serve(HashMap::new(), Some(answer)).await
+    }
+
+    /// Answers the paths `routes` makes (given the server's base URL) with 200 and their JSON
+    /// bodies; any other path with 404.
+    pub async fn routes(routes: impl FnOnce(&str) -> Vec<(&'static str, String)>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/endpoint", listener.local_addr().unwrap());
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let answers = routes(&base)
+            .into_iter()
+            .map(|(path, body)| (path.to_owned(), (StatusCode::OK, "application/json", body)))
+            .collect();
+        Self::serve_on(listener, answers, None)
+    }
+
+    async fn serve(answers: HashMap<String, Answer>, otherwise: Option<Answer>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve_on(listener, answers, otherwise)
+    }
+
+    fn serve_on(
+        listener: tokio::net::TcpListener,
+        answers: HashMap<String, Answer>,
+        otherwise: Option<Answer>,
+    ) -> Self {
+        let base = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
-        let status = StatusCode::from_u16(status).unwrap();
-        let body = body.to_owned();
-        let app = Router::new().fallback(move |headers: HeaderMap, request: Bytes| {
-            let record = record.clone();
-            let body = body.clone();
-            async move {
-                let request = String::from_utf8_lossy(&request).into_owned();
-                record.lock().unwrap().push(Seen {
-                    headers,
-                    body: request,
-                });
-                (status, [(header::CONTENT_TYPE, content_type)], body)
-            }
+        let not_found = (StatusCode::NOT_FOUND, "application/json", "{}".to_owned());
+        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+            record.lock().unwrap().push(Seen {
+                path: uri.path().to_owned(),
+                headers,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            });
+            let (status, content_type, body) = answers
+                .get(uri.path())
+                .or(otherwise.as_ref())
+                .unwrap_or(&not_found)
+                .clone();
+            async move { (status, [(header::CONTENT_TYPE, content_type)], body) }
         });
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        Self { url, seen, server }
+        Self {
+            url: format!("{base}/endpoint"),
+            base,
+            seen,
+            server,
+        }
     }
 
     pub fn seen(&self) -> Vec<Seen> {

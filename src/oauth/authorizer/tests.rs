@@ -201,3 +201,60 @@ async fn a_refusal_of_a_request_sent_before_a_token_came_retries_with_it() {
         Some("new")
     );
 }
+
+#[tokio::test]
+async fn the_client_credentials_grant_discovers_through_the_challenge() {
+    let server = FakeEndpoint::routes(|base| {
+        vec![
+            (
+                "/.well-known/oauth-authorization-server",
+                serde_json::json!({"issuer": base, "token_endpoint": format!("{base}/token")})
+                    .to_string(),
+            ),
+            (
+                "/token",
+                r#"{"access_token":"machine","token_type":"Bearer","expires_in":600}"#.into(),
+            ),
+        ]
+    })
+    .await;
+    // The upstream advertises its resource metadata in its challenge only.
+    let upstream = FakeEndpoint::routes(|base| {
+        vec![(
+            "/meta/prm",
+            serde_json::json!({"resource": format!("{base}/mcp"), "authorization_servers": [server.base]})
+                .to_string(),
+        )]
+    })
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let mut auth = authorizer(state.path());
+    auth.url = Url::parse(&format!("{}/mcp", upstream.base)).unwrap();
+    auth.config = UpstreamOAuth {
+        grant: crate::config::GrantKind::ClientCredentials,
+        client_id: Some("machine".into()),
+        client_secret: Some("secret".into()),
+        ..UpstreamOAuth::default()
+    };
+    let grant = auth.grant(&Principal::anonymous());
+    assert_eq!(
+        auth.token(&grant).await,
+        None,
+        "nothing found without the challenge"
+    );
+
+    let challenge = format!(r#"Bearer resource_metadata="{}/meta/prm""#, upstream.base);
+    let rejection = Rejection {
+        status: 401,
+        www_authenticate: Some(&challenge),
+        sent_token: None,
+    };
+    assert!(auth.rejected(&grant, rejection).await);
+    assert_eq!(auth.token(&grant).await.as_deref(), Some("machine"));
+    let asked = server.seen();
+    let token_request = asked.iter().find(|r| r.path == "/token").unwrap();
+    assert_eq!(
+        token_request.field("resource"),
+        Some(format!("{}/mcp", upstream.base))
+    );
+}

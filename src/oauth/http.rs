@@ -131,13 +131,20 @@ impl Http {
                 .send()
                 .await
                 .map_err(|e| HttpFailure(e.to_string()))?;
-            let mut answer = http::Response::builder().status(response.status());
+            let status = response.status();
+            let mut answer = http::Response::builder().status(status);
             for (name, value) in response.headers() {
                 answer = answer.header(name, value);
             }
             let body = limited_body(response)
                 .await
                 .map_err(|e| HttpFailure(e.to_string()))?;
+            if !status.is_success() && !is_oauth_error(&body) {
+                // A proxy's error page, say: its status is all that can be told of it.
+                return Err(HttpFailure(format!(
+                    "the token endpoint answered HTTP {status}"
+                )));
+            }
             answer.body(body).map_err(|e| HttpFailure(e.to_string()))
         }
     }
@@ -147,6 +154,15 @@ impl Default for Http {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Whether `body` is an OAuth error answer (RFC 6749 §5.2): a JSON object with an `error`.
+fn is_oauth_error(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|answer| {
+        answer
+            .get("error")
+            .is_some_and(serde_json::Value::is_string)
+    })
 }
 
 async fn limited_body(mut response: reqwest::Response) -> Result<Vec<u8>, String> {

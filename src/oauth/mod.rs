@@ -7,6 +7,7 @@
 //! | `discovery`  | protected-resource and authorization-server metadata (RFC 9728, 8414, OIDC) |
 //! | `identity`   | pre-registered client, client ID metadata document, or dynamic registration |
 //! | `token`      | the token endpoint: code exchange, refresh, client credentials              |
+//! | `answer`     | the token endpoint's answer, and failures told without quoting it           |
 //! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
 //! | `authorizer` | one upstream's grants: tokens for requests, what 401s and 403s mean        |
 //! | `flow`       | the authorization code flow: links, and the callback's conclusion          |
@@ -23,6 +24,7 @@
 //! calls `OAuth::callback`: the code is exchanged, the tokens stored, and the grant's waiters
 //! woken.
 
+mod answer;
 mod authorizer;
 pub mod challenge;
 mod discovery;

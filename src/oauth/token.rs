@@ -10,13 +10,18 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oauth2::{
-    AuthType, AuthorizationCode, ClientId, ClientSecret, EndpointNotSet, EndpointSet,
-    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
-    basic::{BasicClient, BasicErrorResponse, BasicTokenResponse},
+    AuthType, AuthorizationCode, Client, ClientId, ClientSecret, EndpointNotSet, EndpointSet,
+    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, StandardRevocableToken,
+    TokenResponse, TokenUrl,
+    basic::{BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse},
 };
 use serde::{Deserialize, Serialize};
 
-use super::{OAuthError, http::Http};
+use super::{
+    OAuthError,
+    answer::{TokenAnswer, token_error},
+    http::Http,
+};
 use crate::config::{AuthMethod, PrivateKey};
 
 /// How Switchyard is known to one authorization server.
@@ -81,8 +86,21 @@ pub fn now() -> u64 {
         .unwrap_or(0)
 }
 
-type TokenClient =
-    BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+/// `oauth2`'s client with Switchyard's token answer, before (`EndpointNotSet`) and after its
+/// token URL is set.
+type OAuthClient<HasTokenUrl = EndpointNotSet> = Client<
+    BasicErrorResponse,
+    TokenAnswer,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    HasTokenUrl,
+>;
+type TokenClient = OAuthClient<EndpointSet>;
 
 /// One client at one token endpoint.
 pub struct Exchange<'a> {
@@ -147,7 +165,7 @@ impl Exchange<'_> {
     fn oauth_client(&self) -> Result<TokenClient, OAuthError> {
         let url = TokenUrl::new(self.endpoint.url.clone())
             .map_err(|e| OAuthError::Discovery(format!("token endpoint: {e}")))?;
-        let mut client = BasicClient::new(ClientId::new(self.client.client_id.clone()))
+        let mut client = <OAuthClient>::new(ClientId::new(self.client.client_id.clone()))
             .set_token_uri(url)
             .set_auth_type(match self.client.auth_method {
                 AuthMethod::ClientSecretBasic => AuthType::BasicAuth,
@@ -213,7 +231,7 @@ impl Exchange<'_> {
 
     fn token_set<E: std::error::Error + 'static>(
         &self,
-        response: Result<BasicTokenResponse, RequestTokenError<E, BasicErrorResponse>>,
+        response: Result<TokenAnswer, RequestTokenError<E, BasicErrorResponse>>,
         asked: &[String],
         previous_refresh: Option<&str>,
     ) -> Result<TokenSet, OAuthError> {
@@ -235,28 +253,6 @@ impl Exchange<'_> {
             endpoint: self.endpoint.clone(),
             client: self.client.clone(),
         })
-    }
-}
-
-/// The error of a failed token request: the server's OAuth error (`invalid_grant`, …) if it
-/// sent one.
-fn token_error<E: std::error::Error + 'static>(
-    error: RequestTokenError<E, BasicErrorResponse>,
-) -> OAuthError {
-    match error {
-        RequestTokenError::ServerResponse(response) => OAuthError::Provider {
-            error: response.error().to_string(),
-            description: response.error_description().cloned(),
-        },
-        RequestTokenError::Request(error) => {
-            OAuthError::Http(format!("the token request: {error}"))
-        }
-        RequestTokenError::Parse(error, body) => {
-            let mut text = String::from_utf8_lossy(&body).into_owned();
-            text.truncate(text.floor_char_boundary(200));
-            OAuthError::Http(format!("the token endpoint's answer: {error} ({text})"))
-        }
-        RequestTokenError::Other(text) => OAuthError::Http(format!("the token request: {text}")),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The token endpoint's answer as Switchyard reads it: the token response (forgiving an
-//! `expires_in` given as a string), or why there is none.
+//! `expires_in` given as a string), or why there is none; and how any answer of an
+//! authorization server that cannot be read is told.
 //!
 //! A failure's text never quotes the answer — a 2xx answer holds the tokens themselves — only
 //! what could not be read, or the OAuth `error` and `error_description` of a refusal. That text
@@ -89,9 +90,8 @@ pub fn token_error<E: std::error::Error + 'static>(
         RequestTokenError::Request(error) => {
             OAuthError::Http(format!("the token request: {error}"))
         }
-        RequestTokenError::Parse(error, body) => {
-            refusal_in(&body).unwrap_or_else(|| OAuthError::Http(unreadable(&error)))
-        }
+        RequestTokenError::Parse(error, body) => refusal_in(&body)
+            .unwrap_or_else(|| OAuthError::Http(unreadable("the token endpoint's answer", &error))),
         RequestTokenError::Other(text) => OAuthError::Http(format!("the token request: {text}")),
     }
 }
@@ -110,14 +110,15 @@ fn refusal_in(body: &[u8]) -> Option<OAuthError> {
     })
 }
 
-/// What in the token endpoint's answer could not be read: the field, and what kind of problem,
-/// but not the value (serde's messages quote values, and the value may be a token).
-fn unreadable(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+/// What in `answer` (an authorization server's JSON answer, named for the reader) could not be
+/// read: the field, and what kind of problem, but not the value (serde's messages quote values,
+/// and the value may be a token or a client secret).
+pub fn unreadable(answer: &str, error: &serde_path_to_error::Error<serde_json::Error>) -> String {
     use serde_json::error::Category;
     let inner = error.inner();
     let what = match inner.classify() {
         Category::Io | Category::Syntax | Category::Eof => {
-            return "the token endpoint's answer is not JSON".into();
+            return format!("{answer} is not JSON");
         }
         Category::Data => inner.to_string(),
     };
@@ -127,11 +128,11 @@ fn unreadable(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
         field.split('`').next().unwrap_or_default().to_owned()
     });
     match (missing, error.path().to_string()) {
-        (Some(field), _) => format!("the token endpoint's answer lacks `{field}`"),
+        (Some(field), _) => format!("{answer} lacks `{field}`"),
         (None, path) if path == "." => {
-            "the token endpoint's answer is not a JSON object of the expected form".into()
+            format!("{answer} is not a JSON object of the expected form")
         }
-        (None, path) => format!("the token endpoint's answer has an unusable `{path}`"),
+        (None, path) => format!("{answer} has an unusable `{path}`"),
     }
 }
 
@@ -238,6 +239,21 @@ mod tests {
                 .await
                 .unwrap_err()
                 .is_invalid_grant()
+        );
+    }
+
+    #[test]
+    fn an_unreadable_answer_is_told_by_its_field_not_its_value() {
+        #[derive(Debug, Deserialize)]
+        struct Registered {
+            #[allow(dead_code)]
+            client_secret: String,
+        }
+        let mut reader = serde_json::Deserializer::from_str(r#"{"client_secret": 987654321}"#);
+        let error = serde_path_to_error::deserialize::<_, Registered>(&mut reader).unwrap_err();
+        assert_eq!(
+            unreadable("the registration answer", &error),
+            "the registration answer has an unusable `client_secret`"
         );
     }
 }

@@ -10,7 +10,6 @@ use super::{
     store::Kind,
     token::TokenSet,
 };
-use crate::config::AuthMethod;
 
 impl Authorizer {
     /// Revokes (where the server supports RFC 7009) and forgets every stored token of this
@@ -50,6 +49,8 @@ impl Authorizer {
         forgotten
     }
 
+    /// Revokes the access and refresh tokens (RFC 7009), the client authenticating as it does
+    /// at the token endpoint.
     async fn revoke(&self, token: &TokenSet) {
         let Some(url) = token
             .endpoint
@@ -59,30 +60,33 @@ impl Authorizer {
         else {
             return;
         };
-        let client = &token.client;
-        let basic = match (&client.client_secret, client.auth_method) {
-            (Some(secret), AuthMethod::ClientSecretBasic) => {
-                Some((client.client_id.as_str(), secret.as_str()))
-            }
-            _ => None,
-        };
-        let revoke = |value: &str, hint: &str| {
-            let mut form = vec![
-                ("token", value.to_owned()),
-                ("token_type_hint", hint.to_owned()),
-            ];
-            if basic.is_none() {
-                form.push(("client_id", client.client_id.clone()));
-            }
-            form
-        };
-        let mut forms = vec![revoke(&token.access_token, "access_token")];
+        let mut revocations = vec![(&token.access_token, "access_token")];
         if let Some(refresh) = &token.refresh_token {
-            forms.push(revoke(refresh, "refresh_token"));
+            revocations.push((refresh, "refresh_token"));
         }
-        for form in forms {
-            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            if let Err(error) = self.oauth.http.post_form(&url, &form, basic).await {
+        let exchange = self.exchange(&token.endpoint, &token.client);
+        for (value, hint) in revocations {
+            // Made anew for each request: a client assertion is good for one use.
+            let client = match exchange.client_authentication() {
+                Ok(client) => client,
+                Err(error) => {
+                    tracing::warn!(upstream = %self.upstream, %error, "cannot revoke the tokens");
+                    return;
+                }
+            };
+            let mut form = vec![("token", value.as_str()), ("token_type_hint", hint)];
+            form.extend(
+                client
+                    .form
+                    .iter()
+                    .map(|(name, value)| (*name, value.as_str())),
+            );
+            let sent = self
+                .oauth
+                .http
+                .post_form(&url, &form, client.basic.as_deref())
+                .await;
+            if let Err(error) = sent {
                 tracing::warn!(upstream = %self.upstream, %error, "token revocation failed");
             }
         }

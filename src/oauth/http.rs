@@ -98,16 +98,17 @@ impl Http {
         Ok((status, body))
     }
 
-    /// POSTs a form (token revocation); the answer's status.
+    /// POSTs a form (token revocation), with an `Authorization` header if one is given; the
+    /// answer's status.
     pub async fn post_form(
         &self,
         url: &Url,
         form: &[(&str, &str)],
-        basic: Option<(&str, &str)>,
+        authorization: Option<&str>,
     ) -> Result<reqwest::StatusCode, OAuthError> {
         let mut request = self.direct.post(url.clone()).form(form);
-        if let Some((user, password)) = basic {
-            request = request.basic_auth(user, Some(password));
+        if let Some(authorization) = authorization {
+            request = request.header(http::header::AUTHORIZATION, authorization);
         }
         let response = request
             .send()

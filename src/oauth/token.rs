@@ -9,6 +9,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::{Engine, engine::general_purpose::STANDARD};
 use oauth2::{
     AuthType, AuthorizationCode, Client, ClientId, ClientSecret, EndpointNotSet, EndpointSet,
     PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, StandardRevocableToken,
@@ -102,6 +103,14 @@ type OAuthClient<HasTokenUrl = EndpointNotSet> = Client<
 >;
 type TokenClient = OAuthClient<EndpointSet>;
 
+/// A client's credentials for one request, besides the token endpoint's.
+pub struct ClientAuthentication {
+    /// The `Authorization` header's value, for `client_secret_basic`.
+    pub basic: Option<String>,
+    /// Form fields: `client_id`, and a secret or an assertion.
+    pub form: Vec<(&'static str, String)>,
+}
+
 /// One client at one token endpoint.
 pub struct Exchange<'a> {
     pub http: &'a Http,
@@ -181,23 +190,59 @@ impl Exchange<'_> {
         Ok(client)
     }
 
-    /// The resource indicator, and for `private_key_jwt` the client assertion.
+    /// The resource indicator, and the client assertion if the client uses one.
     fn extra_params(&self) -> Result<Vec<(&'static str, String)>, OAuthError> {
         let mut params = Vec::new();
         if let Some(resource) = &self.endpoint.resource {
             params.push(("resource", resource.clone()));
         }
-        if self.client.auth_method == AuthMethod::PrivateKeyJwt {
-            let key = self
-                .private_key
-                .ok_or_else(|| OAuthError::Config("private_key_jwt needs a private key".into()))?;
-            params.push((
+        params.extend(self.assertion_params()?);
+        Ok(params)
+    }
+
+    /// For `private_key_jwt`, a fresh client assertion; nothing for other methods.
+    fn assertion_params(&self) -> Result<Vec<(&'static str, String)>, OAuthError> {
+        if self.client.auth_method != AuthMethod::PrivateKeyJwt {
+            return Ok(Vec::new());
+        }
+        let key = self
+            .private_key
+            .ok_or_else(|| OAuthError::Config("private_key_jwt needs a private key".into()))?;
+        Ok(vec![
+            (
                 "client_assertion_type",
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
-            ));
-            params.push(("client_assertion", self.assertion(key)?));
+            ),
+            ("client_assertion", self.assertion(key)?),
+        ])
+    }
+
+    /// How this client authenticates at the authorization server's other endpoints
+    /// (revocation, RFC 7009 §2.1): as `oauth_client` and `oauth2` do at the token endpoint.
+    /// A secret goes in `Authorization: Basic` for `client_secret_basic` (id and secret each
+    /// form-encoded first, RFC 6749 §2.3.1), else in the form for `client_secret_post`; an
+    /// assertion for `private_key_jwt`; the form names the client wherever Basic does not.
+    pub fn client_authentication(&self) -> Result<ClientAuthentication, OAuthError> {
+        let secret = self.client.client_secret.as_deref();
+        let basic = match (self.client.auth_method, secret) {
+            (AuthMethod::ClientSecretBasic, Some(secret)) => {
+                let encode = |text: &str| -> String {
+                    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+                };
+                let pair = format!("{}:{}", encode(&self.client.client_id), encode(secret));
+                Some(format!("Basic {}", STANDARD.encode(pair)))
+            }
+            _ => None,
+        };
+        let mut form = Vec::new();
+        if basic.is_none() {
+            form.push(("client_id", self.client.client_id.clone()));
         }
-        Ok(params)
+        if let (AuthMethod::ClientSecretPost, Some(secret)) = (self.client.auth_method, secret) {
+            form.push(("client_secret", secret.to_owned()));
+        }
+        form.extend(self.assertion_params()?);
+        Ok(ClientAuthentication { basic, form })
     }
 
     /// An RFC 7523 client assertion: issued by and about the client, for the issuer, valid for

@@ -4,8 +4,11 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{OAuthKey, OAuthSettings};
 use crate::oauth::{fake_endpoint::FakeEndpoint, token::now};
+use crate::{
+    config::{AuthMethod, OAuthKey, OAuthSettings},
+    oauth::token::ClientIdentity,
+};
 
 fn authorizer(state: &std::path::Path) -> Authorizer {
     let settings = OAuthSettings {
@@ -257,4 +260,106 @@ async fn the_client_credentials_grant_discovers_through_the_challenge() {
         token_request.field("resource"),
         Some(format!("{}/mcp", upstream.base))
     );
+}
+
+/// A fresh P-256 key for `private_key_jwt`.
+fn signing_key() -> crate::config::PrivateKey {
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    use base64::{Engine, engine::general_purpose::STANDARD};
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let der = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let base64 = STANDARD.encode(der.as_ref());
+    let lines: Vec<&str> = base64
+        .as_bytes()
+        .chunks(64)
+        .map(|line| std::str::from_utf8(line).unwrap())
+        .collect();
+    crate::config::PrivateKey {
+        pem: format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        ),
+        algorithm: jsonwebtoken::Algorithm::ES256,
+    }
+}
+
+/// The revocation requests forgetting a token of `client` makes.
+async fn revocations(client: ClientIdentity) -> Vec<crate::oauth::fake_endpoint::Seen> {
+    let server = FakeEndpoint::start(200, "{}").await;
+    let state = tempfile::tempdir().unwrap();
+    let mut auth = authorizer(state.path());
+    if client.auth_method == AuthMethod::PrivateKeyJwt {
+        auth.config.private_key = Some(signing_key());
+    }
+    let mut token = refreshable("access", DOWN, 600);
+    token.endpoint.revocation = Some(server.url.clone());
+    token.client = client;
+    auth.keep(&auth.grant(&Principal::anonymous()), token);
+    assert_eq!(auth.forget_all().await, 1);
+    let seen = server.seen();
+    let hints: Vec<_> = seen.iter().map(|r| r.field("token_type_hint")).collect();
+    assert_eq!(
+        hints,
+        [Some("access_token".into()), Some("refresh_token".into())]
+    );
+    assert_eq!(seen[1].field("token").as_deref(), Some("access-refresh"));
+    seen
+}
+
+fn identity(auth_method: AuthMethod, secret: Option<&str>) -> ClientIdentity {
+    ClientIdentity {
+        client_id: "switchyard app".into(),
+        client_secret: secret.map(str::to_owned),
+        auth_method,
+    }
+}
+
+#[tokio::test]
+async fn revocation_authenticates_the_client_as_the_token_endpoint_does() {
+    let basic = revocations(identity(AuthMethod::ClientSecretBasic, Some("s3cret/+"))).await;
+    for request in &basic {
+        // Each of id and secret form-encoded, then joined (RFC 6749 §2.3.1).
+        assert_eq!(
+            request.headers["authorization"],
+            "Basic c3dpdGNoeWFyZCthcHA6czNjcmV0JTJGJTJC"
+        );
+        assert_eq!(request.field("client_id"), None);
+        assert_eq!(request.field("client_secret"), None);
+    }
+
+    let post = revocations(identity(AuthMethod::ClientSecretPost, Some("s3cret"))).await;
+    for request in &post {
+        assert!(request.headers.get("authorization").is_none());
+        assert_eq!(
+            request.field("client_id").as_deref(),
+            Some("switchyard app")
+        );
+        assert_eq!(request.field("client_secret").as_deref(), Some("s3cret"));
+    }
+
+    let jwt = revocations(identity(AuthMethod::PrivateKeyJwt, None)).await;
+    let assertions: Vec<_> = jwt.iter().map(|r| r.field("client_assertion")).collect();
+    for (request, assertion) in jwt.iter().zip(&assertions) {
+        assert!(request.headers.get("authorization").is_none());
+        assert_eq!(
+            request.field("client_id").as_deref(),
+            Some("switchyard app")
+        );
+        assert_eq!(
+            request.field("client_assertion_type").as_deref(),
+            Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+        );
+        assert_eq!(assertion.as_deref().map(|a| a.split('.').count()), Some(3));
+    }
+    assert_ne!(assertions[0], assertions[1], "an assertion is used once");
+
+    let public = revocations(identity(AuthMethod::None, None)).await;
+    for request in &public {
+        assert!(request.headers.get("authorization").is_none());
+        assert_eq!(
+            request.field("client_id").as_deref(),
+            Some("switchyard app")
+        );
+        assert_eq!(request.field("client_secret"), None);
+    }
 }

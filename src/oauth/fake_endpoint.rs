@@ -5,6 +5,7 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use axum::{
@@ -55,30 +56,36 @@ impl FakeEndpoint {
             content_type,
             body.into(),
         );
-        Self::serve(HashMap::new(), Some(answer)).await
+        Self::serve(bind().await, HashMap::new(), Some(answer), Duration::ZERO)
+    }
+
+    /// Answers every request as `start` does, but only after `delay`.
+    pub async fn start_slow(delay: Duration, status: u16, body: &str) -> Self {
+        let answer = (
+            StatusCode::from_u16(status).unwrap(),
+            "application/json",
+            body.into(),
+        );
+        Self::serve(bind().await, HashMap::new(), Some(answer), delay)
     }
 
     /// Answers the paths `routes` makes (given the server's base URL) with 200 and their JSON
     /// bodies; any other path with 404.
     pub async fn routes(routes: impl FnOnce(&str) -> Vec<(&'static str, String)>) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = bind().await;
         let base = format!("http://{}", listener.local_addr().unwrap());
         let answers = routes(&base)
             .into_iter()
             .map(|(path, body)| (path.to_owned(), (StatusCode::OK, "application/json", body)))
             .collect();
-        Self::serve_on(listener, answers, None)
+        Self::serve(listener, answers, None, Duration::ZERO)
     }
 
-    async fn serve(answers: HashMap<String, Answer>, otherwise: Option<Answer>) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        Self::serve_on(listener, answers, otherwise)
-    }
-
-    fn serve_on(
+    fn serve(
         listener: tokio::net::TcpListener,
         answers: HashMap<String, Answer>,
         otherwise: Option<Answer>,
+        delay: Duration,
     ) -> Self {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -95,7 +102,10 @@ impl FakeEndpoint {
                 .or(otherwise.as_ref())
                 .unwrap_or(&not_found)
                 .clone();
-            async move { (status, [(header::CONTENT_TYPE, content_type)], body) }
+            async move {
+                tokio::time::sleep(delay).await;
+                (status, [(header::CONTENT_TYPE, content_type)], body)
+            }
         });
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
@@ -111,6 +121,10 @@ impl FakeEndpoint {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
+}
+
+async fn bind() -> tokio::net::TcpListener {
+    tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()
 }
 
 impl Drop for FakeEndpoint {

@@ -19,6 +19,9 @@ impl Authorizer {
         let mut forgotten = 0;
         for principal in index.principals.iter().map(|p| principal_of(p)) {
             let grant = self.grant(&principal);
+            // Held to the end: a refresh in flight would otherwise store its new tokens after
+            // these are forgotten, and one waiting finds none to refresh.
+            let _one = grant.renewing.lock().await;
             if let Some(token) = grant.token() {
                 self.revoke(&token).await;
             }

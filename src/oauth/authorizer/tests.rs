@@ -363,3 +363,28 @@ async fn revocation_authenticates_the_client_as_the_token_endpoint_does() {
         assert_eq!(request.field("client_secret"), None);
     }
 }
+
+#[tokio::test]
+async fn a_refresh_in_flight_does_not_bring_forgotten_tokens_back() {
+    let server = FakeEndpoint::start_slow(
+        Duration::from_millis(300),
+        200,
+        r#"{"access_token":"fresh","token_type":"Bearer","expires_in":600}"#,
+    )
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let alice = Principal::user("alice");
+    let grant = auth.grant(&alice);
+    auth.keep(&grant, refreshable("due", &server.url, 30));
+    let forget = async {
+        // Once the refresh is under way.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        auth.forget_all().await
+    };
+    let (renewed, forgotten) = tokio::join!(auth.token(&grant), forget);
+    assert_eq!(renewed.as_deref(), Some("fresh"));
+    assert_eq!(forgotten, 1);
+    assert!(grant.token().is_none());
+    assert_eq!(stored(state.path(), &alice), None);
+}

@@ -420,3 +420,31 @@ async fn a_token_endpoint_outage_keeps_the_tokens() {
     assert_eq!(stats["as"]["authorizations"], 1, "{stats}");
     assert_eq!(stats["as"]["grants_revoked"], 0, "{stats}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorized_upstream_that_goes_down_is_retried_with_backoff() {
+    let upstream = OAuthUpstream::start(&["--access-token-ttl=300", "--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start_unsettled()
+        .await;
+    let callback = Browser::callback_url(&link(&gw).await).await;
+    assert_eq!(Browser::open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    let client = gw.client().await;
+    assert_eq!(whoami(&client).await["sub"], "alice");
+
+    drop(upstream);
+    // A call that fails has the gateway check the upstream at once.
+    assert!(call(&client, "secure__whoami", json!({})).await.is_err());
+    // Its token is good, but that is no reason to reconnect in a tight loop: each failed
+    // attempt counts, and the backoff applies.
+    let secure = gw.gateway.upstream("secure").unwrap();
+    assert!(
+        eventually(SOON, || secure.status().retries >= 3).await,
+        "{:?}",
+        secure.status()
+    );
+    assert_eq!(secure.status().authorization_url, None);
+    assert_eq!(stored_tokens(state.path()).len(), 1);
+}

@@ -121,6 +121,8 @@ pub struct OAuth {
     settings: OAuthSettings,
     /// `{public_url}/oauth/callback`.
     redirect_uri: String,
+    /// The public URL's origin: the one web pages of this gateway have.
+    origin: url::Origin,
     /// The client ID metadata document URL, when Switchyard has an https one.
     metadata_url: Option<Url>,
     http: Http,
@@ -141,6 +143,7 @@ impl OAuth {
         });
         Arc::new(Self {
             redirect_uri: format!("{base}/oauth/callback"),
+            origin: public_url.origin(),
             metadata_url,
             http: Http::new(),
             store: Store::new(settings.state_dir.clone(), settings.key.clone()),
@@ -156,6 +159,11 @@ impl OAuth {
 
     pub fn redirect_uri(&self) -> &str {
         &self.redirect_uri
+    }
+
+    /// The origin of Switchyard's public URL.
+    pub fn origin(&self) -> &url::Origin {
+        &self.origin
     }
 
     /// The authorizer of the HTTP upstream `name` at `url`.

@@ -252,6 +252,21 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     gw.wait_state("secure", "ready", SOON).await;
     assert_eq!(stored_tokens(state.path()).len(), 1);
 
+    // A web page of another origin cannot have a browser forget them.
+    for (name, value) in [
+        ("origin", "http://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let forged = reqwest::Client::new()
+            .post(format!("http://{}/oauth/forget/secure", gw.addr))
+            .header(name, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 403, "{name}: {value}");
+    }
+    assert_eq!(stored_tokens(state.path()).len(), 1);
+
     // Forgotten tokens must be authorized again; a user who refuses is reported as such.
     upstream.configure(json!({"interactions": "deny"})).await;
     let forget = reqwest::Client::new()

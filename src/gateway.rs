@@ -278,6 +278,10 @@ pub fn authorization_required(upstream: &Upstream, link: Link) -> GatewayError {
     GatewayError::AuthorizationRequired {
         upstream: upstream.name().clone(),
         url: link.url,
+        expires_in: link
+            .expires
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
         elicitation_id: link.elicitation_id,
         url_elicitation: false,
     }

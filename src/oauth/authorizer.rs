@@ -33,7 +33,6 @@ use crate::{
     config::{GrantKind, UpstreamOAuth},
     names::UpstreamName,
     principal::Principal,
-    upstream::escape_for_display,
 };
 
 /// An upstream refused a request: its status, its `WWW-Authenticate`, and the access token the
@@ -185,7 +184,7 @@ impl Authorizer {
                     true
                 }
                 Err(error) => {
-                    grant.fail(escape_for_display(&error.to_string()));
+                    grant.fail(error.to_string());
                     false
                 }
             };
@@ -247,7 +246,7 @@ impl Authorizer {
         // Any other failure may pass (the server is down, or overloaded): keep the tokens.
         usable().ok_or_else(|| {
             if self.is_machine() {
-                grant.fail(escape_for_display(&error.to_string()));
+                grant.fail(error.to_string());
             }
             Unrenewed::Failed
         })

@@ -388,3 +388,38 @@ async fn a_refresh_in_flight_does_not_bring_forgotten_tokens_back() {
     assert!(grant.token().is_none());
     assert_eq!(stored(state.path(), &alice), None);
 }
+
+#[tokio::test]
+async fn a_failure_is_kept_as_it_was_and_escaped_once_where_shown() {
+    let state = tempfile::tempdir().unwrap();
+    let auth = authorizer(state.path());
+    let grant = auth.grant(&Principal::anonymous());
+    let pending = crate::oauth::pending::PendingAuthorization {
+        upstream: auth.upstream.clone(),
+        principal: Principal::anonymous(),
+        verifier: "v".into(),
+        redirect_uri: "http://127.0.0.1:8080/oauth/callback".into(),
+        scopes: Vec::new(),
+        endpoint: crate::oauth::token::samples::endpoint(),
+        client: crate::oauth::token::samples::client(),
+        issuer: None,
+        require_iss: false,
+        created: std::time::Instant::now(),
+        superseded: false,
+    };
+    let refused = crate::oauth::CallbackQuery {
+        error: Some("access_denied".into()),
+        error_description: Some("no\nway".into()),
+        ..Default::default()
+    };
+    assert!(auth.complete(pending, refused).await.is_err());
+    let crate::oauth::Need::Failed(reason) = grant.need() else {
+        panic!("{:?}", grant.need())
+    };
+    assert!(reason.ends_with("no\nway"), "{reason}");
+    let shown = crate::upstream::UpstreamStatus::new(crate::upstream::UpstreamState::Failed)
+        .failed(&reason, 1)
+        .last_error
+        .unwrap();
+    assert!(shown.ends_with(r"no\nway"), "{shown}");
+}

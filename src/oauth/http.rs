@@ -1,6 +1,9 @@
 //! HTTP towards authorization servers: metadata documents (JSON, same-origin redirects only) and
 //! the token and registration endpoints (no redirects), each with a timeout and a size limit;
 //! and the adapter through which the `oauth2` crate sends its requests.
+//!
+//! A client that cannot be built with its redirect policy is never replaced by one with
+//! another: every request through it fails, saying why.
 
 use std::{future::Future, time::Duration};
 
@@ -17,10 +20,13 @@ const MAX_REDIRECTS: usize = 5;
 #[derive(Clone)]
 pub struct Http {
     /// Metadata: follows redirects within one origin.
-    metadata: reqwest::Client,
+    metadata: Built,
     /// Token, registration and revocation endpoints, and the authorization step: no redirects.
-    direct: reqwest::Client,
+    direct: Built,
 }
+
+/// A client, or why it could not be built.
+type Built = Result<reqwest::Client, String>;
 
 /// A failed request, as the `oauth2` crate wants its HTTP client's errors.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +51,10 @@ impl Http {
                 .timeout(TIMEOUT)
                 .redirect(policy)
                 .build()
-                .unwrap_or_default()
+                .map_err(|error| {
+                    tracing::error!(%error, "cannot make the HTTP client for authorization servers; OAuth will fail");
+                    format!("no HTTP client for authorization servers: {error}")
+                })
         };
         Self {
             metadata: build(same_origin),
@@ -55,8 +64,7 @@ impl Http {
 
     /// The JSON document at `url`, or `None` if the server has none there (any non-2xx answer).
     pub async fn get_json<T: DeserializeOwned>(&self, url: &Url) -> Result<Option<T>, OAuthError> {
-        let response = self
-            .metadata
+        let response = client(&self.metadata)?
             .get(url.clone())
             .header(http::header::ACCEPT, "application/json")
             .send()
@@ -84,8 +92,7 @@ impl Http {
         url: &Url,
         body: &serde_json::Value,
     ) -> Result<(reqwest::StatusCode, Vec<u8>), OAuthError> {
-        let response = self
-            .direct
+        let response = client(&self.direct)?
             .post(url.clone())
             .json(body)
             .send()
@@ -106,7 +113,7 @@ impl Http {
         form: &[(&str, &str)],
         authorization: Option<&str>,
     ) -> Result<reqwest::StatusCode, OAuthError> {
-        let mut request = self.direct.post(url.clone()).form(form);
+        let mut request = client(&self.direct)?.post(url.clone()).form(form);
         if let Some(authorization) = authorization {
             request = request.header(http::header::AUTHORIZATION, authorization);
         }
@@ -124,6 +131,7 @@ impl Http {
     ) -> impl Future<Output = Result<oauth2::HttpResponse, HttpFailure>> + Send + 'static {
         let client = self.direct.clone();
         async move {
+            let client = client.map_err(HttpFailure)?;
             let (parts, body) = request.into_parts();
             let response = client
                 .request(parts.method, parts.uri.to_string())
@@ -157,6 +165,12 @@ impl Default for Http {
     }
 }
 
+fn client(built: &Built) -> Result<&reqwest::Client, OAuthError> {
+    built
+        .as_ref()
+        .map_err(|reason| OAuthError::Http(reason.clone()))
+}
+
 /// Whether `body` is an OAuth error answer (RFC 6749 §5.2): a JSON object with an `error`.
 fn is_oauth_error(body: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|answer| {
@@ -182,4 +196,38 @@ async fn limited_body(mut response: reqwest::Response) -> Result<Vec<u8>, String
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn without_its_client_every_request_fails_saying_why() {
+        let broken = Http {
+            metadata: Err("no client: the reason".into()),
+            direct: Err("no client: the reason".into()),
+        };
+        let url = Url::parse("http://127.0.0.1:1/x").unwrap();
+        let says = |error: OAuthError| assert_eq!(error.to_string(), "no client: the reason");
+        says(
+            broken
+                .get_json::<serde_json::Value>(&url)
+                .await
+                .unwrap_err(),
+        );
+        says(broken.post_form(&url, &[], None).await.unwrap_err());
+        says(
+            broken
+                .post_json(&url, &serde_json::json!({}))
+                .await
+                .unwrap_err(),
+        );
+        let request = http::Request::builder()
+            .uri("http://127.0.0.1:1/token")
+            .body(Vec::new())
+            .unwrap();
+        let failure = broken.oauth2(request).await.unwrap_err();
+        assert_eq!(failure.to_string(), "no client: the reason");
+    }
 }

@@ -7,7 +7,10 @@
 //! The result is a `TokenSet` that carries everything a later refresh needs (endpoint, client,
 //! resource), so that tokens read back from the store refresh without a new discovery.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::{
+    fmt,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use oauth2::{
@@ -25,8 +28,8 @@ use super::{
 };
 use crate::config::{AuthMethod, PrivateKey};
 
-/// How Switchyard is known to one authorization server.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// How Switchyard is known to one authorization server. (`Debug` hides the secret.)
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ClientIdentity {
     pub client_id: String,
     pub client_secret: Option<String>,
@@ -45,8 +48,9 @@ pub struct TokenEndpoint {
     pub revocation: Option<String>,
 }
 
-/// Tokens for one (upstream, principal), with what refreshing them takes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Tokens for one (upstream, principal), with what refreshing them takes. (`Debug` hides the
+/// tokens.)
+#[derive(Clone, Serialize, Deserialize)]
 pub struct TokenSet {
     pub access_token: String,
     pub refresh_token: Option<String>,
@@ -58,6 +62,30 @@ pub struct TokenSet {
     pub scopes: Vec<String>,
     pub endpoint: TokenEndpoint,
     pub client: ClientIdentity,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("auth_method", &self.auth_method)
+            .finish()
+    }
+}
+
+impl fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSet")
+            .field("access_token", &"…")
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "…"))
+            .field("expires_at", &self.expires_at)
+            .field("lifetime", &self.lifetime)
+            .field("scopes", &self.scopes)
+            .field("endpoint", &self.endpoint)
+            .field("client", &self.client)
+            .finish()
+    }
 }
 
 /// The longest time before expiry at which a token is refreshed.
@@ -372,5 +400,16 @@ mod tests {
         let mut long = token(Some(3600));
         long.expires_at = Some(now() + 59);
         assert!(long.is_due(), "at most a minute");
+    }
+
+    #[test]
+    fn debug_output_hides_secrets_and_tokens() {
+        let mut token = token(Some(60));
+        token.access_token = "access-SECRET".into();
+        token.refresh_token = Some("refresh-SECRET".into());
+        token.client.client_secret = Some("client-SECRET".into());
+        let shown = format!("{token:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("switchyard"), "{shown}");
     }
 }

@@ -43,7 +43,8 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct OAuthSettings {
     /// Where browsers and authorization servers reach Switchyard (the redirect URI is
-    /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`.
+    /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`, with the loopback
+    /// address for an unspecified one (see `public_url_or`).
     pub public_url: Option<Url>,
     /// Where tokens and client registrations are kept, encrypted.
     pub state_dir: PathBuf,

@@ -15,6 +15,7 @@
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
 //! | `pending`    | authorizations in progress, by `state`                                      |
 //! | `store`      | the encrypted token store                                                   |
+//! | `fake_endpoint` | (tests only) a stand-in authorization server that records requests       |
 //!
 //! How an authorization goes: an upstream answers 401; the connection's hook finds no usable
 //! token and marks the grant as needing authorization; the supervisor (or the router, for a

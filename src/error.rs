@@ -68,11 +68,14 @@ pub enum GatewayError {
     },
     /// The upstream needs a user to authorize Switchyard first, at `url`.
     #[error(
-        "upstream `{upstream}` needs authorization: open {url} to authorize Switchyard (the link expires in 10 minutes)"
+        "upstream `{upstream}` needs authorization: open {url} to authorize Switchyard (the link expires in {})",
+        in_words(*.expires_in)
     )]
     AuthorizationRequired {
         upstream: UpstreamName,
         url: String,
+        /// How long the link stays valid from now.
+        expires_in: std::time::Duration,
         /// Names the link as a URL-mode elicitation.
         elicitation_id: String,
         /// The client takes URL-mode elicitations: the error is one (-32042).
@@ -156,6 +159,7 @@ impl GatewayError {
                 url,
                 elicitation_id,
                 url_elicitation,
+                ..
             } => {
                 let mut data = upstream_data(&upstream);
                 if url_elicitation {
@@ -182,11 +186,13 @@ impl GatewayError {
             Self::AuthorizationRequired {
                 upstream,
                 url,
+                expires_in,
                 elicitation_id,
                 ..
             } => Self::AuthorizationRequired {
                 upstream,
                 url,
+                expires_in,
                 elicitation_id,
                 url_elicitation: capabilities
                     .elicitation
@@ -196,6 +202,19 @@ impl GatewayError {
             other => other,
         }
     }
+}
+
+/// A duration as a person would say it: whole minutes from two minutes on (rounded to the
+/// nearest), else seconds.
+fn in_words(duration: std::time::Duration) -> String {
+    let seconds = duration.as_secs();
+    let (count, unit) = if seconds >= 120 {
+        ((seconds + 30) / 60, "minute")
+    } else {
+        (seconds, "second")
+    };
+    let plural = if count == 1 { "" } else { "s" };
+    format!("{count} {unit}{plural}")
 }
 
 /// MCP's "URL elicitation required" error: the request needs the user to visit a URL first.
@@ -210,5 +229,31 @@ fn upstream_data(upstream: &UpstreamName) -> Value {
 impl From<GatewayError> for ErrorData {
     fn from(error: GatewayError) -> Self {
         error.into_error_data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_authorization_error_says_how_long_its_link_lasts() {
+        let error = |seconds| GatewayError::AuthorizationRequired {
+            upstream: UpstreamName::new("files").unwrap(),
+            url: "https://as.example.com/authorize".into(),
+            expires_in: Duration::from_secs(seconds),
+            elicitation_id: "e".into(),
+            url_elicitation: false,
+        };
+        let says = |seconds| {
+            let text = error(seconds).to_string();
+            text[text.find("(the link").unwrap()..].to_owned()
+        };
+        assert_eq!(says(600), "(the link expires in 10 minutes)");
+        assert_eq!(says(3599), "(the link expires in 60 minutes)");
+        assert_eq!(says(119), "(the link expires in 119 seconds)");
+        assert_eq!(says(1), "(the link expires in 1 second)");
     }
 }

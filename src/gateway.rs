@@ -14,8 +14,6 @@ use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use url::Url;
-
 use crate::{
     catalog::{Catalog, ListChanges, NameScheme},
     config::Config,
@@ -55,9 +53,7 @@ impl Gateway {
             &config.catalog.separator,
             config.upstreams.len(),
         );
-        let public_url = config.oauth.public_url.clone().unwrap_or_else(|| {
-            Url::parse(&format!("http://{}", config.server.listen)).expect("an address is a host")
-        });
+        let public_url = config.oauth.public_url_or(config.server.listen);
         let oauth = OAuth::new(config.oauth.clone(), public_url);
         let mut receivers = Vec::new();
         let upstreams = config
@@ -272,6 +268,10 @@ pub fn authorization_required(upstream: &Upstream, link: Link) -> GatewayError {
     GatewayError::AuthorizationRequired {
         upstream: upstream.name().clone(),
         url: link.url,
+        expires_in: link
+            .expires
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
         elicitation_id: link.elicitation_id,
         url_elicitation: false,
     }

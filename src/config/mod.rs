@@ -43,7 +43,8 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct OAuthSettings {
     /// Where browsers and authorization servers reach Switchyard (the redirect URI is
-    /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`.
+    /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`, with the loopback
+    /// address for an unspecified one (see `public_url_or`).
     pub public_url: Option<Url>,
     /// Where tokens and client registrations are kept, encrypted.
     pub state_dir: PathBuf,
@@ -78,8 +79,9 @@ impl fmt::Debug for OAuthKey {
     }
 }
 
-/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one HTTP upstream.
-#[derive(Debug, Clone)]
+/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one HTTP upstream. Its
+/// `Debug` shows whether there is a client secret, never the secret.
+#[derive(Clone)]
 pub struct UpstreamOAuth {
     /// False: a 401 from the upstream is a plain failure.
     pub enabled: bool,
@@ -93,6 +95,20 @@ pub struct UpstreamOAuth {
     pub private_key: Option<PrivateKey>,
     /// The scopes to ask for; `None`: those the upstream's challenge or metadata name.
     pub scopes: Option<Vec<String>>,
+}
+
+impl fmt::Debug for UpstreamOAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpstreamOAuth")
+            .field("enabled", &self.enabled)
+            .field("grant", &self.grant)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("auth_method", &self.auth_method)
+            .field("private_key", &self.private_key)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 impl Default for UpstreamOAuth {

@@ -1,7 +1,12 @@
 //! Checking `[oauth]` (Switchyard as an OAuth client: its public URL, token store and key) and
-//! each HTTP upstream's `[upstreams.NAME.oauth]` (grant, client identity, scopes).
+//! each HTTP upstream's `[upstreams.NAME.oauth]` (grant, client identity, scopes); and the
+//! public URL a gateway without one configured uses.
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    path::PathBuf,
+    time::Duration,
+};
 
 use base64::{
     Engine,
@@ -266,6 +271,25 @@ impl Checker<'_> {
     }
 }
 
+impl OAuthSettings {
+    /// Where browsers and authorization servers reach this gateway: `public_url`, else
+    /// `http://{listen}`, with the loopback address in place of an unspecified one (`0.0.0.0`,
+    /// `::`), to which no browser can be sent back.
+    pub fn public_url_or(&self, listen: SocketAddr) -> Url {
+        if let Some(url) = &self.public_url {
+            return url.clone();
+        }
+        let mut address = listen;
+        if address.ip().is_unspecified() {
+            address.set_ip(match address.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            });
+        }
+        Url::parse(&format!("http://{address}")).expect("a socket address is a URL's host")
+    }
+}
+
 impl PrivateKey {
     /// The key in the form `jsonwebtoken` signs with.
     pub fn encoding_key(&self) -> Result<jsonwebtoken::EncodingKey, jsonwebtoken::errors::Error> {
@@ -287,4 +311,38 @@ fn decode_key(text: &str) -> Option<[u8; 32]> {
         .or_else(|_| URL_SAFE_NO_PAD.decode(text.trim_end_matches('=')))
         .ok()?;
     bytes.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_public_url_is_one_a_browser_can_reach() {
+        let settings = OAuthSettings {
+            public_url: None,
+            state_dir: PathBuf::from("state"),
+            key: OAuthKey::Inline([0; 32]),
+            client_name: DEFAULT_CLIENT_NAME.into(),
+            client_metadata_url: None,
+            success_redirect: None,
+            error_redirect: None,
+            authorization_lifetime: DEFAULT_AUTHORIZATION_LIFETIME,
+        };
+        let default = |listen: &str| settings.public_url_or(listen.parse().unwrap()).to_string();
+        assert_eq!(default("0.0.0.0:8080"), "http://127.0.0.1:8080/");
+        assert_eq!(default("[::]:8080"), "http://[::1]:8080/");
+        assert_eq!(default("127.0.0.1:9000"), "http://127.0.0.1:9000/");
+        assert_eq!(default("192.0.2.7:80"), "http://192.0.2.7/");
+        let configured = OAuthSettings {
+            public_url: Some(Url::parse("https://gw.example.com/base").unwrap()),
+            ..settings.clone()
+        };
+        assert_eq!(
+            configured
+                .public_url_or("0.0.0.0:8080".parse().unwrap())
+                .as_str(),
+            "https://gw.example.com/base"
+        );
+    }
 }

@@ -500,6 +500,9 @@ fn oauth_settings_and_upstream_oauth() {
     let machine = http(1);
     assert_eq!(machine.grant, GrantKind::ClientCredentials);
     assert_eq!(machine.auth_method, Some(AuthMethod::ClientSecretPost));
+    let shown = format!("{config:?}");
+    assert!(shown.contains("client_secret: Some(\"…\")"), "{shown}");
+    assert!(!shown.contains("\"t\""), "the secret is not shown: {shown}");
     assert!(
         http(2).enabled,
         "OAuth is on for every HTTP upstream by default"

@@ -7,14 +7,16 @@
 //! - `GET client-metadata.json`: Switchyard's client ID metadata document, where its public URL
 //!   is https.
 //! - `POST forget/{upstream}`: revokes and forgets an upstream's tokens. Only from loopback,
-//!   until clients authenticate to Switchyard.
+//!   until clients authenticate to Switchyard; and never from a web page of another origin
+//!   (which a browser on this machine could otherwise be made to send: cross-site request
+//!   forgery).
 
 use std::net::SocketAddr;
 
 use axum::{
     Json,
     extract::{ConnectInfo, Path, State},
-    http::{StatusCode, Uri, header},
+    http::{HeaderMap, StatusCode, Uri, header},
     response::{Html, IntoResponse, Redirect, Response},
 };
 use url::{Url, form_urlencoded};
@@ -86,10 +88,14 @@ pub async fn client_metadata(State(state): State<AppState>) -> Response {
 pub async fn forget(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Path(upstream): Path<String>,
 ) -> Response {
     if !peer.ip().is_loopback() {
         return (StatusCode::FORBIDDEN, "only from this machine").into_response();
+    }
+    if let Err(refusal) = same_origin(&headers, state.gateway.oauth().origin()) {
+        return (StatusCode::FORBIDDEN, refusal).into_response();
     }
     let Ok(name) = UpstreamName::new(&upstream) else {
         return (StatusCode::NOT_FOUND, "no such upstream").into_response();
@@ -104,6 +110,31 @@ pub async fn forget(
                 .into_response()
         }
         None => (StatusCode::NOT_FOUND, "no upstream with OAuth of that name").into_response(),
+    }
+}
+
+/// Refuses a request a web page of another origin made: browsers name the page's origin in
+/// `Origin` on every cross-origin POST, and say where it comes from in `Sec-Fetch-Site`; the
+/// loopback check alone lets any page in a browser on this machine through. Tools such as curl
+/// send neither header and pass.
+fn same_origin(headers: &HeaderMap, own: &url::Origin) -> Result<(), &'static str> {
+    // `same-site` too is refused: another port on this host is the same site.
+    let site = headers.get("sec-fetch-site").map(|v| v.as_bytes());
+    if site.is_some_and(|site| site != b"same-origin" && site != b"none") {
+        return Err("refused: the request comes from a web page of another origin");
+    }
+    let origin = headers.get(header::ORIGIN).map(|value| {
+        value
+            .to_str()
+            .ok()
+            .and_then(|text| Url::parse(text).ok())
+            .map(|url| url.origin())
+    });
+    match origin {
+        None => Ok(()),
+        Some(Some(origin)) if origin == *own => Ok(()),
+        // Another origin, or an opaque one (`null`: a sandboxed page, a file).
+        Some(_) => Err("refused: the request comes from a web page of another origin"),
     }
 }
 
@@ -179,5 +210,43 @@ mod tests {
         let denied = parse_query("error=access_denied&error_description=User+said+no&state=s");
         assert_eq!(denied.error.as_deref(), Some("access_denied"));
         assert_eq!(denied.error_description.as_deref(), Some("User said no"));
+    }
+
+    #[test]
+    fn forgetting_is_refused_to_pages_of_other_origins() {
+        let own = Url::parse("http://127.0.0.1:8080").unwrap().origin();
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, value.parse().unwrap());
+            }
+            map
+        };
+        let allowed = [
+            headers(&[]),
+            headers(&[("origin", "http://127.0.0.1:8080")]),
+            headers(&[
+                ("sec-fetch-site", "same-origin"),
+                ("origin", "http://127.0.0.1:8080"),
+            ]),
+            headers(&[("sec-fetch-site", "none")]),
+        ];
+        for request in &allowed {
+            assert_eq!(same_origin(request, &own), Ok(()), "{request:?}");
+        }
+        let refused = [
+            headers(&[("origin", "http://evil.example")]),
+            headers(&[("origin", "http://127.0.0.1:3000")]),
+            headers(&[("origin", "http://localhost:8080")]),
+            headers(&[("origin", "null")]),
+            headers(&[("sec-fetch-site", "cross-site")]),
+            headers(&[
+                ("sec-fetch-site", "same-site"),
+                ("origin", "http://127.0.0.1:8080"),
+            ]),
+        ];
+        for request in &refused {
+            assert!(same_origin(request, &own).is_err(), "{request:?}");
+        }
     }
 }

@@ -3,10 +3,13 @@
 //! forgetting tokens in `forget`.)
 //!
 //! - A request takes the grant's token, refreshing it first when it is due (a quarter of its
-//!   lifetime, at most a minute, before expiry).
-//! - A 401 for a token that was sent renews it once (refresh, or for the client credentials
-//!   grant a new token) and the request is retried once; failing that, or with no token to
-//!   renew, a user must authorize.
+//!   lifetime, at most a minute, before expiry). If the refresh fails, the token is used while
+//!   it lasts.
+//! - A 401 renews the token once (refresh, or for the client credentials grant a new token) and
+//!   the request is retried once. Tokens are dropped, and a user must authorize, only on an
+//!   authoritative refusal: the authorization server refuses the grant (`invalid_grant`), or the
+//!   upstream refuses the very token it was sent and nothing can renew it. A token endpoint
+//!   that fails (unreachable, 5xx) leaves the tokens as they are, to try again later.
 //! - A 403 `insufficient_scope` asks for the scopes held plus those the upstream names (step
 //!   up); if it names only scopes already held, there is nothing more to ask for, and the grant
 //!   fails.
@@ -30,7 +33,6 @@ use crate::{
     config::{GrantKind, UpstreamOAuth},
     names::UpstreamName,
     principal::Principal,
-    upstream::escape_for_display,
 };
 
 /// An upstream refused a request: its status, its `WWW-Authenticate`, and the access token the
@@ -40,6 +42,17 @@ pub struct Rejection<'a> {
     pub status: u16,
     pub www_authenticate: Option<&'a str>,
     pub sent_token: Option<&'a str>,
+}
+
+/// Why no new token could be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unrenewed {
+    /// The token endpoint failed or could not be reached: worth trying again later, so the
+    /// stored tokens are kept.
+    Failed,
+    /// Nothing can renew the token (or the authorization server refused the grant): a user
+    /// must authorize.
+    Refused,
 }
 
 /// The principals of one upstream that have stored tokens (so they can all be forgotten).
@@ -99,8 +112,9 @@ impl Authorizer {
                 // Nothing to renew it with: use it while it lasts.
                 (!token.is_expired()).then(|| token.access_token.clone())
             }
-            Some(token) => self.renew(grant, Some(&token.access_token)).await,
-            None if self.is_machine() => self.renew(grant, None).await,
+            // Due: if renewing fails, `renew` still gives the token while it lasts.
+            Some(_) => self.renew(grant, None, None).await.ok(),
+            None if self.is_machine() => self.renew(grant, None, None).await.ok(),
             None => None,
         }
     }
@@ -111,18 +125,27 @@ impl Authorizer {
         let challenge = rejection.www_authenticate.and_then(Challenge::parse);
         match rejection.status {
             401 => {
-                if (rejection.sent_token.is_some() || self.is_machine())
-                    && self.renew(grant, rejection.sent_token).await.is_some()
-                {
-                    return true;
-                }
-                if !self.is_machine() {
-                    if grant.token().is_some() {
-                        self.drop_token(grant);
+                let sent = rejection.sent_token;
+                match self.renew(grant, sent, challenge.as_ref()).await {
+                    Ok(_) => true,
+                    Err(Unrenewed::Failed) => false,
+                    Err(Unrenewed::Refused) => {
+                        if !self.is_machine() {
+                            if sent.is_some()
+                                && grant
+                                    .token()
+                                    .is_some_and(|t| Some(t.access_token.as_str()) == sent)
+                            {
+                                // The upstream refused the very token it was sent, and nothing
+                                // can renew it. (A 401 to a request that carried no token says
+                                // nothing about the stored ones.)
+                                self.drop_token(grant);
+                            }
+                            grant.require_authorization(challenge, None);
+                        }
+                        false
                     }
-                    grant.require_authorization(challenge, None);
                 }
-                false
             }
             403 if challenge
                 .as_ref()
@@ -152,13 +175,16 @@ impl Authorizer {
         }
         if self.is_machine() {
             let _one = grant.renewing.lock().await;
-            return match self.client_credentials(Some(scopes)).await {
+            return match self
+                .client_credentials(Some(scopes), Some(&challenge))
+                .await
+            {
                 Ok(token) => {
                     self.keep(grant, token);
                     true
                 }
                 Err(error) => {
-                    grant.fail(escape_for_display(&error.to_string()));
+                    grant.fail(error.to_string());
                     false
                 }
             };
@@ -167,48 +193,63 @@ impl Authorizer {
         false
     }
 
-    /// Replaces the token `stale` (`None`: there is none) once for every waiter: by refreshing
-    /// it, or for the client credentials grant by asking again. `None` if that fails.
-    async fn renew(&self, grant: &Grant, stale: Option<&str>) -> Option<String> {
+    /// A token in place of the grant's current one, which is due or was `refused` by the
+    /// upstream, once for every waiter: by refreshing it, or for the client credentials grant
+    /// by asking again (discovering with the upstream's `challenge`, if it sent one). If that
+    /// fails but the current token is unexpired and not the one refused, that token.
+    async fn renew(
+        &self,
+        grant: &Grant,
+        refused: Option<&str>,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, Unrenewed> {
         let _one = grant.renewing.lock().await;
         let current = grant.token();
+        // Unexpired and not the one refused: what a request may still carry.
+        let usable = || {
+            current
+                .as_ref()
+                .filter(|t| !t.is_expired() && Some(t.access_token.as_str()) != refused)
+                .map(|t| t.access_token.clone())
+        };
         if let Some(token) = &current
-            && Some(token.access_token.as_str()) != stale
+            && Some(token.access_token.as_str()) != refused
             && !token.is_due()
         {
             // Another request renewed it while this one waited.
-            return Some(token.access_token.clone());
+            return Ok(token.access_token.clone());
         }
         let renewed = match &current {
             Some(token) if token.refresh_token.is_some() => self.refresh(token).await,
             _ if self.is_machine() => {
-                self.client_credentials(current.as_ref().map(|t| t.scopes.clone()))
+                self.client_credentials(current.as_ref().map(|t| t.scopes.clone()), challenge)
                     .await
             }
-            _ => return None,
+            // Nothing to renew it with: use it while it lasts.
+            _ => return usable().ok_or(Unrenewed::Refused),
         };
-        match renewed {
+        let error = match renewed {
             Ok(token) => {
                 let access = token.access_token.clone();
                 self.keep(grant, token);
-                Some(access)
+                return Ok(access);
             }
-            Err(error) => {
-                tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "cannot renew the upstream's token");
-                if error.is_invalid_grant() && !self.is_machine() {
-                    // The refresh token is dead: a user must authorize again.
-                    self.drop_token(grant);
-                    grant.require_authorization(None, None);
-                    return None;
-                }
-                if self.is_machine() {
-                    grant.fail(escape_for_display(&error.to_string()));
-                }
-                current
-                    .filter(|t| !t.is_expired() && Some(t.access_token.as_str()) != stale)
-                    .map(|t| t.access_token.clone())
-            }
+            Err(error) => error,
+        };
+        tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "cannot renew the upstream's token");
+        if error.is_invalid_grant() && !self.is_machine() {
+            // The refresh token is dead: a user must authorize again.
+            self.drop_token(grant);
+            grant.require_authorization(None, None);
+            return Err(Unrenewed::Refused);
         }
+        // Any other failure may pass (the server is down, or overloaded): keep the tokens.
+        usable().ok_or_else(|| {
+            if self.is_machine() {
+                grant.fail(error.to_string());
+            }
+            Unrenewed::Failed
+        })
     }
 
     pub(super) async fn refresh(&self, token: &TokenSet) -> Result<TokenSet, OAuthError> {
@@ -223,8 +264,10 @@ impl Authorizer {
     async fn client_credentials(
         &self,
         scopes: Option<Vec<String>>,
+        challenge: Option<&Challenge>,
     ) -> Result<TokenSet, OAuthError> {
-        let discovered = self.discovered(false, None).await?;
+        // The challenge may be the only place the upstream names its resource metadata.
+        let discovered = self.discovered(false, challenge).await?;
         let client = self.identity_context().identity(&discovered).await?;
         let scopes = scopes
             .or_else(|| self.config.scopes.clone())
@@ -258,17 +301,21 @@ impl Authorizer {
         if let Err(error) = self.oauth.store.save(Kind::Tokens, &key, &token) {
             tracing::error!(upstream = %self.upstream, %error, "cannot store the upstream's tokens; they will not survive a restart");
         }
-        let mut index = self.index();
-        let principal = grant.principal.as_str().to_owned();
-        if !index.principals.contains(&principal) {
-            index.principals.push(principal);
-            if let Err(error) = self
-                .oauth
-                .store
-                .save(Kind::Index, self.upstream.as_str(), &index)
-            {
-                tracing::warn!(%error, "cannot update the token index");
-            }
+        let principal = grant.principal.as_str();
+        let indexed = self.oauth.store.update(
+            Kind::Index,
+            self.upstream.as_str(),
+            |index: &mut Option<Index>| {
+                let index = index.get_or_insert_default();
+                let new = !index.principals.iter().any(|p| p == principal);
+                if new {
+                    index.principals.push(principal.to_owned());
+                }
+                new
+            },
+        );
+        if let Err(error) = indexed {
+            tracing::warn!(%error, "cannot update the token index");
         }
         grant.set_token(token);
     }
@@ -376,68 +423,4 @@ pub(super) fn split_scopes(scope: Option<&str>) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-    use crate::config::{OAuthKey, OAuthSettings};
-
-    fn authorizer(state: &std::path::Path) -> Authorizer {
-        let settings = OAuthSettings {
-            public_url: None,
-            state_dir: state.to_owned(),
-            key: OAuthKey::Inline([3; 32]),
-            client_name: "Switchyard".into(),
-            client_metadata_url: None,
-            success_redirect: None,
-            error_redirect: None,
-            authorization_lifetime: Duration::from_secs(600),
-        };
-        let oauth = OAuth::new(settings, Url::parse("http://127.0.0.1:8080").unwrap());
-        Authorizer::new(
-            oauth,
-            UpstreamName::new("files").unwrap(),
-            Url::parse("https://files.example.com/mcp").unwrap(),
-            UpstreamOAuth::default(),
-        )
-    }
-
-    fn token(access: &str) -> TokenSet {
-        crate::oauth::token::samples::token(access, None)
-    }
-
-    #[tokio::test]
-    async fn tokens_are_kept_per_principal_and_survive_a_restart() {
-        let state = tempfile::tempdir().unwrap();
-        let alice = Principal::user("alice");
-        let first = authorizer(state.path());
-        first.keep(&first.grant(&alice), token("alice-token"));
-        first.keep(&first.grant(&Principal::anonymous()), token("shared-token"));
-        assert_eq!(
-            first.token(&first.grant(&alice)).await.as_deref(),
-            Some("alice-token")
-        );
-        assert_eq!(
-            first.token(&first.grant(&Principal::user("bob"))).await,
-            None
-        );
-
-        let restarted = authorizer(state.path());
-        let grant = restarted.grant(&alice);
-        assert_eq!(
-            restarted.token(&grant).await.as_deref(),
-            Some("alice-token")
-        );
-        let shared = restarted.grant(&Principal::anonymous());
-        assert_eq!(
-            restarted.token(&shared).await.as_deref(),
-            Some("shared-token")
-        );
-
-        assert_eq!(restarted.forget_all().await, 2);
-        assert_eq!(restarted.token(&grant).await, None);
-        let fresh = authorizer(state.path());
-        let again = fresh.grant(&alice);
-        assert_eq!(fresh.token(&again).await, None, "forgotten on disk");
-    }
-}
+mod tests;

@@ -18,7 +18,7 @@ use super::{
     pending::PendingAuthorization,
     token::TokenSet,
 };
-use crate::{principal::Principal, upstream::escape_for_display};
+use crate::principal::Principal;
 
 impl Authorizer {
     /// The link a user follows to authorize `grant`, made now if it has none (or it expired);
@@ -153,7 +153,7 @@ impl Authorizer {
             }
             Err(error) => {
                 tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "authorization failed");
-                grant.fail(escape_for_display(&error.to_string()));
+                grant.fail(error.to_string());
                 Err(error)
             }
         }

@@ -4,8 +4,12 @@
 
 use url::Url;
 
-use super::{Authorizer, authorizer::principal_of, store::Kind, token::TokenSet};
-use crate::config::AuthMethod;
+use super::{
+    Authorizer,
+    authorizer::{Index, principal_of},
+    store::Kind,
+    token::TokenSet,
+};
 
 impl Authorizer {
     /// Revokes (where the server supports RFC 7009) and forgets every stored token of this
@@ -15,6 +19,9 @@ impl Authorizer {
         let mut forgotten = 0;
         for principal in index.principals.iter().map(|p| principal_of(p)) {
             let grant = self.grant(&principal);
+            // Held to the end: a refresh in flight would otherwise store its new tokens after
+            // these are forgotten, and one waiting finds none to refresh.
+            let _one = grant.renewing.lock().await;
             if let Some(token) = grant.token() {
                 self.revoke(&token).await;
             }
@@ -24,12 +31,29 @@ impl Authorizer {
             }
             grant.clear_token();
         }
-        if let Err(error) = self.oauth.store.delete(Kind::Index, self.upstream.as_str()) {
-            tracing::warn!(%error, "cannot delete the token index");
+        // Only those forgotten leave the index: a principal that got tokens meanwhile stays.
+        let unindexed = self.oauth.store.update(
+            Kind::Index,
+            self.upstream.as_str(),
+            |stored: &mut Option<Index>| {
+                let Some(kept) = stored else {
+                    return false;
+                };
+                kept.principals.retain(|p| !index.principals.contains(p));
+                if kept.principals.is_empty() {
+                    *stored = None;
+                }
+                true
+            },
+        );
+        if let Err(error) = unindexed {
+            tracing::warn!(%error, "cannot update the token index");
         }
         forgotten
     }
 
+    /// Revokes the access and refresh tokens (RFC 7009), the client authenticating as it does
+    /// at the token endpoint.
     async fn revoke(&self, token: &TokenSet) {
         let Some(url) = token
             .endpoint
@@ -39,30 +63,33 @@ impl Authorizer {
         else {
             return;
         };
-        let client = &token.client;
-        let basic = match (&client.client_secret, client.auth_method) {
-            (Some(secret), AuthMethod::ClientSecretBasic) => {
-                Some((client.client_id.as_str(), secret.as_str()))
-            }
-            _ => None,
-        };
-        let revoke = |value: &str, hint: &str| {
-            let mut form = vec![
-                ("token", value.to_owned()),
-                ("token_type_hint", hint.to_owned()),
-            ];
-            if basic.is_none() {
-                form.push(("client_id", client.client_id.clone()));
-            }
-            form
-        };
-        let mut forms = vec![revoke(&token.access_token, "access_token")];
+        let mut revocations = vec![(&token.access_token, "access_token")];
         if let Some(refresh) = &token.refresh_token {
-            forms.push(revoke(refresh, "refresh_token"));
+            revocations.push((refresh, "refresh_token"));
         }
-        for form in forms {
-            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            if let Err(error) = self.oauth.http.post_form(&url, &form, basic).await {
+        let exchange = self.exchange(&token.endpoint, &token.client);
+        for (value, hint) in revocations {
+            // Made anew for each request: a client assertion is good for one use.
+            let client = match exchange.client_authentication() {
+                Ok(client) => client,
+                Err(error) => {
+                    tracing::warn!(upstream = %self.upstream, %error, "cannot revoke the tokens");
+                    return;
+                }
+            };
+            let mut form = vec![("token", value.as_str()), ("token_type_hint", hint)];
+            form.extend(
+                client
+                    .form
+                    .iter()
+                    .map(|(name, value)| (*name, value.as_str())),
+            );
+            let sent = self
+                .oauth
+                .http
+                .post_form(&url, &form, client.basic.as_deref())
+                .await;
+            if let Err(error) = sent {
                 tracing::warn!(upstream = %self.upstream, %error, "token revocation failed");
             }
         }

@@ -46,7 +46,8 @@ pub enum Need {
         scopes: Option<Vec<String>>,
         link: Option<Link>,
     },
-    /// Authorization failed; why, for display.
+    /// Authorization failed; why, as it was (it may come from a server and hold anything:
+    /// escaped once, where it is shown).
     Failed(String),
 }
 

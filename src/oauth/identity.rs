@@ -9,6 +9,7 @@ use url::Url;
 
 use super::{
     OAuthError,
+    answer::unreadable,
     discovery::Discovered,
     http::Http,
     store::{Kind, Store},
@@ -141,9 +142,12 @@ impl Context<'_> {
             client_secret: Option<String>,
             token_endpoint_auth_method: Option<String>,
         }
-        let registered: Registered = serde_json::from_slice(&answer).map_err(|e| {
-            OAuthError::Registration(format!("the registration answer is not usable: {e}"))
-        })?;
+        let mut reader = serde_json::Deserializer::from_slice(&answer);
+        let registered: Registered =
+            serde_path_to_error::deserialize(&mut reader).map_err(|e| {
+                // Never serde's own message: it would quote the client secret.
+                OAuthError::Registration(unreadable("the registration answer", &e))
+            })?;
         let secret = registered.client_secret.filter(|s| !s.is_empty());
         let auth_method = registered
             .token_endpoint_auth_method

@@ -7,6 +7,7 @@
 //! | `discovery`  | protected-resource and authorization-server metadata (RFC 9728, 8414, OIDC) |
 //! | `identity`   | pre-registered client, client ID metadata document, or dynamic registration |
 //! | `token`      | the token endpoint: code exchange, refresh, client credentials              |
+//! | `answer`     | the token endpoint's answer, and failures told without quoting it           |
 //! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
 //! | `authorizer` | one upstream's grants: tokens for requests, what 401s and 403s mean        |
 //! | `flow`       | the authorization code flow: links, and the callback's conclusion          |
@@ -14,6 +15,7 @@
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
 //! | `pending`    | authorizations in progress, by `state`                                      |
 //! | `store`      | the encrypted token store                                                   |
+//! | `fake_endpoint` | (tests only) a stand-in authorization server that records requests       |
 //!
 //! How an authorization goes: an upstream answers 401; the connection's hook finds no usable
 //! token and marks the grant as needing authorization; the supervisor (or the router, for a
@@ -23,9 +25,12 @@
 //! calls `OAuth::callback`: the code is exchanged, the tokens stored, and the grant's waiters
 //! woken.
 
+mod answer;
 mod authorizer;
 pub mod challenge;
 mod discovery;
+#[cfg(test)]
+mod fake_endpoint;
 mod flow;
 mod forget;
 mod grant;
@@ -117,6 +122,8 @@ pub struct OAuth {
     settings: OAuthSettings,
     /// `{public_url}/oauth/callback`.
     redirect_uri: String,
+    /// The public URL's origin: the one web pages of this gateway have.
+    origin: url::Origin,
     /// The client ID metadata document URL, when Switchyard has an https one.
     metadata_url: Option<Url>,
     http: Http,
@@ -137,6 +144,7 @@ impl OAuth {
         });
         Arc::new(Self {
             redirect_uri: format!("{base}/oauth/callback"),
+            origin: public_url.origin(),
             metadata_url,
             http: Http::new(),
             store: Store::new(settings.state_dir.clone(), settings.key.clone()),
@@ -152,6 +160,11 @@ impl OAuth {
 
     pub fn redirect_uri(&self) -> &str {
         &self.redirect_uri
+    }
+
+    /// The origin of Switchyard's public URL.
+    pub fn origin(&self) -> &url::Origin {
+        &self.origin
     }
 
     /// The authorizer of the HTTP upstream `name` at `url`.

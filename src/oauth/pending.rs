@@ -1,5 +1,6 @@
 //! Authorizations in progress, by their `state`: each is bound to the upstream and principal it
-//! is for and to its PKCE verifier, is used at most once, and expires after ten minutes.
+//! is for and to its PKCE verifier, is used at most once, and expires after its lifetime
+//! (`authorization_lifetime_seconds`, ten minutes by default).
 
 use std::{
     collections::HashMap,

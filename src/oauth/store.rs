@@ -4,15 +4,17 @@
 //! Each record is one file, `{kind}/{sha256 of its key}.bin`: a version byte, a random 96-bit
 //! nonce, and the record's JSON sealed with AES-256-GCM, the record's key bound in as
 //! associated data (a file copied under another name does not open). Files are written whole
-//! (a temporary file, then a rename) and readable by their owner only; directories likewise.
+//! (a temporary file of a unique name, then a rename) and readable by their owner only;
+//! directories likewise. `update` is the one read-modify-write of a record.
 //!
-//! The key comes from the configuration or from a key file, created on first use.
+//! The key comes from the configuration or from a key file, created on first use: once, by one
+//! thread of one process; whoever comes second reads back the key that was kept.
 
 use std::{
     fs,
     io::Write,
     path::{Path, PathBuf},
-    sync::OnceLock,
+    sync::{Mutex, MutexGuard, OnceLock},
 };
 
 use aws_lc_rs::{
@@ -75,6 +77,12 @@ pub struct Store {
     key_source: OAuthKey,
     /// Loaded (or created) on first use, so a gateway without OAuth upstreams touches nothing.
     key: OnceLock<LessSafeKey>,
+    /// Held while loading or creating the key: two threads that both found `key` empty would
+    /// otherwise each make one, and records sealed with the key not kept would never open.
+    loading_key: Mutex<()>,
+    /// Held through every `update`, so concurrent read-modify-writes of a record do not lose
+    /// each other's changes.
+    updating: Mutex<()>,
 }
 
 impl Store {
@@ -83,6 +91,8 @@ impl Store {
             dir,
             key_source: key,
             key: OnceLock::new(),
+            loading_key: Mutex::new(()),
+            updating: Mutex::new(()),
         }
     }
 
@@ -144,7 +154,28 @@ impl Store {
         sealed.push(VERSION);
         sealed.extend_from_slice(&nonce);
         sealed.extend_from_slice(&body);
-        write_private(&path, &sealed)
+        write_private(&path, &sealed, Replace::Always).map(drop)
+    }
+
+    /// Changes the record of `kind` under `key` in place (`None`: there is none, or it is to
+    /// be deleted) while no other `update` of this store runs; `change` says whether it
+    /// changed anything, and only then is the record written. A record that cannot be read is
+    /// an error, so that a wrong key never overwrites what it could not open.
+    pub fn update<T: Serialize + DeserializeOwned>(
+        &self,
+        kind: Kind,
+        key: &str,
+        change: impl FnOnce(&mut Option<T>) -> bool,
+    ) -> Result<(), StoreError> {
+        let _one = lock(&self.updating);
+        let mut record = self.load(kind, key)?;
+        if !change(&mut record) {
+            return Ok(());
+        }
+        match record {
+            Some(value) => self.save(kind, key, &value),
+            None => self.delete(kind, key).map(drop),
+        }
     }
 
     /// Deletes the record of `kind` under `key`; true if there was one.
@@ -167,6 +198,11 @@ impl Store {
         if let Some(key) = self.key.get() {
             return Ok(key);
         }
+        let _one = lock(&self.loading_key);
+        if let Some(key) = self.key.get() {
+            // Another thread loaded it while this one waited.
+            return Ok(key);
+        }
         let bytes = match &self.key_source {
             OAuthKey::Inline(bytes) => *bytes,
             OAuthKey::File(path) => read_or_create_key(path)?,
@@ -177,38 +213,76 @@ impl Store {
     }
 }
 
-/// The key in `path`, or a new random one written there (readable by its owner only).
+fn lock(mutex: &Mutex<()>) -> MutexGuard<'_, ()> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The key in `path`, or a new random one written there (readable by its owner only). Another
+/// process may create the file at the same moment: the file appears only whole and only if
+/// absent, and the one that finds it there already reads that key back.
 fn read_or_create_key(path: &Path) -> Result<[u8; 32], StoreError> {
     match fs::read_to_string(path) {
-        Ok(text) => STANDARD
-            .decode(text.trim())
-            .ok()
-            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-            .ok_or_else(|| StoreError::BadKeyFile(path.to_owned())),
+        Ok(text) => decode_key(path, &text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let mut key = [0u8; 32];
             rand::fill(&mut key).map_err(|e| StoreError::Random(e.to_string()))?;
-            write_private(path, format!("{}\n", STANDARD.encode(key)).as_bytes())?;
-            tracing::info!(path = %path.display(), "created the token store key");
-            Ok(key)
+            let text = format!("{}\n", STANDARD.encode(key));
+            if write_private(path, text.as_bytes(), Replace::Never)? {
+                tracing::info!(path = %path.display(), "created the token store key");
+                return Ok(key);
+            }
+            let text = fs::read_to_string(path).map_err(io(path))?;
+            decode_key(path, &text)
         }
         Err(error) => Err(io(path)(error)),
     }
 }
 
-/// Writes `bytes` to `path` atomically, the file mode 0600 and new directories 0700.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn decode_key(path: &Path, text: &str) -> Result<[u8; 32], StoreError> {
+    STANDARD
+        .decode(text.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .ok_or_else(|| StoreError::BadKeyFile(path.to_owned()))
+}
+
+/// Whether `write_private` may replace a file that exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replace {
+    Always,
+    Never,
+}
+
+/// Writes `bytes` to `path` atomically, the file mode 0600 and new directories 0700: through a
+/// temporary file of a unique name in the same directory (so concurrent writers never share
+/// one), renamed into place. With `Replace::Never`, false if `path` already existed (it is
+/// left as it was).
+fn write_private(path: &Path, bytes: &[u8], replace: Replace) -> Result<bool, StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".tmp");
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&temporary).map_err(io(&temporary))?;
-    file.write_all(bytes).map_err(io(&temporary))?;
-    file.sync_all().map_err(io(&temporary))?;
-    fs::rename(&temporary, path).map_err(io(path))
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
+    let mut file = builder.tempfile_in(dir).map_err(io(dir))?;
+    file.write_all(bytes).map_err(io(file.path()))?;
+    file.as_file().sync_all().map_err(io(file.path()))?;
+    let persisted = match replace {
+        Replace::Always => file.persist(path),
+        Replace::Never => file.persist_noclobber(path),
+    };
+    match persisted {
+        Ok(_) => Ok(true),
+        Err(error)
+            if replace == Replace::Never
+                && error.error.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(io(path)(error.error)),
+    }
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
@@ -298,5 +372,80 @@ mod tests {
             store.load::<String>(Kind::Clients, "b"),
             Err(StoreError::Undecryptable(_))
         ));
+    }
+
+    #[test]
+    fn concurrent_first_uses_agree_on_one_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let key_file = state.join("key");
+        let shared = Store::new(state.clone(), OAuthKey::File(key_file.clone()));
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let (shared, state, key_file) = (&shared, &state, &key_file);
+                scope.spawn(move || {
+                    shared
+                        .save(Kind::Tokens, &format!("shared{i}"), &i)
+                        .unwrap();
+                    // A store of its own, as another process has.
+                    let own = Store::new(state.clone(), OAuthKey::File(key_file.clone()));
+                    own.save(Kind::Tokens, &format!("own{i}"), &i).unwrap();
+                });
+            }
+        });
+        let restarted = Store::new(state, OAuthKey::File(key_file));
+        for i in 0..8 {
+            for name in [format!("shared{i}"), format!("own{i}")] {
+                assert_eq!(
+                    restarted.load::<i32>(Kind::Tokens, &name).unwrap(),
+                    Some(i),
+                    "{name} opens with the key kept"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn concurrent_writes_and_updates_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_owned(), OAuthKey::Inline([2; 32]));
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let store = &store;
+                scope.spawn(move || {
+                    for round in 0..10 {
+                        store.save(Kind::Tokens, "same", &(i, round)).unwrap();
+                        store
+                            .update(Kind::Index, "list", |list: &mut Option<Vec<i32>>| {
+                                list.get_or_insert_default().push(i * 10 + round);
+                                true
+                            })
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let list: Vec<i32> = store.load(Kind::Index, "list").unwrap().unwrap();
+        assert_eq!(list.len(), 80, "every update kept");
+        assert!(
+            store
+                .load::<(i32, i32)>(Kind::Tokens, "same")
+                .unwrap()
+                .is_some()
+        );
+        let leftovers: Vec<_> = fs::read_dir(dir.path().join("tokens"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| !name.to_string_lossy().ends_with(".bin"))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+
+        store
+            .update(Kind::Index, "list", |list: &mut Option<Vec<i32>>| {
+                *list = None;
+                true
+            })
+            .unwrap();
+        assert_eq!(store.load::<Vec<i32>>(Kind::Index, "list").unwrap(), None);
     }
 }

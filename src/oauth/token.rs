@@ -7,20 +7,29 @@
 //! The result is a `TokenSet` that carries everything a later refresh needs (endpoint, client,
 //! resource), so that tokens read back from the store refresh without a new discovery.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::{
+    fmt,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
+use base64::{Engine, engine::general_purpose::STANDARD};
 use oauth2::{
-    AuthType, AuthorizationCode, ClientId, ClientSecret, EndpointNotSet, EndpointSet,
-    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
-    basic::{BasicClient, BasicErrorResponse, BasicTokenResponse},
+    AuthType, AuthorizationCode, Client, ClientId, ClientSecret, EndpointNotSet, EndpointSet,
+    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, StandardRevocableToken,
+    TokenResponse, TokenUrl,
+    basic::{BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse},
 };
 use serde::{Deserialize, Serialize};
 
-use super::{OAuthError, http::Http};
+use super::{
+    OAuthError,
+    answer::{TokenAnswer, token_error},
+    http::Http,
+};
 use crate::config::{AuthMethod, PrivateKey};
 
-/// How Switchyard is known to one authorization server.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// How Switchyard is known to one authorization server. (`Debug` hides the secret.)
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ClientIdentity {
     pub client_id: String,
     pub client_secret: Option<String>,
@@ -39,8 +48,9 @@ pub struct TokenEndpoint {
     pub revocation: Option<String>,
 }
 
-/// Tokens for one (upstream, principal), with what refreshing them takes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Tokens for one (upstream, principal), with what refreshing them takes. (`Debug` hides the
+/// tokens.)
+#[derive(Clone, Serialize, Deserialize)]
 pub struct TokenSet {
     pub access_token: String,
     pub refresh_token: Option<String>,
@@ -52,6 +62,30 @@ pub struct TokenSet {
     pub scopes: Vec<String>,
     pub endpoint: TokenEndpoint,
     pub client: ClientIdentity,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("auth_method", &self.auth_method)
+            .finish()
+    }
+}
+
+impl fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSet")
+            .field("access_token", &"…")
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "…"))
+            .field("expires_at", &self.expires_at)
+            .field("lifetime", &self.lifetime)
+            .field("scopes", &self.scopes)
+            .field("endpoint", &self.endpoint)
+            .field("client", &self.client)
+            .finish()
+    }
 }
 
 /// The longest time before expiry at which a token is refreshed.
@@ -81,8 +115,29 @@ pub fn now() -> u64 {
         .unwrap_or(0)
 }
 
-type TokenClient =
-    BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+/// `oauth2`'s client with Switchyard's token answer, before (`EndpointNotSet`) and after its
+/// token URL is set.
+type OAuthClient<HasTokenUrl = EndpointNotSet> = Client<
+    BasicErrorResponse,
+    TokenAnswer,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    HasTokenUrl,
+>;
+type TokenClient = OAuthClient<EndpointSet>;
+
+/// A client's credentials for one request, besides the token endpoint's.
+pub struct ClientAuthentication {
+    /// The `Authorization` header's value, for `client_secret_basic`.
+    pub basic: Option<String>,
+    /// Form fields: `client_id`, and a secret or an assertion.
+    pub form: Vec<(&'static str, String)>,
+}
 
 /// One client at one token endpoint.
 pub struct Exchange<'a> {
@@ -147,7 +202,7 @@ impl Exchange<'_> {
     fn oauth_client(&self) -> Result<TokenClient, OAuthError> {
         let url = TokenUrl::new(self.endpoint.url.clone())
             .map_err(|e| OAuthError::Discovery(format!("token endpoint: {e}")))?;
-        let mut client = BasicClient::new(ClientId::new(self.client.client_id.clone()))
+        let mut client = <OAuthClient>::new(ClientId::new(self.client.client_id.clone()))
             .set_token_uri(url)
             .set_auth_type(match self.client.auth_method {
                 AuthMethod::ClientSecretBasic => AuthType::BasicAuth,
@@ -163,23 +218,59 @@ impl Exchange<'_> {
         Ok(client)
     }
 
-    /// The resource indicator, and for `private_key_jwt` the client assertion.
+    /// The resource indicator, and the client assertion if the client uses one.
     fn extra_params(&self) -> Result<Vec<(&'static str, String)>, OAuthError> {
         let mut params = Vec::new();
         if let Some(resource) = &self.endpoint.resource {
             params.push(("resource", resource.clone()));
         }
-        if self.client.auth_method == AuthMethod::PrivateKeyJwt {
-            let key = self
-                .private_key
-                .ok_or_else(|| OAuthError::Config("private_key_jwt needs a private key".into()))?;
-            params.push((
+        params.extend(self.assertion_params()?);
+        Ok(params)
+    }
+
+    /// For `private_key_jwt`, a fresh client assertion; nothing for other methods.
+    fn assertion_params(&self) -> Result<Vec<(&'static str, String)>, OAuthError> {
+        if self.client.auth_method != AuthMethod::PrivateKeyJwt {
+            return Ok(Vec::new());
+        }
+        let key = self
+            .private_key
+            .ok_or_else(|| OAuthError::Config("private_key_jwt needs a private key".into()))?;
+        Ok(vec![
+            (
                 "client_assertion_type",
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
-            ));
-            params.push(("client_assertion", self.assertion(key)?));
+            ),
+            ("client_assertion", self.assertion(key)?),
+        ])
+    }
+
+    /// How this client authenticates at the authorization server's other endpoints
+    /// (revocation, RFC 7009 §2.1): as `oauth_client` and `oauth2` do at the token endpoint.
+    /// A secret goes in `Authorization: Basic` for `client_secret_basic` (id and secret each
+    /// form-encoded first, RFC 6749 §2.3.1), else in the form for `client_secret_post`; an
+    /// assertion for `private_key_jwt`; the form names the client wherever Basic does not.
+    pub fn client_authentication(&self) -> Result<ClientAuthentication, OAuthError> {
+        let secret = self.client.client_secret.as_deref();
+        let basic = match (self.client.auth_method, secret) {
+            (AuthMethod::ClientSecretBasic, Some(secret)) => {
+                let encode = |text: &str| -> String {
+                    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+                };
+                let pair = format!("{}:{}", encode(&self.client.client_id), encode(secret));
+                Some(format!("Basic {}", STANDARD.encode(pair)))
+            }
+            _ => None,
+        };
+        let mut form = Vec::new();
+        if basic.is_none() {
+            form.push(("client_id", self.client.client_id.clone()));
         }
-        Ok(params)
+        if let (AuthMethod::ClientSecretPost, Some(secret)) = (self.client.auth_method, secret) {
+            form.push(("client_secret", secret.to_owned()));
+        }
+        form.extend(self.assertion_params()?);
+        Ok(ClientAuthentication { basic, form })
     }
 
     /// An RFC 7523 client assertion: issued by and about the client, for the issuer, valid for
@@ -213,7 +304,7 @@ impl Exchange<'_> {
 
     fn token_set<E: std::error::Error + 'static>(
         &self,
-        response: Result<BasicTokenResponse, RequestTokenError<E, BasicErrorResponse>>,
+        response: Result<TokenAnswer, RequestTokenError<E, BasicErrorResponse>>,
         asked: &[String],
         previous_refresh: Option<&str>,
     ) -> Result<TokenSet, OAuthError> {
@@ -235,28 +326,6 @@ impl Exchange<'_> {
             endpoint: self.endpoint.clone(),
             client: self.client.clone(),
         })
-    }
-}
-
-/// The error of a failed token request: the server's OAuth error (`invalid_grant`, …) if it
-/// sent one.
-fn token_error<E: std::error::Error + 'static>(
-    error: RequestTokenError<E, BasicErrorResponse>,
-) -> OAuthError {
-    match error {
-        RequestTokenError::ServerResponse(response) => OAuthError::Provider {
-            error: response.error().to_string(),
-            description: response.error_description().cloned(),
-        },
-        RequestTokenError::Request(error) => {
-            OAuthError::Http(format!("the token request: {error}"))
-        }
-        RequestTokenError::Parse(error, body) => {
-            let mut text = String::from_utf8_lossy(&body).into_owned();
-            text.truncate(text.floor_char_boundary(200));
-            OAuthError::Http(format!("the token endpoint's answer: {error} ({text})"))
-        }
-        RequestTokenError::Other(text) => OAuthError::Http(format!("the token request: {text}")),
     }
 }
 
@@ -331,5 +400,16 @@ mod tests {
         let mut long = token(Some(3600));
         long.expires_at = Some(now() + 59);
         assert!(long.is_due(), "at most a minute");
+    }
+
+    #[test]
+    fn debug_output_hides_secrets_and_tokens() {
+        let mut token = token(Some(60));
+        token.access_token = "access-SECRET".into();
+        token.refresh_token = Some("refresh-SECRET".into());
+        token.client.client_secret = Some("client-SECRET".into());
+        let shown = format!("{token:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("switchyard"), "{shown}");
     }
 }

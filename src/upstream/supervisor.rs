@@ -63,6 +63,7 @@ pub fn spawn_supervisor(
         // counts as one, so that a server crashing at start backs off like one failing to).
         let mut failures: u32 = 0;
         loop {
+            let token_before = shared_token(&upstream);
             let attempt = tokio::select! {
                 attempt = connect(&upstream) => attempt,
                 _ = shutdown.cancelled() => return,
@@ -92,7 +93,9 @@ pub fn spawn_supervisor(
                     withdraw(&upstream, &connection, &reason, failures, &hooks).await;
                 }
                 Err(error) => {
-                    let reason = match authorization(&upstream, &hooks, &shutdown).await {
+                    let authorized =
+                        authorization(&upstream, &hooks, &shutdown, token_before.as_deref());
+                    let reason = match authorized.await {
                         Authorization::Shutdown => return,
                         // Authorized: connect again at once.
                         Authorization::Given => continue,
@@ -167,8 +170,9 @@ async fn withdraw(
 
 /// How waiting for a user's authorization ended.
 enum Authorization {
-    /// The failure was not for want of authorization.
+    /// The failure was not for want of authorization, or no new token came since.
     NotNeeded,
+    /// A token came, or was renewed, since the failed attempt started.
     Given,
     /// Authorization failed, or cannot be done; why, for display.
     Failed(String),
@@ -177,11 +181,14 @@ enum Authorization {
 
 /// After a failed connection: if the upstream wants authorization (its grant says so), waits
 /// in state `authenticating`, showing the link, until a user authorizes or it fails. A link
-/// that expires is replaced.
+/// that expires is replaced. `before` is the access token as the attempt started: only a
+/// different one is worth an attempt at once (an upstream that is down while the token is
+/// good must wait out the backoff like any other).
 async fn authorization(
     upstream: &Upstream,
     hooks: &Hooks,
     shutdown: &CancellationToken,
+    before: Option<&str>,
 ) -> Authorization {
     let Some(auth) = upstream.auth() else {
         return Authorization::NotNeeded;
@@ -191,7 +198,13 @@ async fn authorization(
     loop {
         changes.borrow_and_update();
         match grant.need() {
-            Need::Nothing if grant.token().is_some() => return Authorization::Given,
+            Need::Nothing
+                if grant
+                    .token()
+                    .is_some_and(|t| Some(t.access_token.as_str()) != before) =>
+            {
+                return Authorization::Given;
+            }
             Need::Nothing => return Authorization::NotNeeded,
             Need::Failed(reason) => {
                 grant.clear_failure();
@@ -222,6 +235,12 @@ async fn authorization(
             _ = shutdown.cancelled() => return Authorization::Shutdown,
         }
     }
+}
+
+/// The access token of the upstream's shared grant, if it has OAuth and a token.
+fn shared_token(upstream: &Upstream) -> Option<String> {
+    let grant = upstream.auth()?.grant(&Principal::anonymous());
+    grant.token().map(|t| t.access_token.clone())
 }
 
 /// Resolves when the upstream's shared grant gets new tokens (never, without OAuth).

@@ -3,7 +3,10 @@
 //! browser that logs in and consents, and Switchyard in between, authorizing, refreshing,
 //! storing, and surviving restarts; bad callbacks leave nothing behind.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::Path,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use serde_json::{Value, json};
 
@@ -249,6 +252,21 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     gw.wait_state("secure", "ready", SOON).await;
     assert_eq!(stored_tokens(state.path()).len(), 1);
 
+    // A web page of another origin cannot have a browser forget them.
+    for (name, value) in [
+        ("origin", "http://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let forged = reqwest::Client::new()
+            .post(format!("http://{}/oauth/forget/secure", gw.addr))
+            .header(name, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 403, "{name}: {value}");
+    }
+    assert_eq!(stored_tokens(state.path()).len(), 1);
+
     // Forgotten tokens must be authorized again; a user who refuses is reported as such.
     upstream.configure(json!({"interactions": "deny"})).await;
     let forget = reqwest::Client::new()
@@ -360,4 +378,88 @@ async fn a_dynamically_registered_client_is_kept_across_restarts() {
         "the same registration"
     );
     assert_eq!(upstream.stats().await["as"]["registrations"], 1);
+}
+
+/// Sleeps until `at`, in seconds since the epoch.
+async fn sleep_until_epoch(at: f64) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    if at > now {
+        tokio::time::sleep(Duration::from_secs_f64(at - now)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_outage_keeps_the_tokens() {
+    // A 12 s token is due for a refresh 3 s before it expires.
+    let upstream = OAuthUpstream::start(&["--access-token-ttl=12", "--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start_unsettled()
+        .await;
+    let callback = Browser::callback_url(&link(&gw).await).await;
+    assert_eq!(Browser::open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    let client = gw.client().await;
+    let first = whoami(&client).await;
+    let expires = first["exp"].as_u64().unwrap() as f64;
+
+    upstream.configure(json!({"token_endpoint": "down"})).await;
+    // Due, and its refresh fails: the token still serves while it lasts.
+    sleep_until_epoch(expires - 1.8).await;
+    assert_eq!(whoami(&client).await["jti"], first["jti"]);
+    assert!(upstream.stats().await["as"]["token_outages"].as_u64() >= Some(1));
+
+    // Expired: calls fail, but the tokens are kept and no one is asked to authorize again.
+    sleep_until_epoch(expires + 1.0).await;
+    assert!(call(&client, "secure__whoami", json!({})).await.is_err());
+    assert_eq!(stored_tokens(state.path()).len(), 1);
+    let status = gw.gateway.upstream("secure").unwrap().status();
+    assert_eq!(status.authorization_url, None, "{status:?}");
+
+    // The token endpoint is back: the token is refreshed, without a new authorization.
+    upstream.configure(json!({"token_endpoint": "up"})).await;
+    let deadline = tokio::time::Instant::now() + SOON;
+    let again = loop {
+        if let Ok(result) = call(&client, "secure__whoami", json!({})).await {
+            break serde_json::from_str::<Value>(text(&result)).unwrap();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no recovery");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(again["sub"], "alice");
+    assert_ne!(again["jti"], first["jti"]);
+    let stats = upstream.stats().await;
+    assert_eq!(stats["as"]["authorizations"], 1, "{stats}");
+    assert_eq!(stats["as"]["grants_revoked"], 0, "{stats}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorized_upstream_that_goes_down_is_retried_with_backoff() {
+    let upstream = OAuthUpstream::start(&["--access-token-ttl=300", "--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
+        .start_unsettled()
+        .await;
+    let callback = Browser::callback_url(&link(&gw).await).await;
+    assert_eq!(Browser::open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    let client = gw.client().await;
+    assert_eq!(whoami(&client).await["sub"], "alice");
+
+    drop(upstream);
+    // A call that fails has the gateway check the upstream at once.
+    assert!(call(&client, "secure__whoami", json!({})).await.is_err());
+    // Its token is good, but that is no reason to reconnect in a tight loop: each failed
+    // attempt counts, and the backoff applies.
+    let secure = gw.gateway.upstream("secure").unwrap();
+    assert!(
+        eventually(SOON, || secure.status().retries >= 3).await,
+        "{:?}",
+        secure.status()
+    );
+    assert_eq!(secure.status().authorization_url, None);
+    assert_eq!(stored_tokens(state.path()).len(), 1);
 }

@@ -57,6 +57,7 @@ const DEFAULTS = {
   mcp_path: '/mcp',
   prm_root: 'off', // also serve metadata at /.well-known/oauth-protected-resource
   use_granted_resource: 'off', // token requests without `resource` still get the MCP audience
+  token_endpoint: 'up', // down: the token endpoint answers 503 with an HTML page (an outage)
 };
 const opts = { ...DEFAULTS };
 for (const key of Object.keys(DEFAULTS)) {
@@ -87,6 +88,7 @@ const stats = {
     access_tokens_issued: 0,
     last_access_token: null, // decoded claims of the newest JWT access token
     last_error: null, // {error, error_description, error_detail} of the newest refused request
+    token_outages: 0, // token requests answered 503 while token_endpoint is down
   },
   mcp: {
     requests: 0, // requests to the MCP endpoint
@@ -258,6 +260,12 @@ async function autoInteraction(req, res) {
 
 const providerCallback = provider.callback();
 asServer.on('request', (req, res) => {
+  if (opts.token_endpoint === 'down' && req.method === 'POST' && req.url.split('?')[0] === '/token') {
+    stats.as.token_outages += 1;
+    res.writeHead(503, { 'content-type': 'text/html' });
+    res.end('<html><body><h1>503 Service Unavailable</h1></body></html>');
+    return;
+  }
   if (opts.interactions !== 'dev' && /^\/interaction\/[^/]+$/.test(req.url.split('?')[0]) && req.method === 'GET') {
     autoInteraction(req, res).catch((err) => {
       console.error('auto interaction failed', err);
@@ -335,7 +343,7 @@ app.post('/control/reset', (req, res) => {
 });
 app.post('/control/config', (req, res) => {
   for (const [key, value] of Object.entries(req.body ?? {})) {
-    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource'].includes(key)) {
+    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource', 'token_endpoint'].includes(key)) {
       return res.status(400).json({ error: `cannot change ${key} at run time` });
     }
     opts[key] = String(value);

@@ -253,7 +253,7 @@ async fn an_upstream_that_hangs_on_initialize_does_not_delay_the_others() {
     let gw = GatewayBuilder::new()
         .upstream(
             "hung",
-            "command = \"sleep\"\nargs = [\"1000\"]\nconnect_timeout_seconds = 3\n\
+            "command = \"sleep\"\nargs = [\"1000\"]\nconnect_timeout_seconds = 5\n\
              restart = { delay_ms = 100 }",
         )
         .demo("local")
@@ -276,7 +276,7 @@ async fn an_upstream_that_hangs_on_initialize_does_not_delay_the_others() {
         status["last_error"]
             .as_str()
             .unwrap()
-            .contains("no answer to initialize within 3s"),
+            .contains("no answer to initialize within 5s"),
         "{status}"
     );
     assert!(
@@ -386,4 +386,108 @@ async fn an_upstream_that_speaks_only_2026_07_28_is_served() {
         .unwrap();
     assert_eq!(text(&result), "notes: new client");
     assert_other_session_works(&gw, "local__echo").await;
+}
+
+/// rmcp's streamable-HTTP client caps itself at 16 requests in flight unless told otherwise;
+/// Switchyard has no such hidden cap: 40 calls on one shared upstream session all run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_without_a_limit_takes_every_request_at_once() {
+    const CALLS: usize = 40;
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .http_with("remote", &notes.url(), "session = \"shared\"")
+        .start()
+        .await;
+    let client = gw.client().await;
+    let calls = (0..CALLS).map(|_| call(&client, "remote__sleep", json!({"ms": 2000})));
+    let results = futures::future::join_all(calls).await;
+    for result in results {
+        assert_eq!(text(&result.unwrap()), "slept 2000 ms");
+    }
+    assert_eq!(notes.most_concurrent_sleeps(), CALLS);
+}
+
+/// A server that crashes soon after it starts is given up on after `max_attempts`, like one
+/// that cannot start at all, instead of being restarted at the base delay for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_crashing_after_start_backs_off_and_is_given_up_on() {
+    let crashing = format!(
+        "transport = \"stdio\"\ncommand = \"timeout\"\nargs = [\"0.3\", {:?}, \"demo-server\"]\n\
+         restart = {{ max_attempts = 3, delay_ms = 50 }}",
+        crate::harness::SWITCHYARD
+    );
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .upstream("flaky", &crashing)
+        .http("remote", &notes.url())
+        .start()
+        .await;
+    let mut status = gw.upstream_health("flaky").await;
+    for _ in 0..200 {
+        if status["last_error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("gave up after 3 failed attempts"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        status = gw.upstream_health("flaky").await;
+    }
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(
+        status["last_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("gave up after 3 failed attempts; the last: the connection closed"),
+        "{status}"
+    );
+    assert_other_session_works(&gw, "remote__echo").await;
+}
+
+/// An HTTP server killed while a client's call runs on its own upstream session: the call
+/// fails at once naming the upstream, other sessions are served, and when the server is back
+/// the same client session is served again (on a new upstream session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_killed_mid_call_fails_the_call_and_is_reconnected() {
+    use crate::fixtures::everything::{Everything, Mode};
+    let server = Everything::start(Mode::StreamableHttp).await;
+    let port = server.addr.port();
+    let gw = GatewayBuilder::new()
+        .demo("local")
+        .upstream(
+            "ev",
+            &format!(
+                "url = {:?}\nrestart = {{ delay_ms = 200, max_delay_ms = 400 }}",
+                server.url()
+            ),
+        )
+        .start()
+        .await;
+    let client = gw.client().await;
+    let recorder = Recorder::plain("caller");
+    let caller = recorder.clone().connect(&gw.url()).await;
+    let in_flight = tokio::spawn(async move {
+        let long = json!({"duration": 60, "steps": 60});
+        call(&caller, "ev__trigger-long-running-operation", long).await
+    });
+    assert!(
+        eventually(SOON, || !recorder.seen().progress.is_empty()).await,
+        "the call is running"
+    );
+    server.kill().await;
+    let error = tokio::time::timeout(SOON, in_flight)
+        .await
+        .expect("the call in flight ends when its server dies")
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("`ev`"), "{error}");
+    assert_other_session_works(&gw, "local__echo").await;
+
+    let _server = Everything::start_on(Mode::StreamableHttp, port).await;
+    gw.wait_state("ev", "ready", Duration::from_secs(20)).await;
+    let result = call(&client, "ev__echo", json!({"message": "back"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "Echo: back");
 }

@@ -179,6 +179,16 @@ impl fmt::Debug for PrivateKey {
     }
 }
 
+/// The browser origins the MCP endpoint accepts requests from. Requests without an `Origin`
+/// header (any client that is not a web page) are not affected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedOrigins {
+    /// Any origin (`allowed_origins = ["*"]`).
+    Any,
+    /// These origins only, as `scheme://host[:port|:*]` or `null`; none if empty.
+    Only(Vec<String>),
+}
+
 /// The downstream MCP endpoint.
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
@@ -186,8 +196,8 @@ pub struct ServerSettings {
     pub endpoint_path: String,
     /// `Host` values accepted (DNS-rebinding guard); empty accepts any.
     pub allowed_hosts: Vec<String>,
-    /// `Origin` values accepted when a request carries one; empty accepts any.
-    pub allowed_origins: Vec<String>,
+    /// Which browser origins may send requests (those carrying an `Origin` header).
+    pub allowed_origins: AllowedOrigins,
     /// A session with no traffic for this long is closed with its upstream sessions.
     pub session_idle_timeout: Duration,
     pub max_request_body_bytes: usize,

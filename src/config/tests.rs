@@ -3,8 +3,8 @@
 use std::{collections::HashMap, path::Path, time::Duration};
 
 use super::{
-    AuthMethod, ConfigError, FailureMode, GrantKind, HttpProtocol, OAuthKey, PrefixMode,
-    RestartPolicy, SessionMode, TransportConfig, expand::tests::MapVars, parse_str,
+    AllowedOrigins, AuthMethod, ConfigError, FailureMode, GrantKind, HttpProtocol, OAuthKey,
+    PrefixMode, RestartPolicy, SessionMode, TransportConfig, expand::tests::MapVars, parse_str,
 };
 
 fn vars() -> MapVars {
@@ -568,4 +568,50 @@ fn the_endpoint_path_cannot_take_switchyards_own_paths() {
         let loaded = load("p.toml", &format!("[server]\nendpoint_path = \"{path}\"\n"));
         assert_eq!(loaded.unwrap().server.endpoint_path, path);
     }
+}
+
+#[test]
+fn origins_default_to_pages_of_the_allowed_hosts() {
+    let origins = |text: &str| load("o.toml", text).unwrap().server.allowed_origins;
+    assert_eq!(
+        origins(""),
+        AllowedOrigins::Only(
+            [
+                "http://localhost:*",
+                "https://localhost:*",
+                "http://127.0.0.1:*",
+                "https://127.0.0.1:*",
+                "http://[::1]:*",
+                "https://[::1]:*",
+            ]
+            .map(String::from)
+            .to_vec()
+        )
+    );
+    assert_eq!(
+        origins("[server]\nallowed_hosts = [\"mcp.example.com:8443\", \"[::1]:8080\"]"),
+        AllowedOrigins::Only(
+            [
+                "http://mcp.example.com:8443",
+                "https://mcp.example.com:8443",
+                "http://[::1]:8080",
+                "https://[::1]:8080",
+            ]
+            .map(String::from)
+            .to_vec()
+        )
+    );
+    assert_eq!(origins("[server]\nallowed_hosts = []"), AllowedOrigins::Any);
+    assert_eq!(
+        origins("[server]\nallowed_origins = [\"*\"]"),
+        AllowedOrigins::Any
+    );
+    assert_eq!(
+        origins("[server]\nallowed_origins = []"),
+        AllowedOrigins::Only(vec![])
+    );
+    assert_has(
+        &problems("o.toml", "[server]\nallowed_origins = [\"*\", \"null\"]"),
+        "server.allowed_origins: `*` (any origin) cannot be combined",
+    );
 }

@@ -10,7 +10,7 @@ use std::{
 use url::Url;
 
 use super::{
-    CatalogSettings, Config, PrefixMode, Problem, ServerSettings,
+    AllowedOrigins, CatalogSettings, Config, PrefixMode, Problem, ServerSettings,
     expand::{Vars, expand},
     parse::Parsed,
     raw::{RawCatalog, RawServer},
@@ -133,6 +133,10 @@ impl Checker<'_> {
                 format!("`{endpoint_path}` is taken by Switchyard's own endpoints (`/healthz`, `/oauth/…`)"),
             );
         }
+        let allowed_hosts = raw
+            .allowed_hosts
+            .clone()
+            .unwrap_or_else(|| vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]);
         let max_body = raw
             .max_request_body_bytes
             .unwrap_or(DEFAULT_MAX_REQUEST_BODY_BYTES);
@@ -142,11 +146,8 @@ impl Checker<'_> {
         ServerSettings {
             listen,
             endpoint_path,
-            allowed_hosts: raw
-                .allowed_hosts
-                .clone()
-                .unwrap_or_else(|| vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]),
-            allowed_origins: self.origins(raw.allowed_origins.as_deref().unwrap_or_default()),
+            allowed_origins: self.origins(raw.allowed_origins.as_deref(), &allowed_hosts),
+            allowed_hosts,
             session_idle_timeout: self.seconds(
                 "server.session_idle_timeout_seconds",
                 raw.session_idle_timeout_seconds,
@@ -156,7 +157,24 @@ impl Checker<'_> {
         }
     }
 
-    fn origins(&mut self, origins: &[String]) -> Vec<String> {
+    /// The configured origins; unset, the web pages served from the allowed hosts (any
+    /// scheme and port), or any origin if every host is allowed.
+    fn origins(&mut self, origins: Option<&[String]>, hosts: &[String]) -> AllowedOrigins {
+        let Some(origins) = origins else {
+            if hosts.is_empty() {
+                return AllowedOrigins::Any;
+            }
+            return AllowedOrigins::Only(hosts.iter().flat_map(|h| origins_of_host(h)).collect());
+        };
+        if origins.iter().any(|origin| origin == "*") {
+            if origins.len() > 1 {
+                self.problem(
+                    "server.allowed_origins",
+                    "`*` (any origin) cannot be combined with other origins",
+                );
+            }
+            return AllowedOrigins::Any;
+        }
         for (i, origin) in origins.iter().enumerate() {
             let valid = origin == "null"
                 || Url::parse(origin.trim_end_matches(":*"))
@@ -166,12 +184,12 @@ impl Checker<'_> {
                     format!("server.allowed_origins[{i}]"),
                     format!(
                         "`{origin}` is not an origin like `https://app.example.com`, \
-                         `http://localhost:*` or `null`"
+                         `http://localhost:*`, `null` or `*`"
                     ),
                 );
             }
         }
-        origins.to_vec()
+        AllowedOrigins::Only(origins.to_vec())
     }
 
     fn catalog(&mut self, raw: &RawCatalog) -> CatalogSettings {
@@ -234,4 +252,20 @@ pub fn check_separator(separator: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The origins of web pages served from `host` (an allowed `Host` value: a name or address,
+/// with or without a port), over http and https.
+fn origins_of_host(host: &str) -> [String; 2] {
+    let (name, port) = match host.rsplit_once(':') {
+        // `::1` and other bare IPv6 addresses have colons but no port.
+        Some((name, port)) if !name.contains(':') || name.ends_with(']') => (name, port),
+        _ => (host, "*"),
+    };
+    let name = if name.contains(':') && !name.starts_with('[') {
+        format!("[{name}]")
+    } else {
+        name.to_owned()
+    };
+    ["http", "https"].map(|scheme| format!("{scheme}://{name}:{port}"))
 }

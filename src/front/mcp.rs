@@ -22,7 +22,7 @@ use rmcp::transport::{
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::SessionTable;
-use crate::{gateway::Gateway, session::SessionHandler};
+use crate::{config::AllowedOrigins, gateway::Gateway, session::SessionHandler};
 
 /// Buffered messages per session between its worker and its handler.
 const SESSION_CHANNEL_CAPACITY: usize = 64;
@@ -40,13 +40,19 @@ impl McpEndpoint {
         let settings = &gateway.config().server;
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(settings.allowed_hosts.clone())
-            .with_allowed_origins(settings.allowed_origins.clone())
             .with_max_request_body_bytes(settings.max_request_body_bytes)
             .with_json_response(true)
             .with_cancellation_token(shutdown);
         if settings.allowed_hosts.is_empty() {
             config = config.disable_allowed_hosts();
         }
+        config = match &settings.allowed_origins {
+            AllowedOrigins::Any => config.disable_allowed_origins(),
+            // An empty list refuses every request that carries an Origin.
+            AllowedOrigins::Only(origins) => config
+                .with_allowed_origins(origins.clone())
+                .enforce_origin_validation(),
+        };
         let mut session_config = SessionConfig::default();
         session_config.keep_alive = Some(settings.session_idle_timeout);
         session_config.channel_capacity = SESSION_CHANNEL_CAPACITY;

@@ -296,25 +296,32 @@ async fn an_upstream_failing_mid_call_ends_the_call_with_an_error_naming_it() {
 }
 
 #[tokio::test]
-async fn requests_with_a_foreign_host_are_refused() {
+async fn requests_with_a_foreign_host_or_origin_are_refused() {
     let (_notes, gw) = two_upstreams().await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
-    let response = reqwest::Client::new()
-        .post(gw.url())
-        .header("host", "attacker.example")
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
+    let post = |headers: &[(&str, &str)]| {
+        let mut request = reqwest::Client::new()
+            .post(gw.url())
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    // DNS rebinding: a name that resolves to this machine, but is not one of its own.
+    let response = post(&[("host", "attacker.example")]).await.unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::FORBIDDEN);
+    // A web page of another site, in a browser on this machine.
+    let response = post(&[("origin", "https://attacker.example")])
         .await
         .unwrap();
     assert_eq!(response.status(), reqwest::StatusCode::FORBIDDEN);
-    let allowed = reqwest::Client::new()
-        .post(gw.url())
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(allowed.status(), reqwest::StatusCode::OK);
+    // By default, pages served from the allowed (loopback) hosts may call, as may any client
+    // that is not a web page.
+    for headers in [&[("origin", "http://localhost:6274")][..], &[]] {
+        let allowed = post(headers).await.unwrap();
+        assert_eq!(allowed.status(), reqwest::StatusCode::OK, "{headers:?}");
+    }
 }

@@ -1,5 +1,6 @@
 //! Placeholder expansion in configuration values: `${env:NAME}`, `${env:NAME:-default}` and
-//! `${switchyard}` (this executable), with `$${` for a literal `${`.
+//! `${switchyard}` (this executable), with `$${` for a literal `${`. `${NAME}` and
+//! `${NAME:-default}` (as Claude Code writes them) mean the same as with `env:`.
 //!
 //! Expansion happens once, at load time, so secrets can stay in the environment instead of the
 //! file. An unset variable without a default is an error, never an empty string.
@@ -58,23 +59,41 @@ pub fn expand(value: &str, vars: &dyn Vars) -> Result<String, String> {
     Ok(out)
 }
 
+fn is_variable_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_conventional_variable(name: &str) -> bool {
+    is_variable_name(name)
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| !c.is_ascii_lowercase())
+}
+
 fn resolve(placeholder: &str, vars: &dyn Vars) -> Result<String, String> {
     if placeholder == "switchyard" {
         return vars
             .self_exe()
             .ok_or_else(|| "cannot determine the path of the switchyard executable".into());
     }
-    let Some(spec) = placeholder.strip_prefix("env:") else {
-        return Err(format!(
-            "unsupported placeholder `${{{placeholder}}}`; use `${{env:NAME}}`, \
-             `${{env:NAME:-default}}` or `${{switchyard}}` (write `$${{` for a literal `${{`)"
-        ));
+    let spec = match placeholder.strip_prefix("env:") {
+        Some(spec) => spec,
+        // Only names written as environment variables are (`${HOME}`, not VS Code's
+        // `${workspaceFolder}`), so that other tools' placeholders get a clear error.
+        None if is_conventional_variable(placeholder.split(":-").next().unwrap_or_default()) => {
+            placeholder
+        }
+        None => {
+            return Err(format!(
+                "unsupported placeholder `${{{placeholder}}}`; use `${{env:NAME}}`, \
+                 `${{env:NAME:-default}}` or `${{switchyard}}` (write `$${{` for a literal `${{`)"
+            ));
+        }
     };
     let (name, default) = match spec.split_once(":-") {
         Some((name, default)) => (name, Some(default)),
         None => (spec, None),
     };
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if !is_variable_name(name) {
         return Err(format!("`{name}` is not a valid environment variable name"));
     }
     match (vars.env(name), default) {
@@ -119,6 +138,10 @@ pub(crate) mod tests {
             expand("${switchyard}", &v).unwrap(),
             "/opt/switchyard/bin/switchyard"
         );
+        // As Claude Code writes them.
+        assert_eq!(expand("Bearer ${TOKEN}", &v).unwrap(), "Bearer s3cret");
+        assert_eq!(expand("${MISSING:-fallback}", &v).unwrap(), "fallback");
+        assert!(expand("${MISSING}", &v).unwrap_err().contains("`MISSING` is not set"));
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The `mcpServers` JSON file that MCP clients use (Claude Desktop, Cursor, VS Code's `servers`),
 //! read into the same raw form as Switchyard's TOML so that one validator checks both.
 //!
-//! Keys that other clients define for their own use (`autoApprove`, `alwaysAllow`, `timeout`,
-//! `description`) are accepted and ignored so an existing file loads as it is; `disabled: true`
-//! leaves a server out. Any other unknown key is a problem, as in TOML.
+//! The file belongs to a client, so its other top-level settings are none of Switchyard's
+//! business and are ignored. In a server entry, keys that other clients define for their own
+//! use (`autoApprove`, `alwaysAllow`, `timeout`, `description`) are accepted and ignored so an
+//! existing file loads as it is; `disabled: true` leaves a server out. Any other unknown key in
+//! a server entry is a problem, as in TOML: it might change how the server runs.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -62,6 +64,8 @@ pub fn parse(text: &str) -> Result<Parsed, Vec<Problem>> {
                 .map(locate_json_error)
                 .collect::<Vec<_>>()
         })?;
+    // The client's own settings beside its servers.
+    problems.retain(|problem| problem.message != "unknown key" || problem.key.contains('.'));
     de.end().map_err(|e| {
         vec![locate_json_error(Problem {
             key: String::new(),

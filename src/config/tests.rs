@@ -356,6 +356,7 @@ fn toml_syntax_and_type_errors_are_located() {
 }
 
 const CLAUDE_DESKTOP: &str = r#"{
+  "globalShortcut": "Ctrl+Space",
   "mcpServers": {
     "filesystem": {
       "command": "npx",
@@ -365,7 +366,7 @@ const CLAUDE_DESKTOP: &str = r#"{
     },
     "remote": {
       "url": "https://mcp.example.com/mcp",
-      "headers": { "X-Api-Key": "k" }
+      "headers": { "X-Api-Key": "k", "Authorization": "Bearer ${GH_TOKEN}" }
     },
     "vscode-http": { "type": "http", "url": "http://127.0.0.1:3000/mcp" },
     "old": { "command": "old", "disabled": true }
@@ -386,6 +387,7 @@ fn mcp_servers_json() {
         panic!("remote is http");
     };
     assert_eq!(remote.headers[0].0, "x-api-key");
+    assert_eq!(remote.headers[1].1, "Bearer ghp_123", "Claude Code's ${{NAME}}");
     assert_eq!(
         remote.protocol,
         HttpProtocol::Auto,
@@ -429,10 +431,10 @@ fn json_problems_use_json_key_paths() {
         "mcpServers.a.bogus: unknown key",
         "mcpServers.b.type: `websocket` is not a supported transport",
         "mcpServers.a: this upstream is defined more than once",
-        "extra: unknown key",
     ] {
         assert_has(&found, expected);
     }
+    assert_eq!(found.len(), 4, "the client's own `extra` setting is not ours: {found:?}");
 }
 
 #[test]

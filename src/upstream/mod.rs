@@ -30,7 +30,7 @@ use std::{
     collections::BTreeSet,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU8, Ordering},
     },
     time::Duration,
 };
@@ -93,7 +93,8 @@ pub struct Upstream {
     /// Which protocol eras the upstream speaks, as far as found out; its lock serializes
     /// opening the modern session.
     eras: tokio::sync::Mutex<()>,
-    era_support: Mutex<EraSupport>,
+    /// An `EraSupport`, read by every request routed here (hence an atomic, not a lock).
+    era_support: AtomicU8,
     /// With `transport = "auto"`: the HTTP transport found to work, until a connection fails.
     detected: Mutex<Option<HttpProtocol>>,
     /// What the upstream listed last; `None` until first discovered.
@@ -155,7 +156,7 @@ impl Upstream {
             shared: ArcSwapOption::empty(),
             modern: ArcSwapOption::empty(),
             eras: tokio::sync::Mutex::new(()),
-            era_support: Mutex::new(EraSupport::Unknown),
+            era_support: AtomicU8::new(EraSupport::Unknown as u8),
             detected: Mutex::new(None),
             catalog: ArcSwapOption::empty(),
             status: ArcSwap::from_pointee(UpstreamStatus::new(UpstreamState::Connecting)),
@@ -324,22 +325,17 @@ impl Upstream {
     }
 
     fn era_support(&self) -> EraSupport {
-        *self
-            .era_support
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        EraSupport::from_u8(self.era_support.load(Ordering::Acquire))
     }
 
     fn set_era_support(&self, support: EraSupport) {
-        *self
-            .era_support
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = support;
+        self.era_support.store(support as u8, Ordering::Release);
     }
 }
 
 /// Which protocol eras an upstream speaks, as far as Switchyard has found out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum EraSupport {
     Unknown,
     /// `initialize` and 2026-07-28 both.
@@ -348,4 +344,13 @@ enum EraSupport {
     LegacyOnly,
     /// 2026-07-28 only: `initialize` was refused.
     ModernOnly,
+}
+
+impl EraSupport {
+    fn from_u8(value: u8) -> Self {
+        [Self::Unknown, Self::Both, Self::LegacyOnly, Self::ModernOnly]
+            .into_iter()
+            .find(|support| *support as u8 == value)
+            .unwrap_or(Self::Unknown)
+    }
 }

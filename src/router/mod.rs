@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use self::timeout::{Stage, Timer};
 use crate::{
     catalog::{NameScheme, Route},
-    error::GatewayError,
+    error::{GatewayError, Side},
     gateway::{Gateway, authorization_required, unavailable},
     names::UpstreamName,
     upstream::{Connection, Downstream, Era, Upstream},
@@ -284,9 +284,26 @@ impl<S> Call<'_, S> {
         }
     }
 
-    /// The outcome of a routed request as this client should get it.
+    /// The outcome of a routed request as this client should get it; failures are logged at
+    /// the level their side calls for.
     fn answer<T>(&self, result: Result<T, GatewayError>) -> Result<T, GatewayError> {
-        result.map_err(|error| error.for_client(&self.downstream.capabilities))
+        result.map_err(|error| {
+            log_failure(&error);
+            error.for_client(&self.downstream.capabilities)
+        })
+    }
+}
+
+/// A client's mistake or an upstream's own JSON-RPC answer is routine; an upstream that failed
+/// or timed out is worth a warning; a fault of Switchyard's is an error.
+fn log_failure(error: &GatewayError) {
+    let side = error.side().as_str();
+    match (error.side(), error) {
+        (Side::Gateway, _) => tracing::error!(side, %error, "request failed"),
+        (Side::Upstream, GatewayError::UpstreamRpc { .. }) | (Side::Downstream, _) => {
+            tracing::debug!(side, %error, "request failed")
+        }
+        (Side::Upstream, _) => tracing::warn!(side, %error, "request failed"),
     }
 }
 

@@ -141,7 +141,11 @@ pub(crate) mod tests {
         // As Claude Code writes them.
         assert_eq!(expand("Bearer ${TOKEN}", &v).unwrap(), "Bearer s3cret");
         assert_eq!(expand("${MISSING:-fallback}", &v).unwrap(), "fallback");
-        assert!(expand("${MISSING}", &v).unwrap_err().contains("`MISSING` is not set"));
+        assert!(
+            expand("${MISSING}", &v)
+                .unwrap_err()
+                .contains("`MISSING` is not set")
+        );
     }
 
     #[test]

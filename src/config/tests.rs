@@ -387,7 +387,10 @@ fn mcp_servers_json() {
         panic!("remote is http");
     };
     assert_eq!(remote.headers[0].0, "x-api-key");
-    assert_eq!(remote.headers[1].1, "Bearer ghp_123", "Claude Code's ${{NAME}}");
+    assert_eq!(
+        remote.headers[1].1, "Bearer ghp_123",
+        "Claude Code's ${{NAME}}"
+    );
     assert_eq!(
         remote.protocol,
         HttpProtocol::Auto,
@@ -434,7 +437,11 @@ fn json_problems_use_json_key_paths() {
     ] {
         assert_has(&found, expected);
     }
-    assert_eq!(found.len(), 4, "the client's own `extra` setting is not ours: {found:?}");
+    assert_eq!(
+        found.len(),
+        4,
+        "the client's own `extra` setting is not ours: {found:?}"
+    );
 }
 
 #[test]

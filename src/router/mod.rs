@@ -6,6 +6,7 @@
 //! `send`, which registers it with the connection's relay so that progress and requests coming
 //! back reach this client, and which cancels it upstream if the client cancels or it times out.
 
+mod mrtr;
 mod timeout;
 mod uris;
 
@@ -22,7 +23,10 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
-use self::timeout::{Stage, Timer};
+use self::{
+    mrtr::Answerable,
+    timeout::{Stage, Timer},
+};
 use crate::{
     catalog::{NameScheme, Route},
     error::{GatewayError, Side},
@@ -69,9 +73,12 @@ impl<S: ConnectionSource> Call<'_, S> {
         })?;
         params.name = Cow::Owned(route.original.to_string());
         let scheme = self.gateway.catalog().scheme().clone();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let request = |params| ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let tool = Some(&*route.original);
-        match self.send(&route.upstream, request, tool).await? {
+        match self
+            .send_answering(&route.upstream, params, request, tool)
+            .await?
+        {
             ServerResult::CallToolResult(mut result) => {
                 uris::expose_in_content(&scheme, &route.upstream, &mut result.content);
                 Ok(CallToolResponse::Complete(result))
@@ -99,8 +106,11 @@ impl<S: ConnectionSource> Call<'_, S> {
         let route = self.prompt_route(&params.name)?;
         params.name = route.original.to_string();
         let scheme = self.gateway.catalog().scheme().clone();
-        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        match self.send(&route.upstream, request, None).await? {
+        let request = |params| ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        match self
+            .send_answering(&route.upstream, params, request, None)
+            .await?
+        {
             ServerResult::GetPromptResult(mut result) => {
                 for message in &mut result.messages {
                     uris::expose_in_prompt_message(&scheme, &route.upstream, message);
@@ -128,8 +138,8 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<ReadResourceResponse, GatewayError> {
         let (owner, original, scheme) = resolve_uri(self.gateway, &params.uri)?;
         params.uri = original;
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        match self.send(&owner, request, None).await? {
+        let request = |params| ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        match self.send_answering(&owner, params, request, None).await? {
             ServerResult::ReadResourceResult(mut result) => {
                 for contents in &mut result.contents {
                     uris::expose_in_contents(&scheme, &owner, contents);
@@ -182,6 +192,42 @@ impl<S: ConnectionSource> Call<'_, S> {
     fn prompt_route(&self, name: &str) -> Result<Route, GatewayError> {
         let route = self.gateway.catalog().prompt(name).cloned();
         route.ok_or_else(|| self.gateway.missing_name(name, GatewayError::UnknownPrompt))
+    }
+
+    /// `send`, but for a session client of an upstream that speaks only 2026-07-28: its
+    /// `input_required` results are answered by asking the client, and the request is sent
+    /// again with the answers (see `mrtr`).
+    async fn send_answering<P: Answerable>(
+        &self,
+        upstream: &UpstreamName,
+        params: P,
+        request: fn(P) -> ClientRequest,
+        tool: Option<&str>,
+    ) -> Result<ServerResult, GatewayError> {
+        let bridged = !self.downstream.stateless
+            && self
+                .gateway
+                .upstream(upstream.as_str())
+                .is_some_and(|u| u.speaks_only_modern());
+        if !bridged {
+            return self.send(upstream, request(params), tool).await;
+        }
+        let mut params = params;
+        for _ in 0..mrtr::MAX_ROUNDS {
+            match self.send(upstream, request(params.clone()), tool).await? {
+                ServerResult::InputRequiredResult(required) => {
+                    let questions = required.input_requests.unwrap_or_default();
+                    let answers =
+                        mrtr::ask_all(upstream, &self.downstream, questions, self.ct).await?;
+                    params.answer(answers, required.request_state);
+                }
+                other => return Ok(other),
+            }
+        }
+        Err(GatewayError::UpstreamFailed {
+            upstream: upstream.clone(),
+            reason: format!("it still asked for input after {} rounds", mrtr::MAX_ROUNDS),
+        })
     }
 
     /// Sends `request` to `upstream` and awaits the answer, within the upstream's limit on

@@ -12,22 +12,22 @@
 use std::sync::Arc;
 
 use rmcp::{
-    ClientHandler, ErrorData, ServiceError,
+    ClientHandler, ErrorData,
     model::{
-        CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientResult,
-        CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, CustomNotification,
-        ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, GetExtensions, Implementation,
-        ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
-        ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
+        ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
+        CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequest,
+        ElicitRequestParams, ElicitResult, ErrorCode, Implementation, ListRootsRequest,
+        ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
+        ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
     },
-    service::{
-        InboundStreamOrigin, NotificationContext, OriginatingRequestId, PeerRequestOptions,
-        RequestContext, RoleClient,
-    },
+    service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
 };
 use tokio::sync::mpsc;
 
-use super::relay::{Arrival, Downstream, Relay, cannot_forward};
+use super::{
+    ask::{ask_client, cannot_forward, check_capability, kind},
+    relay::{Arrival, Downstream, Relay},
+};
 use crate::names::UpstreamName;
 
 /// Something an upstream told us that changes what the gateway serves or must pass on.
@@ -74,12 +74,11 @@ impl UpstreamClient {
         let _ = self.events.send(event);
     }
 
-    /// The client an upstream request is for, if it can be asked for `what`.
+    /// The client an upstream request is for, if it can be asked it.
     async fn target(
         &self,
         context: &RequestContext<RoleClient>,
-        what: &str,
-        supported: impl Fn(&ClientCapabilities) -> bool,
+        request: &ServerRequest,
     ) -> Result<Arc<Downstream>, ErrorData> {
         let origin = context.extensions.get::<InboundStreamOrigin>();
         let arrival = context.extensions.get::<Arrival>();
@@ -90,60 +89,16 @@ impl UpstreamClient {
             } else {
                 "no client request was in flight on this shared upstream session"
             };
-            return Err(cannot_forward(what, reason));
+            return Err(cannot_forward(kind(request), reason));
         };
         if target.stateless {
             return Err(cannot_forward(
-                what,
+                kind(request),
                 "the client uses protocol 2026-07-28, which cannot receive requests during a call",
             ));
         }
-        if !supported(&target.capabilities) {
-            return Err(cannot_forward(
-                what,
-                &format!("the client did not declare the {what} capability"),
-            ));
-        }
+        check_capability(&target.capabilities, request)?;
         Ok(target)
-    }
-}
-
-/// Sends `request` to the client of `target`, on the stream of its request when there is one.
-/// If the upstream cancels its request meanwhile (or its session ends), the client is told to
-/// cancel too.
-async fn ask(
-    target: &Downstream,
-    mut request: ServerRequest,
-    context: &RequestContext<RoleClient>,
-) -> Result<ClientResult, ErrorData> {
-    if let Some(id) = &target.request_id {
-        request
-            .extensions_mut()
-            .insert(OriginatingRequestId(id.clone()));
-    }
-    let handle = target
-        .peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await
-        .map_err(not_answered)?;
-    let id = handle.id.clone();
-    tokio::select! {
-        answer = handle.await_response() => answer.map_err(not_answered),
-        _ = context.ct.cancelled() => {
-            let cancelled = CancelledNotificationParam::new(
-                Some(id),
-                Some("cancelled by the upstream server".to_owned()),
-            );
-            let _ = target.peer.notify_cancelled(cancelled).await;
-            Err(ErrorData::internal_error("cancelled by the upstream server", None))
-        }
-    }
-}
-
-fn not_answered(error: ServiceError) -> ErrorData {
-    match error {
-        ServiceError::McpError(error) => error,
-        other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
     }
 }
 
@@ -170,11 +125,9 @@ impl ClientHandler for UpstreamClient {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let target = self
-            .target(&context, "sampling", |c| c.sampling.is_some())
-            .await?;
         let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-        match ask(&target, request, &context).await? {
+        let target = self.target(&context, &request).await?;
+        match ask_client(&target, request, &context.ct).await? {
             ClientResult::CreateMessageResult(result) => Ok(*result),
             other => Err(unexpected(other)),
         }
@@ -191,21 +144,13 @@ impl ClientHandler for UpstreamClient {
             }
             _ => None,
         };
-        let url = url_id.is_some();
-        let target = self
-            .target(&context, "elicitation", |c| match &c.elicitation {
-                // A client declaring neither mode supports forms (2025-06-18 compatibility).
-                Some(e) if url => e.url.is_some(),
-                Some(e) => e.form.is_some() || e.url.is_none(),
-                None => false,
-            })
-            .await?;
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        let target = self.target(&context, &request).await?;
         if let Some(id) = url_id {
             // Its completion, announced later, goes to the same client.
             self.relay.elicitation_sent(id, target.clone());
         }
-        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-        match ask(&target, request, &context).await? {
+        match ask_client(&target, request, &context.ct).await? {
             ClientResult::ElicitResult(result) => Ok(result),
             other => Err(unexpected(other)),
         }
@@ -215,11 +160,9 @@ impl ClientHandler for UpstreamClient {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let target = self
-            .target(&context, "roots", |c| c.roots.is_some())
-            .await?;
         let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
-        match ask(&target, request, &context).await? {
+        let target = self.target(&context, &request).await?;
+        match ask_client(&target, request, &context.ct).await? {
             ClientResult::ListRootsResult(result) => Ok(result),
             other => Err(unexpected(other)),
         }

@@ -11,6 +11,7 @@
 #![allow(deprecated)]
 
 mod admission;
+mod ask;
 mod client;
 mod connection;
 mod detect;
@@ -40,6 +41,7 @@ use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use admission::{Admission, Admitted, Overloaded};
+pub use ask::{ask_client, check_capability, kind};
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
 pub use connection::{Connection, Dial, Era};
 pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
@@ -258,6 +260,11 @@ impl Upstream {
             && self.era_support() != EraSupport::ModernOnly
     }
 
+    /// Whether the upstream speaks only 2026-07-28 (it refused `initialize`).
+    pub fn speaks_only_modern(&self) -> bool {
+        self.era_support() == EraSupport::ModernOnly
+    }
+
     /// Switchyard's OAuth client for this upstream, if it has one.
     pub fn auth(&self) -> Option<&Arc<Authorizer>> {
         self.auth.as_ref()
@@ -348,9 +355,14 @@ enum EraSupport {
 
 impl EraSupport {
     fn from_u8(value: u8) -> Self {
-        [Self::Unknown, Self::Both, Self::LegacyOnly, Self::ModernOnly]
-            .into_iter()
-            .find(|support| *support as u8 == value)
-            .unwrap_or(Self::Unknown)
+        [
+            Self::Unknown,
+            Self::Both,
+            Self::LegacyOnly,
+            Self::ModernOnly,
+        ]
+        .into_iter()
+        .find(|support| *support as u8 == value)
+        .unwrap_or(Self::Unknown)
     }
 }

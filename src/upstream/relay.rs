@@ -18,11 +18,10 @@ use std::{
 
 use dashmap::DashMap;
 use rmcp::{
-    ErrorData, RoleClient, RoleServer,
+    RoleClient, RoleServer,
     model::{
         CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
-        ErrorCode, LoggingLevel, ProgressNotificationParam, ProgressToken, RequestId,
-        RequestMetaObject,
+        LoggingLevel, ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
     },
     service::{InboundStreamOrigin, Peer},
 };
@@ -386,13 +385,4 @@ impl Drop for Registration {
         // Abandoned (the client cancelled or went away): tell the upstream to stop working.
         self.cancel_upstream("cancelled by the client");
     }
-}
-
-/// The error an upstream gets when its request cannot be passed on.
-pub fn cannot_forward(what: &str, reason: &str) -> ErrorData {
-    ErrorData::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        format!("Switchyard cannot pass this {what} request to a client: {reason}"),
-        None,
-    )
 }

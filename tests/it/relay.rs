@@ -352,3 +352,31 @@ async fn a_session_log_level_filters_what_a_shared_upstream_sends_it() {
         quiet.seen().logs
     );
 }
+
+/// A server that speaks only 2026-07-28 asks for input by returning `input_required`, which a
+/// session client cannot take: Switchyard asks that client itself and sends the call again with
+/// the answer and the server's state. A client that cannot answer gets an error saying so.
+#[tokio::test]
+async fn a_session_client_answers_what_a_2026_server_requires_through_switchyard() {
+    let modern = NotesServer::start_modern_only().await;
+    let gw = GatewayBuilder::new()
+        .http("modern", &modern.url())
+        .start()
+        .await;
+    let ada = Recorder::capable("ada").connect(&gw.url()).await;
+    let result = call(&ada, "modern__confirm", json!({})).await.unwrap();
+    assert_eq!(
+        text(&result),
+        r#"confirmed {"action":"accept","content":{"name":"ada"}} with state state-1"#
+    );
+
+    let plain = Recorder::plain("plain").connect(&gw.url()).await;
+    let error = call(&plain, "modern__confirm", json!({}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("upstream `modern`") && error.contains("elicitation capability"),
+        "{error}"
+    );
+}

@@ -1,7 +1,14 @@
 //! `GET /healthz`: is the gateway up, and how is each upstream doing. Always 200 while the
 //! gateway runs (it serves whatever upstreams are ready); `status` says `degraded` otherwise.
+//! Authorization links are shown only to this machine: whoever follows one decides which
+//! account the upstream is used with.
 
-use axum::{Json, extract::State};
+use std::net::SocketAddr;
+
+use axum::{
+    Json,
+    extract::{ConnectInfo, State},
+};
 use serde::Serialize;
 
 use super::AppState;
@@ -22,14 +29,24 @@ pub struct UpstreamHealth {
     status: UpstreamStatus,
 }
 
-pub async fn health(State(state): State<AppState>) -> Json<Health> {
+pub async fn health(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+) -> Json<Health> {
+    let local = peer.ip().is_loopback();
     let upstreams: Vec<UpstreamHealth> = state
         .gateway
         .upstreams()
         .iter()
-        .map(|u| UpstreamHealth {
-            name: u.name().to_string(),
-            status: (*u.status()).clone(),
+        .map(|u| {
+            let mut status = (*u.status()).clone();
+            if !local {
+                status.authorization_url = None;
+            }
+            UpstreamHealth {
+                name: u.name().to_string(),
+                status,
+            }
         })
         .collect();
     let all_ready = upstreams

@@ -3,7 +3,8 @@
 //! - `GET callback`: where authorization servers send the user's browser back. The `state`
 //!   names the pending authorization; the code is exchanged, and the page (or the configured
 //!   redirect) says what happened.
-//! - `GET pending`: the authorizations users have yet to give, with their links (JSON).
+//! - `GET pending`: the authorizations users have yet to give, with their links (JSON); only
+//!   from this machine.
 //! - `GET client-metadata.json`: Switchyard's client ID metadata document, where its public URL
 //!   is https.
 //! - `POST forget/{upstream}`: revokes and forgets an upstream's tokens. Only from loopback,
@@ -70,8 +71,16 @@ pub async fn callback(State(state): State<AppState>, uri: Uri) -> Response {
     }
 }
 
-pub async fn pending(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "pending": state.gateway.oauth().awaiting() }))
+/// Only for this machine: whoever follows a link decides which account the upstream is used
+/// with (clients get the link for their own calls in the error).
+pub async fn pending(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+) -> Response {
+    if !peer.ip().is_loopback() {
+        return (StatusCode::FORBIDDEN, "only from this machine").into_response();
+    }
+    Json(serde_json::json!({ "pending": state.gateway.oauth().awaiting() })).into_response()
 }
 
 pub async fn client_metadata(State(state): State<AppState>) -> Response {

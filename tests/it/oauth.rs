@@ -172,13 +172,7 @@ async fn a_user_authorizes_through_the_callback_and_stays_authorized() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_calls_after_a_refused_token_refreshes_it_once() {
     let upstream = OAuthUpstream::start(&["--access-token-ttl=300", "--interactions=auto"]).await;
-    let state = tempfile::tempdir().unwrap();
-    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
-        .start_unsettled()
-        .await;
-    let callback = Browser::callback_url(&link(&gw).await).await;
-    assert_eq!(Browser::open(&callback).await.0, 200);
-    gw.wait_state("secure", "ready", SOON).await;
+    let (_state, gw) = authorized(&upstream).await;
     let mut clients = Vec::new();
     for _ in 0..6 {
         let client = gw.client().await;
@@ -380,6 +374,19 @@ async fn a_dynamically_registered_client_is_kept_across_restarts() {
     assert_eq!(upstream.stats().await["as"]["registrations"], 1);
 }
 
+/// A gateway (with its state directory) fronting `upstream` with a pre-registered client,
+/// authorized by a user through the callback, and ready.
+async fn authorized(upstream: &OAuthUpstream) -> (tempfile::TempDir, TestGateway) {
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(upstream, state.path(), &preregistered(upstream), "")
+        .start_unsettled()
+        .await;
+    let callback = Browser::callback_url(&link(&gw).await).await;
+    assert_eq!(Browser::open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    (state, gw)
+}
+
 /// Sleeps until `at`, in seconds since the epoch.
 async fn sleep_until_epoch(at: f64) {
     let now = SystemTime::now()
@@ -395,13 +402,7 @@ async fn sleep_until_epoch(at: f64) {
 async fn a_token_endpoint_outage_keeps_the_tokens() {
     // A 12 s token is due for a refresh 3 s before it expires.
     let upstream = OAuthUpstream::start(&["--access-token-ttl=12", "--interactions=auto"]).await;
-    let state = tempfile::tempdir().unwrap();
-    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
-        .start_unsettled()
-        .await;
-    let callback = Browser::callback_url(&link(&gw).await).await;
-    assert_eq!(Browser::open(&callback).await.0, 200);
-    gw.wait_state("secure", "ready", SOON).await;
+    let (state, gw) = authorized(&upstream).await;
     let client = gw.client().await;
     let first = whoami(&client).await;
     let expires = first["exp"].as_u64().unwrap() as f64;
@@ -439,13 +440,7 @@ async fn a_token_endpoint_outage_keeps_the_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_authorized_upstream_that_goes_down_is_retried_with_backoff() {
     let upstream = OAuthUpstream::start(&["--access-token-ttl=300", "--interactions=auto"]).await;
-    let state = tempfile::tempdir().unwrap();
-    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
-        .start_unsettled()
-        .await;
-    let callback = Browser::callback_url(&link(&gw).await).await;
-    assert_eq!(Browser::open(&callback).await.0, 200);
-    gw.wait_state("secure", "ready", SOON).await;
+    let (state, gw) = authorized(&upstream).await;
     let client = gw.client().await;
     assert_eq!(whoami(&client).await["sub"], "alice");
 

@@ -216,3 +216,76 @@ async fn stdio_env_and_cwd_reach_the_process() {
     let health = gw.health().await;
     assert_eq!(health["upstreams"][0]["state"], "ready", "{health}");
 }
+
+/// The session protocol on the wire: a session's standalone GET stream, 404 for a session that
+/// does not exist (or no longer does, after DELETE), and 400 for an unsupported protocol
+/// version.
+#[tokio::test]
+async fn sessions_on_the_wire_get_delete_and_unknown_ids() {
+    let (_notes, gw) = remote_notes().await;
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, version: &str, body: serde_json::Value| {
+        let mut request = http
+            .post(gw.url())
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", version)
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "wire", "version": "1"}}});
+    let opened = post(None, "2025-11-25", initialize).await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let accepted = post(Some(&session), "2025-11-25", initialized)
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), 202);
+
+    // The standalone stream, for what the server sends outside any request.
+    let stream = http
+        .get(gw.url())
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(
+        stream.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    drop(stream);
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let wrong_version = post(Some(&session), "1999-01-01", list.clone())
+        .await
+        .unwrap();
+    assert_eq!(wrong_version.status(), 400);
+    let unknown = post(Some("no-such-session"), "2025-11-25", list.clone())
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+
+    let deleted = http
+        .delete(gw.url())
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let after = post(Some(&session), "2025-11-25", list).await.unwrap();
+    assert_eq!(after.status(), 404, "a deleted session is gone");
+}

@@ -109,4 +109,3 @@ fn json_syntax_errors_are_located() {
         "no `mcpServers` object",
     );
 }
-

@@ -38,13 +38,18 @@
 //!    on first use (`session::SessionUpstreams`).
 //! 5. The router restores the original name, takes a place under the upstream's
 //!    `max_concurrent_requests` (only if one is set), and sends the request on the rmcp `Peer`
-//!    of that connection, racing the client's cancellation token and the request's timeout
-//!    (which the upstream's progress notifications extend).
+//!    of that connection, racing the client's cancellation token, the request's timeout (which
+//!    the upstream's progress notifications extend) and the supervisor finding the upstream
+//!    gone. What the upstream sends meanwhile (progress, log messages, requests for sampling,
+//!    elicitation, roots) reaches this client through the connection's relay.
 //! 6. `upstream`: the request goes out over the child's stdin, or as an HTTP POST whose headers
 //!    the connection's `RequestHook` fills in (for an OAuth upstream, with the principal's
 //!    access token, renewed first if it is due).
-//! 7. The result comes back unchanged; an upstream JSON-RPC error passes through, a transport
-//!    failure becomes an error naming the upstream (`error::GatewayError`).
+//! 7. The result comes back unchanged (but for the URIs of resources it links, mapped like
+//!    listed ones); an upstream JSON-RPC error passes through, a transport failure becomes an
+//!    error naming the upstream (`error::GatewayError`). A 2026-07-28 server's `input_required`
+//!    goes to a 2026-07-28 client as it is; for a session client the router asks the client
+//!    and sends the call again with the answers.
 
 pub mod catalog;
 pub mod config;

@@ -183,7 +183,8 @@ impl<S: ConnectionSource> Call<'_, S> {
             }
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        match self.send(&owner, request, None).await? {
+        let upstream = self.gateway.serving_upstream(&owner)?;
+        match self.send(upstream, request, None).await? {
             ServerResult::CompleteResult(result) => Ok(result),
             other => Err(unexpected(&owner, &other)),
         }
@@ -204,17 +205,13 @@ impl<S: ConnectionSource> Call<'_, S> {
         request: fn(P) -> ClientRequest,
         tool: Option<&str>,
     ) -> Result<ServerResult, GatewayError> {
-        let bridged = !self.downstream.stateless
-            && self
-                .gateway
-                .upstream(upstream.as_str())
-                .is_some_and(|u| u.speaks_only_modern());
-        if !bridged {
-            return self.send(upstream, request(params), tool).await;
+        let serving = self.gateway.serving_upstream(upstream)?;
+        if self.downstream.stateless || !serving.speaks_only_modern() {
+            return self.send(serving, request(params), tool).await;
         }
         let mut params = params;
         for _ in 0..mrtr::MAX_ROUNDS {
-            match self.send(upstream, request(params.clone()), tool).await? {
+            match self.send(serving, request(params.clone()), tool).await? {
                 ServerResult::InputRequiredResult(required) => {
                     let questions = required.input_requests.unwrap_or_default();
                     let answers =
@@ -230,16 +227,15 @@ impl<S: ConnectionSource> Call<'_, S> {
         })
     }
 
-    /// Sends `request` to `upstream` and awaits the answer, within the upstream's limit on
+    /// Sends `request` to `upstream` (found serving) and awaits the answer, within the upstream's limit on
     /// requests in flight and its timeouts (those of `tool`, for a tool call). If the client
     /// cancels or the time runs out, the upstream is told to cancel too.
     async fn send(
         &self,
-        upstream: &UpstreamName,
+        upstream: &Arc<Upstream>,
         request: ClientRequest,
         tool: Option<&str>,
     ) -> Result<ServerResult, GatewayError> {
-        let upstream = self.gateway.serving_upstream(upstream)?;
         let mut timer = Timer::start(upstream, tool);
         // Created first, so that an outage declared from now on ends this request.
         let outage = upstream.outage();

@@ -19,10 +19,10 @@
 //! config, upstreams, catalog in an `ArcSwap`), `oauth` (Switchyard as the OAuth client of
 //! upstreams: discovery, tokens per principal, the encrypted store; its HTTP endpoints are in
 //! `front`), `principal` (whom a request is made for), `error` (errors by side, mapped to
-//! JSON-RPC in one place), `names` (identifier newtypes), `demo` (the server the default
-//! configuration serves) and `conformance` (what the official conformance suite runs against:
-//! a fixture server, directly and through the gateway, and an OAuth client built on the
-//! gateway).
+//! JSON-RPC in one place), `names` (identifier newtypes) and `demo` (the server the default
+//! configuration serves). Test support sits behind the `conformance` feature: what the official
+//! conformance suite runs against (a fixture server, directly and through the gateway, and an
+//! OAuth client built on the gateway).
 //!
 //! # The life of a `tools/call`
 //!
@@ -53,6 +53,7 @@
 
 pub mod catalog;
 pub mod config;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod demo;
 pub mod error;

@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use switchyard::{Gateway, config, conformance, demo, front};
+use switchyard::{Gateway, config, demo, front};
 
 /// The configuration loaded when `-c` is not given.
 const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
@@ -59,6 +59,7 @@ enum Command {
     /// Serve the demo MCP server on stdin/stdout.
     DemoServer,
     /// Serve the conformance-suite fixture over streamable HTTP (a test upstream).
+    #[cfg(feature = "conformance")]
     ConformanceServer {
         /// Address to listen on; port 0 picks a free one (the URL is printed on stdout).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
@@ -66,6 +67,7 @@ enum Command {
     },
     /// Act as the client of one of the conformance suite's authorization scenarios (the suite
     /// runs it, with the scenario in its environment).
+    #[cfg(feature = "conformance")]
     ConformanceClient {
         /// The suite's MCP server.
         url: String,
@@ -89,8 +91,12 @@ fn main() -> ExitCode {
             Some(Command::Run(args)) => run(args.or(cli.run)).await,
             Some(Command::Check { config }) => check(config),
             Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
+            #[cfg(feature = "conformance")]
             Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
-            Some(Command::ConformanceClient { url }) => conformance::auth_client::run(&url).await,
+            #[cfg(feature = "conformance")]
+            Some(Command::ConformanceClient { url }) => {
+                switchyard::conformance::auth_client::run(&url).await
+            }
         }
     });
     match result {
@@ -138,6 +144,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 /// Serves the conformance fixture, announcing its URL on stdout for scripts to read.
+#[cfg(feature = "conformance")]
 async fn serve_conformance(listen: SocketAddr) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -146,7 +153,7 @@ async fn serve_conformance(listen: SocketAddr) -> anyhow::Result<()> {
         "conformance fixture listening on http://{}/mcp",
         listener.local_addr()?
     );
-    conformance::serve(listener).await?;
+    switchyard::conformance::serve(listener).await?;
     Ok(())
 }
 

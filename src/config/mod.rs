@@ -23,7 +23,7 @@ use http::{HeaderName, HeaderValue};
 use url::Url;
 
 pub use expand::{ProcessVars, Vars};
-pub use validate::check_separator;
+pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
 
 use crate::names::UpstreamName;
 

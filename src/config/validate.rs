@@ -127,7 +127,7 @@ impl Checker<'_> {
                 "server.endpoint_path",
                 "must be a plain path, without query, spaces or any of `{ } * :`",
             );
-        } else if crate::front::is_reserved_path(&endpoint_path) {
+        } else if is_reserved_path(&endpoint_path) {
             self.problem(
                 "server.endpoint_path",
                 format!("`{endpoint_path}` is taken by Switchyard's own endpoints (`/healthz`, `/oauth/…`)"),
@@ -268,4 +268,19 @@ fn origins_of_host(host: &str) -> [String; 2] {
         name.to_owned()
     };
     ["http", "https"].map(|scheme| format!("{scheme}://{name}:{port}"))
+}
+
+/// The paths of Switchyard's own endpoints (served by `front`), which the MCP endpoint cannot
+/// take.
+pub const RESERVED_PATHS: [&str; 2] = ["/healthz", "/oauth"];
+
+/// Whether `path` is, or lies under, one of Switchyard's own endpoints.
+pub fn is_reserved_path(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    RESERVED_PATHS.iter().any(|own| {
+        path == *own
+            || path
+                .strip_prefix(own)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
 }

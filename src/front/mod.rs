@@ -21,20 +21,6 @@ pub use mcp::McpEndpoint;
 
 use crate::gateway::Gateway;
 
-/// The paths of Switchyard's own endpoints, which the MCP endpoint cannot take.
-const OWN_PATHS: [&str; 2] = ["/healthz", "/oauth"];
-
-/// Whether `path` is, or lies under, one of Switchyard's own endpoints.
-pub fn is_reserved_path(path: &str) -> bool {
-    let path = path.trim_end_matches('/');
-    OWN_PATHS.iter().any(|own| {
-        path == *own
-            || path
-                .strip_prefix(own)
-                .is_some_and(|rest| rest.starts_with('/'))
-    })
-}
-
 /// State shared by the non-MCP routes.
 #[derive(Clone)]
 struct AppState {

@@ -65,5 +65,6 @@ pub mod principal;
 pub mod router;
 pub mod session;
 pub mod upstream;
+pub mod wire;
 
 pub use gateway::Gateway;

@@ -4,13 +4,14 @@
 //! Upstream JSON-RPC errors pass through with their code, message and data; everything else gets
 //! a message that names the tool, prompt, resource or upstream involved and never internals.
 
+use bytes::Bytes;
 use rmcp::{
     ErrorData, ServiceError,
     model::{ClientCapabilities, ErrorCode, JsonObject},
 };
 use serde_json::{Value, json};
 
-use crate::names::UpstreamName;
+use crate::{names::UpstreamName, protocol::Era, wire};
 
 /// Who is at fault, which decides the error code, log level and (later) metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +178,16 @@ impl GatewayError {
             }
             Self::Internal(_) => ErrorData::internal_error(message, None),
         }
+    }
+
+    /// The JSON-RPC error answer to request `id` (JSON text) of a client of `era`.
+    pub fn answer(self, id: &str, era: Era) -> Bytes {
+        let mut data = self.into_error_data();
+        if era == Era::Modern && data.code == ErrorCode::RESOURCE_NOT_FOUND {
+            // 2026-07-28 reports a missing resource as invalid params.
+            data.code = ErrorCode::INVALID_PARAMS;
+        }
+        wire::write::error(Some(id), data.code.0, &data.message, data.data.as_ref())
     }
 
     /// This error as the client that made the request should get it: an authorization link

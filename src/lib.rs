@@ -56,12 +56,15 @@ pub mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod demo;
+pub mod downstream;
 pub mod error;
 pub mod front;
 pub mod gateway;
+pub mod hook;
 pub mod names;
 pub mod oauth;
 pub mod principal;
+pub mod protocol;
 pub mod router;
 pub mod session;
 pub mod upstream;

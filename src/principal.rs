@@ -2,7 +2,10 @@
 //! user authorizes once with their own account. Until clients authenticate to Switchyard,
 //! every request is made for the anonymous principal.
 
-use std::{fmt, sync::Arc};
+use std::{
+    fmt,
+    sync::{Arc, LazyLock},
+};
 
 /// A user (or the anonymous one), by a stable identifier.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -10,9 +13,12 @@ pub struct Principal(Arc<str>);
 
 const ANONYMOUS: &str = "anonymous";
 
+/// One shared anonymous principal, so that requests need not allocate one each.
+static THE_ANONYMOUS: LazyLock<Principal> = LazyLock::new(|| Principal(Arc::from(ANONYMOUS)));
+
 impl Principal {
     pub fn anonymous() -> Self {
-        Self(Arc::from(ANONYMOUS))
+        THE_ANONYMOUS.clone()
     }
 
     /// An authenticated user, by the identifier its authentication gave (e.g. `iss|sub`).

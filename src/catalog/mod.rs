@@ -4,20 +4,30 @@
 //! A snapshot is built whole from the per-upstream lists and swapped in atomically (the gateway
 //! holds it in an `ArcSwap`), so a request reads one consistent catalog without locking and
 //! never copies it. Order is deterministic: upstreams in config order, each in its own order.
+//! Each snapshot serves its lists from JSON prepared once per page (`lists`).
 
+mod lists;
 mod naming;
 mod page;
+mod params;
 mod template;
 
 use std::{collections::HashMap, sync::Arc};
 
+use bytes::Bytes;
 use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
+pub use lists::CacheHint;
+use lists::PreparedList;
 pub use naming::NameScheme;
-pub use page::{Cursor, ListKind, page};
+pub use page::{Cursor, ListKind};
+pub use params::ParamHeader;
 use template::TemplatePattern;
 
-use crate::names::UpstreamName;
+use crate::{names::UpstreamName, protocol::Era};
+
+/// The page size of a catalog built without one (the configuration's default).
+pub const DEFAULT_PAGE_SIZE: usize = 500;
 
 /// What one upstream listed at discovery, with its own names and URIs.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +37,17 @@ pub struct UpstreamCatalog {
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
     pub instructions: Option<String>,
+    /// The caching hints the upstream gave with each list, if it gave any.
+    pub hints: ListHints,
+}
+
+/// The caching hints of an upstream's four lists (`None` where it gave none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListHints {
+    pub tools: Option<CacheHint>,
+    pub prompts: Option<CacheHint>,
+    pub resources: Option<CacheHint>,
+    pub templates: Option<CacheHint>,
 }
 
 /// Where an exposed tool or prompt lives upstream.
@@ -37,10 +58,12 @@ pub struct Route {
     pub original: Arc<str>,
 }
 
-/// A tool's route and its position in the tool list.
+/// A tool's route, its position in the tool list, and the arguments its schema asks to see
+/// as `Mcp-Param-*` headers (SEP-2243), if any.
 #[derive(Debug, Clone)]
 pub struct ToolRoute {
     pub route: Route,
+    pub param_headers: Option<Arc<[ParamHeader]>>,
     index: usize,
 }
 
@@ -88,6 +111,10 @@ pub struct Catalog {
     /// Increases with every snapshot; pagination cursors refer to it.
     generation: u64,
     versions: ListVersions,
+    /// The four lists' pages (tools, prompts, resources, templates), prepared on first use.
+    lists: [PreparedList; 4],
+    /// Each upstream's hints, kept so that `paged` can prepare the lists again.
+    hints: Vec<ListHints>,
 }
 
 impl Catalog {
@@ -99,6 +126,7 @@ impl Catalog {
     /// Merges `parts` (in config order) under `scheme`. When two entries would get the same
     /// exposed name or URI (possible only unprefixed), the first wins and the rest are logged.
     pub fn build(scheme: NameScheme, parts: &[(UpstreamName, Arc<UpstreamCatalog>)]) -> Self {
+        let hints = parts.iter().map(|(_, part)| part.hints).collect();
         let mut catalog = Self {
             scheme,
             upstreams: parts.iter().map(|(name, _)| name.clone()).collect(),
@@ -113,13 +141,74 @@ impl Catalog {
             instructions: merge_instructions(parts),
             generation: 0,
             versions: ListVersions::default(),
+            lists: std::array::from_fn(|_| {
+                PreparedList::new(ListKind::Tools, 0, 1, CacheHint::CAUTIOUS)
+            }),
+            hints,
         };
         for (upstream, part) in parts {
             catalog.add_tools(upstream, &part.tools);
             catalog.add_prompts(upstream, &part.prompts);
             catalog.add_resources(upstream, part);
         }
-        catalog
+        catalog.paged(DEFAULT_PAGE_SIZE)
+    }
+
+    /// This catalog, serving its lists in pages of `page_size` entries.
+    pub fn paged(mut self, page_size: usize) -> Self {
+        let hint = |pick: fn(&ListHints) -> Option<CacheHint>| {
+            CacheHint::merged(self.hints.iter().map(pick))
+        };
+        self.lists = [
+            PreparedList::new(
+                ListKind::Tools,
+                self.tools.len(),
+                page_size,
+                hint(|h| h.tools),
+            ),
+            PreparedList::new(
+                ListKind::Prompts,
+                self.prompts.len(),
+                page_size,
+                hint(|h| h.prompts),
+            ),
+            PreparedList::new(
+                ListKind::Resources,
+                self.resources.len(),
+                page_size,
+                hint(|h| h.resources),
+            ),
+            PreparedList::new(
+                ListKind::Templates,
+                self.templates.len(),
+                page_size,
+                hint(|h| h.templates),
+            ),
+        ];
+        self
+    }
+
+    /// The result JSON of the page of list `kind` that starts at `offset`, for a client of
+    /// `era`. Written on first use, then served from the same bytes.
+    pub fn list_page(&self, kind: ListKind, era: Era, offset: usize) -> Bytes {
+        let generation = self.generation;
+        match kind {
+            ListKind::Tools => self.lists[0].page(&self.tools, era, offset, generation),
+            ListKind::Prompts => self.lists[1].page(&self.prompts, era, offset, generation),
+            ListKind::Resources => self.lists[2].page(&self.resources, era, offset, generation),
+            ListKind::Templates => self.lists[3].page(&self.templates, era, offset, generation),
+        }
+    }
+
+    /// The caching hint of list `kind` (for 2026-07-28 clients).
+    pub fn cache_hint(&self, kind: ListKind) -> CacheHint {
+        let index = match kind {
+            ListKind::Tools => 0,
+            ListKind::Prompts => 1,
+            ListKind::Resources => 2,
+            ListKind::Templates => 3,
+        };
+        self.lists[index].hint()
     }
 
     fn add_tools(&mut self, upstream: &UpstreamName, tools: &[Tool]) {
@@ -139,6 +228,7 @@ impl Catalog {
                         upstream: upstream.clone(),
                         original,
                     },
+                    param_headers: params::param_headers(&tool.input_schema),
                     index: self.tools.len(),
                 },
             );
@@ -257,6 +347,11 @@ impl Catalog {
     /// The route of an exposed tool name.
     pub fn tool(&self, exposed: &str) -> Option<&Route> {
         self.tool_routes.get(exposed).map(|t| &t.route)
+    }
+
+    /// The route of an exposed tool name, with its `Mcp-Param-*` annotations.
+    pub fn tool_route(&self, exposed: &str) -> Option<&ToolRoute> {
+        self.tool_routes.get(exposed)
     }
 
     /// The exposed tool `exposed`, by reference.

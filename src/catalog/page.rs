@@ -14,6 +14,16 @@ pub enum ListKind {
 }
 
 impl ListKind {
+    /// The field of the list result that holds the entries.
+    pub fn field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+            ListKind::Templates => "resourceTemplates",
+        }
+    }
+
     fn tag(self) -> &'static str {
         match self {
             ListKind::Tools => "t",
@@ -56,27 +66,6 @@ impl Cursor {
     }
 }
 
-/// One page of `items` from `offset`, and the cursor of the next page if there is one.
-pub fn page<T: Clone>(
-    items: &[T],
-    kind: ListKind,
-    generation: u64,
-    offset: usize,
-    size: usize,
-) -> (Vec<T>, Option<String>) {
-    let start = offset.min(items.len());
-    let end = start.saturating_add(size).min(items.len());
-    let next = (end < items.len()).then(|| {
-        Cursor {
-            kind,
-            generation,
-            offset: end,
-        }
-        .encode()
-    });
-    (items[start..end].to_vec(), next)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,22 +89,5 @@ mod tests {
         ] {
             assert_eq!(Cursor::decode(junk, ListKind::Prompts), None, "{junk}");
         }
-    }
-
-    #[test]
-    fn pages_cover_the_list_exactly_once() {
-        let items: Vec<u32> = (0..7).collect();
-        let mut seen = Vec::new();
-        let mut offset = 0;
-        loop {
-            let (page, next) = page(&items, ListKind::Tools, 3, offset, 3);
-            seen.extend(page);
-            match next {
-                Some(text) => offset = Cursor::decode(&text, ListKind::Tools).unwrap().offset,
-                None => break,
-            }
-        }
-        assert_eq!(seen, items);
-        assert_eq!(page(&items, ListKind::Tools, 3, 99, 3), (vec![], None));
     }
 }

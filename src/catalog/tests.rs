@@ -33,6 +33,7 @@ fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalo
             .map(|t| ResourceTemplate::new(*t, "t"))
             .collect(),
         instructions: None,
+        hints: Default::default(),
     })
 }
 

@@ -6,7 +6,6 @@
 mod health;
 mod mcp;
 mod oauth;
-mod sessions;
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 

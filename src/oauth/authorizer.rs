@@ -103,6 +103,14 @@ impl Authorizer {
             .clone()
     }
 
+    /// The access token for a request now, if one is at hand without renewing anything.
+    pub fn current_token(&self, grant: &Grant) -> Option<String> {
+        grant
+            .token()
+            .filter(|token| !token.is_due())
+            .map(|token| token.access_token.clone())
+    }
+
     /// The access token for a request now: renewed first if due, acquired first for the client
     /// credentials grant; `None` if there is none (the request then meets a 401).
     pub async fn token(&self, grant: &Grant) -> Option<String> {

@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use http::{HeaderName, HeaderValue, header::AUTHORIZATION};
-use rmcp::model::ClientJsonRpcMessage;
 
 use super::{Authorizer, Grant, Rejection};
-use crate::upstream::{HookError, RequestHeaders, RequestHook, StaticHeaders};
+use crate::hook::{HookError, Prepared, RequestHeaders, RequestHook, StaticHeaders};
 
 pub struct OAuthHook {
     authorizer: Arc<Authorizer>,
@@ -32,23 +31,17 @@ impl OAuthHook {
 }
 
 impl RequestHook for OAuthHook {
-    fn prepare<'a>(
-        &'a self,
-        _message: Option<&'a ClientJsonRpcMessage>,
-        headers: &'a mut RequestHeaders,
-    ) -> BoxFuture<'a, Result<(), HookError>> {
-        Box::pin(async move {
-            self.headers.apply(headers);
-            if let Some(token) = self.authorizer.token(&self.grant).await {
-                let mut value =
-                    HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-                        HookError("the access token is not a valid header value".into())
-                    })?;
-                value.set_sensitive(true);
-                headers.insert(AUTHORIZATION, value);
+    fn prepare<'a>(&'a self, headers: &'a mut RequestHeaders) -> Prepared<'a> {
+        self.headers.apply(headers);
+        if let Some(token) = self.authorizer.current_token(&self.grant) {
+            return Prepared::Ready(put_token(headers, &token));
+        }
+        Prepared::Later(Box::pin(async move {
+            match self.authorizer.token(&self.grant).await {
+                Some(token) => put_token(headers, &token),
+                None => Ok(()),
             }
-            Ok(())
-        })
+        }))
     }
 
     /// Only a token that was sent can be renewed (or, for the client credentials grant,
@@ -74,4 +67,13 @@ impl RequestHook for OAuthHook {
         };
         Box::pin(self.authorizer.rejected(&self.grant, rejection))
     }
+}
+
+/// Puts `token` on a request as `Authorization: Bearer`.
+fn put_token(headers: &mut RequestHeaders, token: &str) -> Result<(), HookError> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| HookError("the access token is not a valid header value".into()))?;
+    value.set_sensitive(true);
+    headers.insert(AUTHORIZATION, value);
+    Ok(())
 }

@@ -1,14 +1,18 @@
 //! Routing: from the name or URI a client used to the upstream that owns it, and the forwarding
 //! of the request there with the upstream's own name or URI restored.
 //!
-//! Each function reads one catalog snapshot, copies out only the route (two shared pointers),
-//! gets a connection from the caller's `ConnectionSource`, and forwards the typed request through
-//! `send`, which registers it with the connection's relay so that progress and requests coming
-//! back reach this client, and which cancels it upstream if the client cancels or it times out.
+//! Each request reads one catalog snapshot, copies out only the route (two shared pointers),
+//! and gets a connection from the caller's `ConnectionSource`. On the raw path (`raw`) it goes
+//! on as bytes; on the typed path it is forwarded through `send`, which registers it with the
+//! connection's relay so that progress and requests coming back reach this client. Either way
+//! it is cancelled upstream if the client cancels or it times out.
 
 mod mrtr;
+mod raw;
 mod timeout;
 mod uris;
+
+pub use raw::Routed;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -29,10 +33,12 @@ use self::{
 };
 use crate::{
     catalog::{NameScheme, Route},
+    downstream::Downstream,
     error::{GatewayError, Side},
     gateway::{Gateway, authorization_required, unavailable},
     names::UpstreamName,
-    upstream::{Connection, Downstream, Era, Upstream},
+    protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
+    upstream::{Admitted, Connection, Upstream},
 };
 
 /// Where a request gets its upstream connection: the shared one, or the downstream session's own.
@@ -66,6 +72,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         mut params: CallToolRequestParams,
     ) -> Result<CallToolResponse, GatewayError> {
+        let meta = params.meta.take();
         let route = self.gateway.catalog().tool(&params.name).cloned();
         let route = route.ok_or_else(|| {
             self.gateway
@@ -76,7 +83,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let request = |params| ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let tool = Some(&*route.original);
         match self
-            .send_answering(&route.upstream, params, request, tool)
+            .send_answering(&route.upstream, params, request, tool, meta.as_ref())
             .await?
         {
             ServerResult::CallToolResult(mut result) => {
@@ -103,12 +110,13 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         mut params: GetPromptRequestParams,
     ) -> Result<GetPromptResponse, GatewayError> {
+        let meta = params.meta.take();
         let route = self.prompt_route(&params.name)?;
         params.name = route.original.to_string();
         let scheme = self.gateway.catalog().scheme().clone();
         let request = |params| ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         match self
-            .send_answering(&route.upstream, params, request, None)
+            .send_answering(&route.upstream, params, request, None, meta.as_ref())
             .await?
         {
             ServerResult::GetPromptResult(mut result) => {
@@ -136,10 +144,14 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         mut params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, GatewayError> {
+        let meta = params.meta.take();
         let (owner, original, scheme) = resolve_uri(self.gateway, &params.uri)?;
         params.uri = original;
         let request = |params| ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        match self.send_answering(&owner, params, request, None).await? {
+        match self
+            .send_answering(&owner, params, request, None, meta.as_ref())
+            .await?
+        {
             ServerResult::ReadResourceResult(mut result) => {
                 for contents in &mut result.contents {
                     uris::expose_in_contents(&scheme, &owner, contents);
@@ -165,6 +177,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         mut params: CompleteRequestParams,
     ) -> Result<CompleteResult, GatewayError> {
+        let meta = params.meta.take();
         let owner = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
                 let route = self.prompt_route(&prompt.name)?;
@@ -184,7 +197,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
         let upstream = self.gateway.serving_upstream(&owner)?;
-        match self.send(upstream, request, None).await? {
+        match self.send(upstream, request, None, meta.as_ref()).await? {
             ServerResult::CompleteResult(result) => Ok(result),
             other => Err(unexpected(&owner, &other)),
         }
@@ -204,14 +217,18 @@ impl<S: ConnectionSource> Call<'_, S> {
         params: P,
         request: fn(P) -> ClientRequest,
         tool: Option<&str>,
+        meta: Option<&RequestMetaObject>,
     ) -> Result<ServerResult, GatewayError> {
         let serving = self.gateway.serving_upstream(upstream)?;
-        if self.downstream.stateless || !serving.speaks_only_modern() {
-            return self.send(serving, request(params), tool).await;
+        if self.downstream.is_stateless() || !serving.speaks_only_modern() {
+            return self.send(serving, request(params), tool, meta).await;
         }
         let mut params = params;
         for _ in 0..mrtr::MAX_ROUNDS {
-            match self.send(serving, request(params.clone()), tool).await? {
+            match self
+                .send(serving, request(params.clone()), tool, meta)
+                .await?
+            {
                 ServerResult::InputRequiredResult(required) => {
                     let questions = required.input_requests.unwrap_or_default();
                     let answers =
@@ -235,32 +252,14 @@ impl<S: ConnectionSource> Call<'_, S> {
         upstream: &Arc<Upstream>,
         request: ClientRequest,
         tool: Option<&str>,
+        meta: Option<&RequestMetaObject>,
     ) -> Result<ServerResult, GatewayError> {
         let mut timer = Timer::start(upstream, tool);
         // Created first, so that an outage declared from now on ends this request.
         let outage = upstream.outage();
         tokio::pin!(outage);
-        let _admitted = match upstream.admission() {
-            None => None,
-            Some(admission) => tokio::select! {
-                admitted = admission.admit() => Some(admitted.map_err(|overloaded| {
-                    GatewayError::Unavailable {
-                        upstream: upstream.name().clone(),
-                        reason: overloaded.to_string(),
-                    }
-                })?),
-                _ = timer.expired() => return Err(timer.error(upstream, Stage::Queued)),
-                _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
-            },
-        };
-        let connection = tokio::select! {
-            connection = self.source.connection(upstream) => match connection {
-                Ok(connection) => connection,
-                Err(error) => return Err(self.or_authorization(upstream, error).await),
-            },
-            _ = timer.expired() => return Err(timer.error(upstream, Stage::Connecting)),
-            _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
-        };
+        let _admitted = self.admit(upstream, &mut timer).await?;
+        let connection = self.connect(upstream, &mut timer).await?;
         let failed = |error| {
             if is_transport_failure(&error) {
                 upstream.suspect();
@@ -269,7 +268,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         };
         let peer = connection.peer();
         let handle = match peer
-            .send_request_with_option(request, self.options(connection.era()))
+            .send_request_with_option(request, options(meta, connection.era()))
             .await
         {
             Ok(handle) => handle,
@@ -307,6 +306,46 @@ impl<S: ConnectionSource> Call<'_, S> {
                 // Dropping the registration cancels the request upstream.
                 _ = self.ct.cancelled() => return Err(GatewayError::Cancelled),
             }
+        }
+    }
+}
+
+impl<S: ConnectionSource> Call<'_, S> {
+    /// A place under the upstream's `max_concurrent_requests`, if it has one, waited for within
+    /// the request's time.
+    async fn admit<'u>(
+        &self,
+        upstream: &'u Upstream,
+        timer: &mut Timer<'_>,
+    ) -> Result<Option<Admitted<'u>>, GatewayError> {
+        let Some(admission) = upstream.admission() else {
+            return Ok(None);
+        };
+        tokio::select! {
+            admitted = admission.admit() => admitted.map(Some).map_err(|overloaded| {
+                GatewayError::Unavailable {
+                    upstream: upstream.name().clone(),
+                    reason: overloaded.to_string(),
+                }
+            }),
+            _ = timer.expired() => Err(timer.error(upstream, Stage::Queued)),
+            _ = self.ct.cancelled() => Err(GatewayError::Cancelled),
+        }
+    }
+
+    /// The connection the request goes on, opened within the request's time if need be.
+    async fn connect(
+        &self,
+        upstream: &Arc<Upstream>,
+        timer: &mut Timer<'_>,
+    ) -> Result<Arc<Connection>, GatewayError> {
+        tokio::select! {
+            connection = self.source.connection(upstream) => match connection {
+                Ok(connection) => Ok(connection),
+                Err(error) => Err(self.or_authorization(upstream, error).await),
+            },
+            _ = timer.expired() => Err(timer.error(upstream, Stage::Connecting)),
+            _ = self.ct.cancelled() => Err(GatewayError::Cancelled),
         }
     }
 }
@@ -358,30 +397,27 @@ fn is_transport_failure(error: &rmcp::ServiceError) -> bool {
     )
 }
 
-impl<S> Call<'_, S> {
-    /// The options of the upstream request: the client's `_meta` goes along, but for its progress
-    /// token (rmcp assigns its own and the relay maps it back), and for the 2026-07-28 keys
-    /// (protocol version, client info and capabilities) when the upstream session is a legacy
-    /// one, which announced those at `initialize`.
-    fn options(&self, era: Era) -> PeerRequestOptions {
-        let client_meta = &self.downstream.meta.0.0;
-        let forwarded = |key: &String| {
-            key != "progressToken" && (era == Era::Modern || !key.starts_with(PROTOCOL_META_PREFIX))
-        };
-        if !client_meta.keys().any(forwarded) {
-            return PeerRequestOptions::no_options();
-        }
-        let meta: JsonObject = client_meta
-            .iter()
-            .filter(|(key, _)| forwarded(key))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
-        PeerRequestOptions::no_options().with_meta(RequestMetaObject(MetaObject(meta)))
+/// The options of an upstream request: the client's `_meta` goes along, but for its progress
+/// token (rmcp assigns its own and the relay maps it back), and for the 2026-07-28 keys
+/// (protocol version, client info and capabilities) when the upstream session is a legacy one,
+/// which announced those at `initialize`.
+fn options(meta: Option<&RequestMetaObject>, era: Era) -> PeerRequestOptions {
+    let Some(client_meta) = meta.map(|meta| &meta.0.0) else {
+        return PeerRequestOptions::no_options();
+    };
+    let forwarded = |key: &String| {
+        key != META_PROGRESS_TOKEN && (era == Era::Modern || !key.starts_with(META_PREFIX))
+    };
+    if !client_meta.keys().any(forwarded) {
+        return PeerRequestOptions::no_options();
     }
+    let meta: JsonObject = client_meta
+        .iter()
+        .filter(|(key, _)| forwarded(key))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    PeerRequestOptions::no_options().with_meta(RequestMetaObject(MetaObject(meta)))
 }
-
-/// The `_meta` keys of the 2026-07-28 per-request lifecycle.
-const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
 
 /// The owner of an exposed URI, the URI it knows, and the naming scheme in force.
 pub fn resolve_uri(

@@ -11,9 +11,9 @@ use rmcp::model::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    downstream::{Downstream, ask_client, check_capability, kind},
     error::GatewayError,
     names::UpstreamName,
-    upstream::{Downstream, ask_client, check_capability, kind},
 };
 
 /// The most rounds of questions one request may take before Switchyard gives up on it.

@@ -6,8 +6,11 @@ use std::sync::Arc;
 use rmcp::{ErrorData, service::SubscriptionContext};
 use tokio::sync::mpsc;
 
-use super::{notify::ListWatcher, subscriptions::OUTBOX_CAPACITY};
-use crate::{gateway::Gateway, router::resolve_uri};
+use super::notify::ListWatcher;
+use crate::{
+    gateway::{Gateway, OUTBOX_CAPACITY, Outbox},
+    router::resolve_uri,
+};
 
 /// Serves one listen request until the client ends it.
 pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -23,7 +26,7 @@ pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Resu
         let upstream = gateway.serving_upstream(&owner)?;
         let subscription = gateway
             .subscriptions()
-            .subscribe(upstream, original, uri, outbox.clone())
+            .subscribe(upstream, original, uri, Outbox::Channel(outbox.clone()))
             .await?;
         subscriptions.push(subscription);
     }

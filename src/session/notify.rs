@@ -1,25 +1,23 @@
-//! Notifications Switchyard sends to clients on its own: list changes when the catalog changes,
-//! and resource updates for subscriptions.
+//! Notifications Switchyard sends to clients on its own: list changes when the catalog changes
+//! (to every session, and to each `subscriptions/listen` request).
 //!
 //! A burst of catalog rebuilds (several upstreams coming up at once, an upstream announcing many
 //! changes) yields one notification per changed list, after a short quiet period.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Weak},
+    time::Duration,
+};
 
-use rmcp::{
-    RoleServer,
-    model::{
-        PromptListChangedNotification, ResourceListChangedNotification, ServerNotification,
-        ToolListChangedNotification,
-    },
-    service::Peer,
+use bytes::Bytes;
+use rmcp::model::{
+    PromptListChangedNotification, ResourceListChangedNotification, ServerNotification,
+    ToolListChangedNotification,
 };
-use tokio::{
-    sync::{mpsc, watch},
-    time::Instant,
-};
+use tokio::{sync::watch, time::Instant};
 use tokio_util::sync::CancellationToken;
 
+use super::SessionTable;
 use crate::{catalog::ListVersions, gateway::Gateway};
 
 /// How long the catalog must stay unchanged before clients are told.
@@ -51,66 +49,99 @@ impl ListWatcher {
     /// while it let the burst settle is reported by the next call.
     pub async fn changed(&mut self) -> Option<Vec<ServerNotification>> {
         loop {
-            let due = match self.due {
-                Some(due) => due,
-                None => {
-                    self.generations.changed().await.ok()?;
-                    *self.due.insert(Instant::now() + DEBOUNCE)
-                }
-            };
-            // Let a burst settle, then take the latest state.
-            tokio::time::sleep_until(due).await;
-            self.due = None;
-            self.generations.mark_unchanged();
-            let now = self.gateway.catalog().versions();
-            let mut notifications = Vec::new();
-            if now.tools != self.announced.tools {
-                notifications.push(ServerNotification::ToolListChangedNotification(
-                    ToolListChangedNotification::default(),
-                ));
-            }
-            if now.prompts != self.announced.prompts {
-                notifications.push(ServerNotification::PromptListChangedNotification(
-                    PromptListChangedNotification::default(),
-                ));
-            }
-            if now.resources != self.announced.resources {
-                notifications.push(ServerNotification::ResourceListChangedNotification(
-                    ResourceListChangedNotification::default(),
-                ));
-            }
+            let now = self.settled().await?;
+            let notifications = notifications(&self.announced, &now);
             self.announced = now;
             if !notifications.is_empty() {
                 return Some(notifications);
             }
         }
     }
+
+    /// Waits for the catalog to change and the burst to settle; the lists' versions then.
+    /// `None` when the gateway is gone.
+    pub async fn settled(&mut self) -> Option<ListVersions> {
+        let due = match self.due {
+            Some(due) => due,
+            None => {
+                self.generations.changed().await.ok()?;
+                *self.due.insert(Instant::now() + DEBOUNCE)
+            }
+        };
+        // Let a burst settle, then take the latest state.
+        tokio::time::sleep_until(due).await;
+        self.due = None;
+        self.generations.mark_unchanged();
+        Some(self.gateway.catalog().versions())
+    }
 }
 
-/// Sends a session's own notifications on its peer (list changes, and whatever arrives in
-/// `outbox`, such as resource updates) until `stop` is cancelled or the client is gone.
-pub fn spawn_notifier(
+/// A notification for each list whose version differs between `announced` and `now`.
+pub fn notifications(announced: &ListVersions, now: &ListVersions) -> Vec<ServerNotification> {
+    let mut notifications = Vec::new();
+    if now.tools != announced.tools {
+        notifications.push(ServerNotification::ToolListChangedNotification(
+            ToolListChangedNotification::default(),
+        ));
+    }
+    if now.prompts != announced.prompts {
+        notifications.push(ServerNotification::PromptListChangedNotification(
+            PromptListChangedNotification::default(),
+        ));
+    }
+    if now.resources != announced.resources {
+        notifications.push(ServerNotification::ResourceListChangedNotification(
+            ResourceListChangedNotification::default(),
+        ));
+    }
+    notifications
+}
+
+/// Tells every session when the catalog's lists change (after a burst settles), on its
+/// standalone stream, until `shutdown` or until the table is gone.
+pub fn spawn_list_notifier(
     gateway: Arc<Gateway>,
-    peer: Peer<RoleServer>,
-    mut outbox: mpsc::Receiver<ServerNotification>,
-    stop: CancellationToken,
+    sessions: Weak<SessionTable>,
+    shutdown: CancellationToken,
 ) {
     let mut lists = ListWatcher::new(gateway);
     tokio::spawn(async move {
         loop {
-            let notifications = tokio::select! {
-                _ = stop.cancelled() => return,
-                changed = lists.changed() => match changed {
-                    Some(notifications) => notifications,
+            let now = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                settled = lists.settled() => match settled {
+                    Some(now) => now,
                     None => return,
                 },
-                Some(notification) = outbox.recv() => vec![notification],
             };
-            for notification in notifications {
-                if peer.send_notification(notification).await.is_err() {
-                    return;
+            let Some(sessions) = sessions.upgrade() else {
+                return;
+            };
+            for session in sessions.sessions() {
+                // A session hears of the changes since it last heard, or since it began.
+                let announced = session.announce_lists(now);
+                for notification in notifications(&announced, &now) {
+                    if let Some(message) = message(&notification) {
+                        let _ = session.home().outlet.offer(message);
+                    }
                 }
             }
         }
     });
+}
+
+/// The JSON-RPC message of a list change (one of three, the same bytes for every session).
+fn message(notification: &ServerNotification) -> Option<Bytes> {
+    Some(Bytes::from_static(match notification {
+        ServerNotification::ToolListChangedNotification(_) => {
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
+        }
+        ServerNotification::PromptListChangedNotification(_) => {
+            br#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#
+        }
+        ServerNotification::ResourceListChangedNotification(_) => {
+            br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#
+        }
+        _ => return None,
+    }))
 }

@@ -16,11 +16,12 @@ use rmcp::model::{Implementation, LoggingLevel, SetLevelRequestParams};
 use tokio::sync::OnceCell;
 
 use crate::{
+    downstream::{Downstream, SessionLogLevel},
     error::GatewayError,
     gateway::unavailable,
     names::UpstreamName,
     router::ConnectionSource,
-    upstream::{Connection, Downstream, SessionLogLevel, Upstream},
+    upstream::{Connection, Upstream},
 };
 
 /// One lazily opened connection slot; the cell makes concurrent first requests open it once.

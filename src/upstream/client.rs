@@ -17,18 +17,18 @@ use rmcp::{
         ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
         CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequest,
         ElicitRequestParams, ElicitResult, ErrorCode, Implementation, ListRootsRequest,
-        ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
-        ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
+        ListRootsResult, LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam,
+        ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
     },
     service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
 };
 use tokio::sync::mpsc;
 
-use super::{
-    ask::{ask_client, cannot_forward, check_capability, kind},
-    relay::{Arrival, Downstream, Relay},
+use super::relay::{Arrival, Relay, send_notification};
+use crate::{
+    downstream::{Downstream, ask_client, cannot_forward, check_capability, kind},
+    names::UpstreamName,
 };
-use crate::names::UpstreamName;
 
 /// Something an upstream told us that changes what the gateway serves or must pass on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +91,7 @@ impl UpstreamClient {
             };
             return Err(cannot_forward(kind(request), reason));
         };
-        if target.stateless {
+        if target.is_stateless() {
             return Err(cannot_forward(
                 kind(request),
                 "the client uses protocol 2026-07-28, which cannot receive requests during a call",
@@ -200,7 +200,12 @@ impl ClientHandler for UpstreamClient {
         if let Some(target) = self.relay.resolve(None, arrival).await
             && target.wants_log(params.level)
         {
-            let _ = target.peer.notify_logging_message(params).await;
+            let notification = LoggingMessageNotification::new(params);
+            send_notification(
+                &target,
+                ServerNotification::LoggingMessageNotification(notification),
+            )
+            .await;
         }
     }
 
@@ -221,17 +226,19 @@ impl ClientHandler for UpstreamClient {
         let Some(target) = id.and_then(|id| self.relay.elicitation_completed(id)) else {
             return;
         };
-        let _ = target
-            .peer
-            .send_notification(ServerNotification::CustomNotification(notification))
-            .await;
+        send_notification(
+            &target,
+            ServerNotification::CustomNotification(notification),
+        )
+        .await;
     }
 }
 
 /// The notification that a URL-mode elicitation has completed.
 const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
-fn log_upstream_message(upstream: &UpstreamName, params: &LoggingMessageNotificationParam) {
+/// Logs a log message of an upstream in Switchyard's own log, at its level.
+pub fn log_upstream_message(upstream: &UpstreamName, params: &LoggingMessageNotificationParam) {
     let logger = params.logger.as_deref().unwrap_or("");
     let data = &params.data;
     match params.level {

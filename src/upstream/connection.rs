@@ -7,48 +7,50 @@
 //! is killed, the HTTP session is deleted upstream.
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
 use rmcp::{
     RoleClient,
-    model::{ProtocolVersion, ServerPeerInfo},
+    model::{ProtocolVersion, ServerJsonRpcMessage, ServerPeerInfo},
     service::{
         ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer,
         RunningService, RunningServiceCancellationToken,
     },
     transport::Transport,
 };
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    UpstreamError, client::UpstreamClient, hook::RequestHook, http, inbound::Inbound, relay::Relay,
-    sse::SseTransport, stdio,
+    UpstreamError,
+    client::UpstreamClient,
+    exchange::{RawClient, RawLink, SessionSlot},
+    http,
+    inbound::Inbound,
+    relay::Relay,
+    sse::SseTransport,
+    stdio,
 };
 use crate::{
     config::{HttpConfig, StdioConfig},
+    hook::RequestHook,
     names::UpstreamName,
 };
 
-/// The protocol era a connection speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// `initialize` and a session (2024-11-05 … 2025-11-25).
-    Legacy,
-    /// `server/discover` and self-contained requests (2026-07-28).
-    Modern,
-}
+pub use crate::protocol::Era;
 
-impl Era {
-    fn lifecycle(self) -> ClientLifecycleMode {
-        match self {
-            Era::Legacy => ClientLifecycleMode::Initialize,
-            Era::Modern => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        }
+/// How rmcp opens a session of `era`.
+fn lifecycle(era: Era) -> ClientLifecycleMode {
+    match era {
+        Era::Legacy => ClientLifecycleMode::Initialize,
+        Era::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
     }
 }
 
@@ -80,6 +82,8 @@ pub struct Opening<'a> {
     pub timeout: Duration,
     /// The upstream's HTTP client (one connection pool per upstream).
     pub http: &'a reqwest::Client,
+    /// The upstream's client for raw requests, and its URL, for streamable HTTP.
+    pub raw: Option<(&'a RawClient, &'a ::http::Uri)>,
     pub hook: Arc<dyn RequestHook>,
     /// Held by per-client stdio processes against the upstream's process cap.
     pub slot: Option<OwnedSemaphorePermit>,
@@ -97,9 +101,15 @@ pub struct Connection {
     peer: Peer<RoleClient>,
     /// Where requests sent on this connection are registered, for what comes back.
     relay: Arc<Relay>,
+    /// The raw path, for a streamable-HTTP connection.
+    raw: Option<RawLink>,
+    /// Where the raw path hands rmcp the messages it read that rmcp must handle.
+    inject: mpsc::UnboundedSender<ServerJsonRpcMessage>,
     server: Arc<ServerPeerInfo>,
     /// Cancelled once the service loop has ended, for whatever reason.
     done: CancellationToken,
+    /// Set as soon as the connection is being closed, before its loop has ended.
+    retired: AtomicBool,
     /// Ends the service loop; taken by the first `close` or the drop.
     stop: Mutex<Option<RunningServiceCancellationToken>>,
 }
@@ -116,16 +126,24 @@ impl Connection {
         // Held until the service loop ends (not until the last `Arc` is dropped), so that a
         // process that exited or was reaped frees its place under `max_processes` at once.
         let slot = opening.slot;
+        let (inject, injected) = mpsc::unbounded_channel();
+        let session = Arc::new(SessionSlot::default());
+        let hook = opening.hook.clone();
         let handshake = async {
             match opening.dial {
                 Dial::Stdio(stdio) => {
                     let transport =
                         stdio::spawn(opening.upstream, stdio).map_err(UpstreamError::Spawn)?;
-                    serve(handler, transport, &relay, era).await
+                    serve(handler, transport, &relay, injected, era).await
                 }
                 Dial::StreamableHttp(config) => {
-                    let transport = http::transport(config, opening.http.clone(), opening.hook);
-                    serve(handler, transport, &relay, era).await
+                    let transport = http::transport(
+                        config,
+                        opening.http.clone(),
+                        opening.hook,
+                        session.clone(),
+                    );
+                    serve(handler, transport, &relay, injected, era).await
                 }
                 Dial::Sse(config) => {
                     let transport = SseTransport::connect(
@@ -137,7 +155,7 @@ impl Connection {
                     .map_err(|e| {
                         UpstreamError::Initialize(format!("opening the event stream: {e}"))
                     })?;
-                    serve(handler, transport, &relay, era).await
+                    serve(handler, transport, &relay, injected, era).await
                 }
             }
         };
@@ -155,6 +173,17 @@ impl Connection {
         let server = peer
             .peer_info()
             .ok_or_else(|| UpstreamError::Initialize("no initialize result".into()))?;
+        let raw = match (opening.dial, opening.raw) {
+            (Dial::StreamableHttp(_), Some((client, uri))) => RawLink::new(
+                client.clone(),
+                uri.clone(),
+                era,
+                server.protocol_version.as_str(),
+                session,
+                hook,
+            ),
+            _ => None,
+        };
         let stop = Mutex::new(Some(service.cancellation_token()));
         let done = CancellationToken::new();
         let signal = done.clone();
@@ -178,10 +207,24 @@ impl Connection {
             transport: opening.dial.name(),
             peer,
             relay,
+            raw,
+            inject,
             server,
             done,
+            retired: AtomicBool::new(false),
             stop,
         })
+    }
+
+    /// The raw path of this connection, if it has one (streamable HTTP).
+    pub fn raw(&self) -> Option<&RawLink> {
+        self.raw.as_ref()
+    }
+
+    /// Hands rmcp a message the raw path read (a request for the client, a notification).
+    pub fn inject(&self, message: ServerJsonRpcMessage) {
+        // The service loop may have ended; the message has nobody to go to then.
+        let _ = self.inject.send(message);
     }
 
     /// Closes this connection once it has been unused for `idle` (no request in flight, none
@@ -240,7 +283,9 @@ impl Connection {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.done.is_cancelled() || self.peer.is_transport_closed()
+        self.retired.load(Ordering::Acquire)
+            || self.done.is_cancelled()
+            || self.peer.is_transport_closed()
     }
 
     /// Resolves when the session has ended.
@@ -248,8 +293,10 @@ impl Connection {
         self.done.cancelled().await;
     }
 
-    /// Ends the session and waits (up to `grace`) for the transport to shut down.
+    /// Ends the session and waits (up to `grace`) for the transport to shut down. From now on
+    /// it counts as closed.
     pub async fn close(&self, grace: Duration) {
+        self.retired.store(true, Ordering::Release);
         let stop = self
             .stop
             .lock()
@@ -280,14 +327,15 @@ async fn serve<T>(
     handler: UpstreamClient,
     transport: T,
     relay: &Arc<Relay>,
+    injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     era: Era,
 ) -> Result<RunningService<RoleClient, UpstreamClient>, UpstreamError>
 where
     T: Transport<RoleClient> + 'static,
 {
-    let transport = Inbound::new(transport, relay.clone());
+    let transport = Inbound::new(transport, relay.clone(), injected);
     handler
-        .serve_with_lifecycle(transport, era.lifecycle())
+        .serve_with_lifecycle(transport, lifecycle(era))
         .await
         .map_err(|error| match error {
             // The server answered, and said no: it may speak only another protocol era.

@@ -8,11 +8,11 @@ use http::header;
 use serde_json::json;
 use url::Url;
 
-use super::{
-    UpstreamError,
+use super::UpstreamError;
+use crate::{
+    config::HttpProtocol,
     hook::{RequestHeaders, RequestHook},
 };
-use crate::config::HttpProtocol;
 
 /// Probes `url` and says which transport it speaks (`StreamableHttp` or `Sse`).
 pub async fn detect(
@@ -22,7 +22,8 @@ pub async fn detect(
 ) -> Result<HttpProtocol, UpstreamError> {
     let failed = |reason: String| UpstreamError::Initialize(format!("probing {url}: {reason}"));
     let mut extra = RequestHeaders::new();
-    hook.prepare(None, &mut extra)
+    hook.prepare(&mut extra)
+        .done()
         .await
         .map_err(|e| failed(e.to_string()))?;
     let initialize = json!({
@@ -35,7 +36,7 @@ pub async fn detect(
     });
     let response = http
         .post(url.clone())
-        .headers(extra.clone().into_iter().collect())
+        .headers(extra.clone())
         .header(header::ACCEPT, "application/json, text/event-stream")
         .json(&initialize)
         .send()
@@ -59,7 +60,7 @@ pub async fn detect(
         // Best effort: the probe's session is of no further use.
         let _ = http
             .delete(url.clone())
-            .headers(extra.into_iter().collect())
+            .headers(extra)
             .header("mcp-session-id", session)
             .send()
             .await;

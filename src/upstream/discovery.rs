@@ -1,14 +1,18 @@
 //! Discovery: read everything an upstream offers (tools, prompts, resources, templates), following
-//! pagination, and only for the capabilities it declared at `initialize`.
+//! pagination, and only for the capabilities it declared at `initialize`; with the caching hints
+//! it gave for each list (2026-07-28 servers do), from which the merged lists' hints derive.
 
 use rmcp::{
     RoleClient, ServiceError,
-    model::{ErrorCode, ServerPeerInfo},
+    model::{CacheScope, ErrorCode, PaginatedRequestParams, ServerPeerInfo},
     service::Peer,
 };
 
 use super::UpstreamError;
-use crate::catalog::UpstreamCatalog;
+use crate::catalog::{CacheHint, ListHints, UpstreamCatalog};
+
+/// One page of a list: its entries, the next cursor, and the caching hint given with it.
+type Page<T> = (Vec<T>, Option<String>, Option<CacheHint>);
 
 /// Lists everything `peer` offers. The four lists are read concurrently.
 pub async fn discover(
@@ -17,15 +21,46 @@ pub async fn discover(
 ) -> Result<UpstreamCatalog, UpstreamError> {
     let caps = &server.capabilities;
     let has_resources = caps.resources.is_some();
-    let (tools, prompts, resources, templates) = tokio::try_join!(
-        list("tools", caps.tools.is_some(), peer.list_all_tools()),
-        list("prompts", caps.prompts.is_some(), peer.list_all_prompts()),
-        list("resources", has_resources, peer.list_all_resources()),
-        list(
-            "resource templates",
-            has_resources,
-            peer.list_all_resource_templates()
-        ),
+    let params = |cursor| Some(PaginatedRequestParams::default().with_cursor(cursor));
+    let (
+        (tools, tools_hint),
+        (prompts, prompts_hint),
+        (resources, resources_hint),
+        (templates, templates_hint),
+    ) = tokio::try_join!(
+        list("tools", caps.tools.is_some(), |cursor| async move {
+            let page = peer.list_tools(params(cursor)).await?;
+            Ok((
+                page.tools,
+                page.next_cursor,
+                hint(page.ttl_ms, page.cache_scope),
+            ))
+        }),
+        list("prompts", caps.prompts.is_some(), |cursor| async move {
+            let page = peer.list_prompts(params(cursor)).await?;
+            Ok((
+                page.prompts,
+                page.next_cursor,
+                hint(page.ttl_ms, page.cache_scope),
+            ))
+        }),
+        list("resources", has_resources, |cursor| async move {
+            let page = peer.list_resources(params(cursor)).await?;
+            Ok((
+                page.resources,
+                page.next_cursor,
+                hint(page.ttl_ms, page.cache_scope),
+            ))
+        }),
+        list("resource templates", has_resources, |cursor| async move {
+            let page = peer.list_resource_templates(params(cursor)).await?;
+            let templates = page.resource_templates;
+            Ok((
+                templates,
+                page.next_cursor,
+                hint(page.ttl_ms, page.cache_scope),
+            ))
+        }),
     )?;
     Ok(UpstreamCatalog {
         tools,
@@ -33,25 +68,62 @@ pub async fn discover(
         resources,
         templates,
         instructions: server.instructions.clone(),
+        hints: ListHints {
+            tools: tools_hint,
+            prompts: prompts_hint,
+            resources: resources_hint,
+            templates: templates_hint,
+        },
     })
 }
 
-/// Runs one list call if the capability was declared. A server that declares a capability but
-/// does not implement one of its list methods (common for templates) is taken to have none.
-async fn list<T>(
+/// The hint of a list result, if it gave both parts of one.
+fn hint(ttl_ms: Option<u64>, scope: Option<CacheScope>) -> Option<CacheHint> {
+    Some(CacheHint {
+        ttl_ms: ttl_ms?,
+        scope: scope?,
+    })
+}
+
+/// Reads every page of one list if the capability was declared; the hint is the first page's.
+/// A server that declares a capability but does not implement one of its list methods (common
+/// for templates) is taken to have none.
+async fn list<T, F, Fut>(
     what: &'static str,
     declared: bool,
-    call: impl Future<Output = Result<Vec<T>, ServiceError>>,
-) -> Result<Vec<T>, UpstreamError> {
+    mut page: F,
+) -> Result<(Vec<T>, Option<CacheHint>), UpstreamError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = Result<Page<T>, ServiceError>>,
+{
     if !declared {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
-    match call.await {
-        Ok(items) => Ok(items),
-        Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => Ok(Vec::new()),
-        Err(error) => Err(UpstreamError::Discovery {
-            what,
-            reason: error.to_string(),
-        }),
+    let mut items = Vec::new();
+    let mut first_hint = None;
+    let mut cursor = None;
+    for number in 0.. {
+        let (entries, next, hint) = match page(cursor).await {
+            Ok(page) => page,
+            Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
+                return Ok((Vec::new(), None));
+            }
+            Err(error) => {
+                return Err(UpstreamError::Discovery {
+                    what,
+                    reason: error.to_string(),
+                });
+            }
+        };
+        if number == 0 {
+            first_hint = hint;
+        }
+        items.extend(entries);
+        match next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
     }
+    Ok((items, first_hint))
 }

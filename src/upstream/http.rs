@@ -1,5 +1,7 @@
 //! The streamable HTTP upstream transport: rmcp's client worker over a reqwest client wrapped
-//! so that the connection's `RequestHook` adds its headers to every request.
+//! so that the connection's `RequestHook` adds its headers to every request, and so that the
+//! session id rmcp's worker negotiated is known to the raw path (`exchange`), which sends the
+//! hot requests on the same upstream session without going through the worker.
 //!
 //! rmcp's own `custom_headers` are static and cloned per request; the wrapper replaces them with
 //! the hook, which is per connection and may vary per request.
@@ -21,8 +23,11 @@ use rmcp::{
 };
 use sse_stream::Sse;
 
-use super::hook::{RequestHeaders, RequestHook};
-use crate::config::HttpConfig;
+use super::exchange::SessionSlot;
+use crate::{
+    config::HttpConfig,
+    hook::{RequestHeaders, RequestHook},
+};
 
 /// How many requests one upstream connection may have in flight: no limit here. rmcp defaults
 /// to 16, which would silently queue a busy gateway; the one limit is the upstream's
@@ -42,22 +47,43 @@ pub struct HookedClient {
     hook: Arc<dyn RequestHook>,
     /// rmcp's default event size limit, for the trait methods that take none.
     default_max_event: usize,
+    /// Where the upstream session id in use is kept for the raw path.
+    session: Arc<SessionSlot>,
 }
+
+/// The headers rmcp's worker passes with each request (protocol version and such).
+type WorkerHeaders = HashMap<HeaderName, HeaderValue>;
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
 
 impl HookedClient {
-    async fn headers(
-        &self,
-        message: Option<&ClientJsonRpcMessage>,
-        mut headers: RequestHeaders,
-    ) -> HttpResult<RequestHeaders> {
+    /// rmcp's headers with the hook's added.
+    async fn headers(&self, mut headers: WorkerHeaders) -> HttpResult<WorkerHeaders> {
+        let mut added = RequestHeaders::new();
         self.hook
-            .prepare(message, &mut headers)
+            .prepare(&mut added)
+            .done()
             .await
             .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
+        let mut name = None;
+        for (key, value) in added {
+            // `HeaderMap`'s iterator names a header once, before all its values.
+            if key.is_some() {
+                name = key;
+            }
+            if let Some(name) = &name {
+                headers.insert(name.clone(), value);
+            }
+        }
         Ok(headers)
     }
+}
+
+/// The headers `sent` as the hook is told of them.
+fn as_request_headers(sent: &WorkerHeaders) -> RequestHeaders {
+    sent.iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
 }
 
 /// Every method runs the hook, then hands the request to reqwest. rmcp's worker calls the
@@ -97,8 +123,9 @@ impl StreamableHttpClient for HookedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        if !self.hook.retries() {
-            let headers = self.headers(Some(&message), custom_headers).await?;
+        self.session.observe(session_id.as_deref());
+        let result = if !self.hook.retries() {
+            let headers = self.headers(custom_headers).await?;
             let result = self
                 .http
                 .post_message_with_max_sse_event_size(
@@ -110,19 +137,29 @@ impl StreamableHttpClient for HookedClient {
                     max_sse_event_size,
                 )
                 .await;
-            return self.heard(result).await;
-        }
-        let send = |headers| {
-            self.http.post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                headers,
-                max_sse_event_size,
-            )
+            self.heard(result).await
+        } else {
+            let send = |headers| {
+                self.http.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth_header.clone(),
+                    headers,
+                    max_sse_event_size,
+                )
+            };
+            self.retrying(custom_headers, send).await
         };
-        self.retrying(Some(&message), custom_headers, send).await
+        // The answer to `initialize` names the session before any request carries it.
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, Some(id))
+            | StreamableHttpPostResponse::Sse(_, Some(id)),
+        ) = &result
+        {
+            self.session.observe(Some(id));
+        }
+        result
     }
 
     async fn delete_session(
@@ -140,7 +177,7 @@ impl StreamableHttpClient for HookedClient {
                 headers,
             )
         };
-        self.retrying(None, custom_headers, send).await
+        self.retrying(custom_headers, send).await
     }
 
     async fn get_stream(
@@ -182,29 +219,24 @@ impl StreamableHttpClient for HookedClient {
                 max_sse_event_size,
             )
         };
-        self.retrying(None, custom_headers, send).await
+        self.retrying(custom_headers, send).await
     }
 }
 
 impl HookedClient {
     /// Prepares and sends a request; if the upstream refuses it and the hook has a new token,
     /// prepares and sends it once more.
-    async fn retrying<T, F, Fut>(
-        &self,
-        message: Option<&ClientJsonRpcMessage>,
-        custom_headers: RequestHeaders,
-        send: F,
-    ) -> HttpResult<T>
+    async fn retrying<T, F, Fut>(&self, custom_headers: WorkerHeaders, send: F) -> HttpResult<T>
     where
-        F: Fn(RequestHeaders) -> Fut,
+        F: Fn(WorkerHeaders) -> Fut,
         Fut: Future<Output = HttpResult<T>>,
     {
         if !self.hook.retries() {
-            let headers = self.headers(message, custom_headers).await?;
+            let headers = self.headers(custom_headers).await?;
             return self.heard(send(headers).await).await;
         }
-        let headers = self.headers(message, custom_headers.clone()).await?;
-        let sent = headers.clone();
+        let headers = self.headers(custom_headers.clone()).await?;
+        let sent = as_request_headers(&headers);
         let result = send(headers).await;
         let Some((status, challenge)) = refusal(&result) else {
             return result;
@@ -216,7 +248,7 @@ impl HookedClient {
         {
             return result;
         }
-        let headers = self.headers(message, custom_headers).await?;
+        let headers = self.headers(custom_headers).await?;
         send(headers).await
     }
 }
@@ -263,11 +295,13 @@ pub fn http_client(connect_timeout: Duration) -> reqwest::Client {
         .unwrap_or_default()
 }
 
-/// A transport to `config.url` whose requests pass through `hook`.
+/// A transport to `config.url` whose requests pass through `hook`, and which keeps the
+/// session id it uses in `session`.
 pub fn transport(
     config: &HttpConfig,
     http: reqwest::Client,
     hook: Arc<dyn RequestHook>,
+    session: Arc<SessionSlot>,
 ) -> StreamableHttpClientTransport<HookedClient> {
     let mut transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
         .max_concurrent_requests(MAX_IN_FLIGHT)
@@ -282,6 +316,7 @@ pub fn transport(
         http,
         hook,
         default_max_event: transport_config.max_sse_event_size,
+        session,
     };
     StreamableHttpClientTransport::with_client(client, transport_config)
 }

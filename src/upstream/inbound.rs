@@ -1,6 +1,7 @@
 //! What an upstream sends, taken as it comes off the wire: a transport wrapper that forwards
 //! progress in arrival order and notes, on messages that carry no stream marker, who they
-//! concern at that moment.
+//! concern at that moment. Messages the raw path read on its own streams (requests for the
+//! client, notifications) are injected here, so that rmcp handles them like the rest.
 //!
 //! rmcp hands every notification and request to a task of its own but delivers a response to
 //! its waiting request directly. So a response could overtake the last progress of its request
@@ -17,7 +18,7 @@ use rmcp::{
     service::{InboundStreamOrigin, TxJsonRpcMessage},
     transport::Transport,
 };
-use tokio::{task::JoinHandle, time::Instant};
+use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
 
 use super::relay::{Relay, forward_progress};
 
@@ -29,16 +30,23 @@ const DELIVERY_BUDGET: Duration = Duration::from_millis(50);
 pub struct Inbound<T> {
     inner: T,
     relay: Arc<Relay>,
+    /// Messages the raw path received for rmcp to handle.
+    injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     /// Progress on its way to a client, and until when the next message waits for it. Kept
     /// here so that a `receive` dropped while waiting resumes the same wait.
     delivering: Option<(JoinHandle<()>, Instant)>,
 }
 
 impl<T> Inbound<T> {
-    pub fn new(inner: T, relay: Arc<Relay>) -> Self {
+    pub fn new(
+        inner: T,
+        relay: Arc<Relay>,
+        injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    ) -> Self {
         Self {
             inner,
             relay,
+            injected,
             delivering: None,
         }
     }
@@ -78,7 +86,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Inbound<T> {
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
             self.settle_delivery().await;
-            match self.inner.receive().await? {
+            let message = tokio::select! {
+                message = self.inner.receive() => message?,
+                Some(message) = self.injected.recv() => message,
+            };
+            match message {
                 ServerJsonRpcMessage::Notification(mut notification) => {
                     if let ServerNotification::ProgressNotification(progress) =
                         notification.notification

@@ -11,12 +11,11 @@
 #![allow(deprecated)]
 
 mod admission;
-mod ask;
 mod client;
 mod connection;
 mod detect;
 mod discovery;
-mod hook;
+mod exchange;
 mod http;
 mod inbound;
 mod listen;
@@ -41,11 +40,10 @@ use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use admission::{Admission, Admitted, Overloaded};
-pub use ask::{ask_client, check_capability, kind};
-pub use client::{UpstreamClient, UpstreamEvent, gateway_identity};
+pub use client::{UpstreamClient, UpstreamEvent, gateway_identity, log_upstream_message};
 pub use connection::{Connection, Dial, Era};
-pub use hook::{HookError, RequestHeaders, RequestHook, StaticHeaders};
-pub use relay::{Downstream, LogLevel, Registration, Relay, SessionLogLevel};
+pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
+pub use relay::{Registration, Relay};
 pub use sse::{SseError, SseTransport};
 pub use status::{UpstreamState, UpstreamStatus, escape_for_display};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
@@ -88,6 +86,10 @@ pub struct Upstream {
     config: UpstreamConfig,
     /// One connection pool for all of this upstream's HTTP sessions.
     http: reqwest::Client,
+    /// For streamable HTTP: the pooled client of the raw path, and the URL it posts to.
+    raw: Option<(exchange::RawClient, ::http::Uri)>,
+    /// Whether the upstream's connections have a raw path (its shared one had, when made).
+    raw_ready: AtomicBool,
     /// The shared session; swapped as the supervisor reconnects.
     shared: ArcSwapOption<Connection>,
     /// The shared 2026-07-28 session for stateless clients, opened on first need.
@@ -150,8 +152,11 @@ impl Upstream {
         let admission = policy
             .max_concurrent_requests
             .map(|limit| Admission::new(limit, policy.max_queued_requests));
+        let raw = raw_path(&config);
         let upstream = Arc::new(Self {
             http: http::http_client(policy.connect_timeout),
+            raw,
+            raw_ready: AtomicBool::new(false),
             admission,
             auth,
             config,
@@ -260,6 +265,12 @@ impl Upstream {
             && self.era_support() != EraSupport::ModernOnly
     }
 
+    /// Whether requests to this upstream can take the raw path (its connections are
+    /// streamable HTTP).
+    pub fn has_raw_path(&self) -> bool {
+        self.raw_ready.load(Ordering::Acquire)
+    }
+
     /// Whether the upstream speaks only 2026-07-28 (it refused `initialize`).
     pub fn speaks_only_modern(&self) -> bool {
         self.era_support() == EraSupport::ModernOnly
@@ -337,6 +348,28 @@ impl Upstream {
 
     fn set_era_support(&self, support: EraSupport) {
         self.era_support.store(support as u8, Ordering::Release);
+    }
+}
+
+/// The raw path's client and URL for an HTTP upstream (unused if it turns out to speak
+/// legacy SSE). Without a TLS setup or a URL hyper takes, requests take the typed path.
+fn raw_path(config: &UpstreamConfig) -> Option<(exchange::RawClient, ::http::Uri)> {
+    let TransportConfig::Http(http) = &config.transport else {
+        return None;
+    };
+    let uri = match http.url.as_str().parse::<::http::Uri>() {
+        Ok(uri) => uri,
+        Err(error) => {
+            tracing::warn!(upstream = %config.name, %error, "the URL cannot be used for raw requests; all requests go the typed way");
+            return None;
+        }
+    };
+    match exchange::raw_client(config.policy.connect_timeout) {
+        Ok(client) => Some((client, uri)),
+        Err(error) => {
+            tracing::warn!(upstream = %config.name, %error, "no TLS setup for raw requests; all requests go the typed way");
+            None
+        }
     }
 }
 

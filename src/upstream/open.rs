@@ -11,13 +11,14 @@ use rmcp::model::{
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{
-    Connection, Downstream, EraSupport, Relay, RequestHook, StaticHeaders, Upstream,
-    UpstreamClient, UpstreamError, client,
+    Connection, EraSupport, Relay, Upstream, UpstreamClient, UpstreamError, client,
     connection::{Dial, Era, Opening},
     detect::detect,
 };
 use crate::{
     config::{HttpProtocol, TransportConfig},
+    downstream::Downstream,
+    hook::{RequestHook, StaticHeaders},
     oauth::OAuthHook,
     principal::Principal,
 };
@@ -163,6 +164,7 @@ impl Upstream {
             era,
             timeout: self.config.policy.connect_timeout,
             http: &self.http,
+            raw: self.raw.as_ref().map(|(client, uri)| (client, uri)),
             hook,
             slot,
             closing: &self.closing,

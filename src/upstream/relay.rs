@@ -11,107 +11,25 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicU8, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
 
+use arc_swap::ArcSwapOption;
 use dashmap::DashMap;
 use rmcp::{
-    RoleClient, RoleServer,
+    RoleClient,
     model::{
-        CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
-        LoggingLevel, ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
+        CancelledNotification, CancelledNotificationParam, ClientNotification,
+        ProgressNotification, ProgressNotificationParam, ProgressToken, RequestId,
+        ServerJsonRpcMessage, ServerNotification,
     },
     service::{InboundStreamOrigin, Peer},
 };
 use tokio::sync::{Notify, futures::Notified};
 
-use crate::principal::Principal;
-
-/// The downstream side of one forwarded request, or of a whole session.
-pub struct Downstream {
-    pub peer: Peer<RoleServer>,
-    /// The client's request id; `None` for a session's unsolicited traffic.
-    pub request_id: Option<RequestId>,
-    /// The token the client asked progress for, if it did.
-    pub progress_token: Option<ProgressToken>,
-    /// What the client declared it can answer.
-    pub capabilities: ClientCapabilities,
-    /// A 2026-07-28 request: the client cannot be sent requests while it waits.
-    pub stateless: bool,
-    /// The `_meta` of the client's request, passed on with it.
-    pub meta: RequestMetaObject,
-    /// Whose upstream tokens the request uses.
-    pub principal: Principal,
-    /// The least severe log messages the client wants; `None`: none asked for.
-    pub log_level: LogLevel,
-}
-
-/// The log level a client asked for: set for its whole session by `logging/setLevel`, or per
-/// request in `_meta` (2026-07-28). Upstream log messages below it are not passed on.
-#[derive(Clone, Default)]
-pub enum LogLevel {
-    /// Never asked: a session client gets everything, a 2026-07-28 request nothing.
-    #[default]
-    Unset,
-    Session(Arc<SessionLogLevel>),
-    Request(LoggingLevel),
-}
-
-/// A session's log level, changed by `logging/setLevel` while its requests are in flight.
-pub struct SessionLogLevel(AtomicU8);
-
-impl Default for SessionLogLevel {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SessionLogLevel {
-    /// No level set yet.
-    const UNSET: u8 = u8::MAX;
-
-    pub fn new() -> Self {
-        Self(AtomicU8::new(Self::UNSET))
-    }
-
-    pub fn set(&self, level: LoggingLevel) {
-        self.0.store(level as u8, Ordering::Relaxed);
-    }
-
-    pub fn get(&self) -> Option<LoggingLevel> {
-        let severity = self.0.load(Ordering::Relaxed);
-        LEVELS.get(usize::from(severity)).copied()
-    }
-}
-
-/// Every level, least severe first (the order of their discriminants).
-const LEVELS: [LoggingLevel; 8] = [
-    LoggingLevel::Debug,
-    LoggingLevel::Info,
-    LoggingLevel::Notice,
-    LoggingLevel::Warning,
-    LoggingLevel::Error,
-    LoggingLevel::Critical,
-    LoggingLevel::Alert,
-    LoggingLevel::Emergency,
-];
-
-impl Downstream {
-    /// Whether this client wants a log message of `level`.
-    pub fn wants_log(&self, level: LoggingLevel) -> bool {
-        let least = match &self.log_level {
-            LogLevel::Unset => return !self.stateless,
-            LogLevel::Session(session) => match session.get() {
-                Some(least) => least,
-                None => return true,
-            },
-            LogLevel::Request(least) => *least,
-        };
-        level as u8 >= least as u8
-    }
-}
+use crate::downstream::Downstream;
 
 /// Who an upstream message without a stream marker concerns, as judged when it came off the
 /// wire (by the time rmcp's task for it runs, the requests in flight may have changed).
@@ -139,6 +57,10 @@ pub struct Relay {
     /// URL-mode elicitations passed to clients, by elicitation id: where their completion
     /// notification goes, and since when (entries are dropped after `ELICITATION_LIFETIME`).
     elicitations: DashMap<String, (Arc<Downstream>, Instant)>,
+    /// On a shared connection: the request that ended last, and when. A message without a
+    /// marker that arrives just after its request ended (it took another way than the answer)
+    /// is still that request's.
+    recent: ArcSwapOption<Finished>,
     /// When the relay was made, and milliseconds from then to the last request started or ended.
     epoch: Instant,
     last_active: AtomicU64,
@@ -149,6 +71,15 @@ struct Tracked {
     downstream: Arc<Downstream>,
     progressed: Arc<Notify>,
 }
+
+/// A request that ended, and when.
+struct Finished {
+    downstream: Arc<Downstream>,
+    at: Instant,
+}
+
+/// How long after its request ended an unmarked message is still taken for that request's.
+const RECENT_GRACE: Duration = Duration::from_millis(50);
 
 /// How long to wait for a registration an upstream message refers to: the upstream may answer
 /// before the router has registered what it just sent.
@@ -173,6 +104,7 @@ impl Relay {
             progress: DashMap::new(),
             elicitations: DashMap::new(),
             home,
+            recent: ArcSwapOption::empty(),
             epoch: Instant::now(),
             last_active: AtomicU64::new(0),
         })
@@ -192,6 +124,17 @@ impl Relay {
     /// How many requests are in flight.
     pub fn in_flight(&self) -> usize {
         self.requests.len()
+    }
+
+    /// Records that upstream request `id` serves `downstream`, for what the upstream asks or
+    /// tells during it; the entry goes with the returned guard.
+    pub fn register_request(self: &Arc<Self>, id: RequestId, downstream: Arc<Downstream>) -> Entry {
+        self.touch();
+        self.requests.insert(id.clone(), downstream);
+        Entry {
+            relay: self.clone(),
+            id,
+        }
     }
 
     /// Records that upstream request `id` (with progress token `token`) serves `downstream`,
@@ -290,15 +233,35 @@ impl Relay {
         self.elicitations.remove(id).map(|(_, (target, _))| target)
     }
 
-    /// The one request in flight, if there is exactly one.
+    /// The one request in flight, if there is exactly one; with none, the one that ended
+    /// just now.
     fn only_in_flight(&self) -> Option<Arc<Downstream>> {
-        if self.requests.len() != 1 {
-            return None;
+        match self.requests.len() {
+            0 => self
+                .recent
+                .load()
+                .as_ref()
+                .filter(|finished| finished.at.elapsed() < RECENT_GRACE)
+                .map(|finished| finished.downstream.clone()),
+            1 => self
+                .requests
+                .iter()
+                .next()
+                .map(|entry| entry.value().clone()),
+            _ => None,
         }
-        self.requests
-            .iter()
-            .next()
-            .map(|entry| entry.value().clone())
+    }
+
+    /// Removes request `id`; on a shared connection, remembers it as the one that ended last.
+    fn finish(&self, id: &RequestId) {
+        let removed = self.requests.remove(id);
+        if let (Some((_, downstream)), None) = (removed, &self.home) {
+            self.recent.store(Some(Arc::new(Finished {
+                downstream,
+                at: Instant::now(),
+            })));
+        }
+        self.touch();
     }
 
     pub fn home(&self) -> Option<&Arc<Downstream>> {
@@ -311,7 +274,20 @@ impl Relay {
 pub async fn forward_progress(target: &Downstream, mut params: ProgressNotificationParam) {
     if let Some(token) = target.progress_token.clone() {
         params.progress_token = token;
-        let _ = target.peer.notify_progress(params).await;
+        let notification =
+            ServerNotification::ProgressNotification(ProgressNotification::new(params));
+        send_notification(target, notification).await;
+    }
+}
+
+/// Sends `notification` to the client of `target`, if it is still listening.
+pub async fn send_notification(target: &Downstream, notification: ServerNotification) {
+    let message = ServerJsonRpcMessage::notification(notification);
+    match serde_json::to_vec(&message) {
+        Ok(bytes) => {
+            let _ = target.outlet.send(bytes.into()).await;
+        }
+        Err(error) => tracing::warn!(%error, "a notification for a client cannot be written"),
     }
 }
 
@@ -361,8 +337,7 @@ impl Registration {
             self.relay.progress.remove(&token);
         }
         let id = self.id.take()?;
-        self.relay.requests.remove(&id);
-        self.relay.touch();
+        self.relay.finish(&id);
         Some(id)
     }
 
@@ -384,5 +359,17 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // Abandoned (the client cancelled or went away): tell the upstream to stop working.
         self.cancel_upstream("cancelled by the client");
+    }
+}
+
+/// A request's entry in the relay; see `Relay::register_request`.
+pub struct Entry {
+    relay: Arc<Relay>,
+    id: RequestId,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.relay.finish(&self.id);
     }
 }

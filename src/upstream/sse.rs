@@ -24,7 +24,7 @@ use sse_stream::{Sse, SseStream};
 use tokio::{sync::mpsc, task::JoinHandle};
 use url::Url;
 
-use super::hook::{RequestHeaders, RequestHook};
+use crate::hook::{HookError, RequestHeaders, RequestHook};
 
 /// Reconnection attempts after the stream breaks, before the transport gives up.
 const RECONNECT_ATTEMPTS: u32 = 5;
@@ -53,7 +53,7 @@ pub enum SseError {
     #[error("cannot serialize the message: {0}")]
     Serialize(#[from] serde_json::Error),
     #[error("{0}")]
-    Hook(#[from] super::hook::HookError),
+    Hook(#[from] HookError),
 }
 
 type Events = std::pin::Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
@@ -76,7 +76,7 @@ impl Poster {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(body.clone())
         };
-        let response = send(self.hook.as_ref(), Some(&message), request).await?;
+        let response = send(self.hook.as_ref(), request).await?;
         if response.status().is_success() {
             return Ok(());
         }
@@ -88,14 +88,12 @@ impl Poster {
 /// 403) and the hook has a new token, sends it once more.
 async fn send(
     hook: &dyn RequestHook,
-    message: Option<&ClientJsonRpcMessage>,
     build: impl Fn(HeaderMap) -> reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, SseError> {
     let retries = hook.retries();
     let mut sent = RequestHeaders::new();
-    hook.prepare(message, &mut sent).await?;
-    let headers: HeaderMap = sent.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let response = build(headers).send().await?;
+    hook.prepare(&mut sent).done().await?;
+    let response = build(sent.clone()).send().await?;
     let status = response.status().as_u16();
     if !matches!(status, 401 | 403) {
         return Ok(response);
@@ -114,8 +112,8 @@ async fn send(
         return Ok(response);
     }
     let mut again = RequestHeaders::new();
-    hook.prepare(message, &mut again).await?;
-    Ok(build(again.into_iter().collect()).send().await?)
+    hook.prepare(&mut again).done().await?;
+    Ok(build(again).send().await?)
 }
 
 async fn status_error(response: reqwest::Response) -> SseError {
@@ -192,7 +190,7 @@ async fn open(
             None => request,
         }
     };
-    let response = send(hook, None, request).await?;
+    let response = send(hook, request).await?;
     if !response.status().is_success() {
         return Err(status_error(response).await);
     }

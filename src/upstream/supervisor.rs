@@ -139,6 +139,10 @@ pub fn spawn_supervisor(
 /// by the time it shows as ready its tools are served.
 fn publish(upstream: &Arc<Upstream>, connection: &Arc<Connection>, hooks: &Hooks) {
     upstream.shared.store(Some(connection.clone()));
+    upstream.raw_ready.store(
+        connection.raw().is_some(),
+        std::sync::atomic::Ordering::Release,
+    );
     upstream.set_serving(true);
     hooks.changed(ListChanges::default());
     mark_ready(upstream, connection);

@@ -4,8 +4,10 @@
 
 pub mod envelope;
 pub mod object;
+pub mod owned;
 pub mod sse;
 pub mod write;
 
 pub use envelope::{EnvelopeError, Message, Notification, Request, parse, string};
 pub use object::{Edit, Fields};
+pub use owned::OwnedRequest;

@@ -30,7 +30,12 @@ pub enum Edit<'e> {
 impl<'a> Fields<'a> {
     /// The fields of the JSON object `value`; `None` if it is not an object.
     pub fn of(value: &'a RawValue) -> Option<Self> {
-        serde_json::from_str(value.get()).ok()
+        Self::of_text(value.get())
+    }
+
+    /// The fields of the JSON object written as `text`; `None` if it is not one.
+    pub fn of_text(text: &'a str) -> Option<Self> {
+        serde_json::from_str(text).ok()
     }
 
     /// The value of field `name`, as written.
@@ -53,10 +58,10 @@ impl<'a> Fields<'a> {
 
     /// Writes the object to `out`: each field as `edit` says, then `added` fields (name, JSON
     /// text) at the end.
-    pub fn write(
+    pub fn write<'e>(
         &self,
         out: &mut Vec<u8>,
-        mut edit: impl FnMut(&str) -> Edit<'_>,
+        mut edit: impl FnMut(&str) -> Edit<'e>,
         added: &[(&str, &str)],
     ) {
         out.push(b'{');

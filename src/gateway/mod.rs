@@ -4,26 +4,31 @@
 //! Upstream supervisors report changes here; each change rebuilds the catalog from the ready
 //! upstreams and swaps it in whole. Readers never lock: they load the current snapshot.
 
+mod subscriptions;
+
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex, Weak},
 };
 
 use arc_swap::{ArcSwap, Guard};
+use bytes::Bytes;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    catalog::{Catalog, ListChanges, NameScheme},
+    catalog::{Catalog, Cursor, ListChanges, ListKind, NameScheme},
     config::Config,
     error::GatewayError,
     names::UpstreamName,
     oauth::{Link, OAuth},
     principal::Principal,
-    session::Subscriptions,
+    protocol::Era,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
+
+pub use subscriptions::{OUTBOX_CAPACITY, Outbox, Subscription, Subscriptions};
 
 /// How many earlier catalog snapshots pagination cursors may refer to.
 const RECENT_SNAPSHOTS: usize = 8;
@@ -48,6 +53,7 @@ pub struct Gateway {
 impl Gateway {
     /// Creates the gateway for `config` and starts connecting every upstream in the background.
     pub fn start(config: Config) -> Arc<Self> {
+        let page_size = config.catalog.page_size;
         let scheme = NameScheme::new(
             config.catalog.prefix_mode,
             &config.catalog.separator,
@@ -68,7 +74,7 @@ impl Gateway {
         let gateway = Arc::new(Self {
             config: Arc::new(config),
             upstreams,
-            catalog: ArcSwap::from_pointee(Catalog::empty(scheme)),
+            catalog: ArcSwap::from_pointee(Catalog::empty(scheme).paged(page_size)),
             recent: Mutex::new(VecDeque::with_capacity(RECENT_SNAPSHOTS)),
             catalog_version: watch::Sender::new(0),
             subscriptions: Arc::default(),
@@ -150,8 +156,9 @@ impl Gateway {
             .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
             .collect();
         let previous = self.catalog.load_full();
-        let next =
-            Catalog::build(previous.scheme().clone(), &parts).succeeding(&previous, announced);
+        let next = Catalog::build(previous.scheme().clone(), &parts)
+            .paged(self.config.catalog.page_size)
+            .succeeding(&previous, announced);
         let generation = next.generation();
         self.catalog.store(Arc::new(next));
         if recent.len() == RECENT_SNAPSHOTS {
@@ -185,6 +192,25 @@ impl Gateway {
             .iter()
             .find(|c| c.generation() == generation)
             .cloned()
+    }
+
+    /// The result JSON of a page of list `kind` for a client of `era`: the first page of the
+    /// current snapshot, or the page a cursor names in the snapshot it was given out for.
+    pub fn list_page(
+        &self,
+        kind: ListKind,
+        era: Era,
+        cursor: Option<&str>,
+    ) -> Result<Bytes, GatewayError> {
+        let Some(text) = cursor else {
+            return Ok(self.catalog().list_page(kind, era, 0));
+        };
+        let invalid = |why: &str| GatewayError::InvalidParams(format!("cursor `{text}` {why}"));
+        let cursor = Cursor::decode(text, kind).ok_or_else(|| invalid("is not valid"))?;
+        let catalog = self.catalog_at(cursor.generation).ok_or_else(|| {
+            invalid("has expired: the list changed since; list again from the start")
+        })?;
+        Ok(catalog.list_page(kind, era, cursor.offset))
     }
 
     /// A receiver that sees every catalog rebuild (the new generation).

@@ -1,37 +1,46 @@
 //! The per-request hook: what Switchyard adds to every HTTP request it sends upstream.
 //!
 //! Each upstream connection owns one hook, chosen when the connection is opened (so it can be
-//! specific to the downstream session and its user). The hook runs on every POST, GET and DELETE
-//! and sees the JSON-RPC message being sent, including its non-serialized extensions, so
-//! per-request data set by the router reaches it. It is async so that it can refresh a token;
-//! and it hears of requests the upstream refused (401, 403), so that it can renew the token
-//! and have the request sent once more.
+//! specific to the downstream session and its user). It runs on every POST, GET and DELETE. It
+//! is ready at once in the common case (configured headers, a current token) and async only
+//! when a token must be renewed first; and it hears of requests the upstream refused (401,
+//! 403), so that it can renew the token and have the request sent once more.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use http::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 /// Headers for one upstream HTTP request, filled in by the hook.
-pub type RequestHeaders = HashMap<HeaderName, HeaderValue>;
+pub type RequestHeaders = HeaderMap;
 
 /// Why a hook could not prepare a request; the request is not sent.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct HookError(pub String);
 
+/// A hook's preparation of one request: done, or to be awaited.
+pub enum Prepared<'a> {
+    Ready(Result<(), HookError>),
+    Later(BoxFuture<'a, Result<(), HookError>>),
+}
+
+impl Prepared<'_> {
+    pub async fn done(self) -> Result<(), HookError> {
+        match self {
+            Prepared::Ready(result) => result,
+            Prepared::Later(future) => future.await,
+        }
+    }
+}
+
 /// Adds headers (or refuses) for each HTTP request to an upstream.
 pub trait RequestHook: Send + Sync + 'static {
-    /// Called before every request; `message` is `None` for GET and DELETE.
-    fn prepare<'a>(
-        &'a self,
-        message: Option<&'a ClientJsonRpcMessage>,
-        headers: &'a mut RequestHeaders,
-    ) -> BoxFuture<'a, Result<(), HookError>>;
+    /// Called before every request: puts its headers into `headers`.
+    fn prepare<'a>(&'a self, headers: &'a mut RequestHeaders) -> Prepared<'a>;
 
     /// Whether `rejected` may now ask for a request to be sent again (the transport then keeps
-    /// a copy of the request until it is answered).
+    /// a copy of the headers sent until it is answered).
     fn retries(&self) -> bool {
         false
     }
@@ -70,12 +79,8 @@ impl StaticHeaders {
 }
 
 impl RequestHook for StaticHeaders {
-    fn prepare<'a>(
-        &'a self,
-        _message: Option<&'a ClientJsonRpcMessage>,
-        headers: &'a mut RequestHeaders,
-    ) -> BoxFuture<'a, Result<(), HookError>> {
+    fn prepare<'a>(&'a self, headers: &'a mut RequestHeaders) -> Prepared<'a> {
         self.apply(headers);
-        Box::pin(std::future::ready(Ok(())))
+        Prepared::Ready(Ok(()))
     }
 }

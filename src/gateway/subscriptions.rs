@@ -18,20 +18,40 @@ use std::sync::{
 
 use dashmap::DashMap;
 use rmcp::model::{
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerJsonRpcMessage,
+    ServerNotification, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use tokio::sync::{Mutex, mpsc};
 
+use super::unavailable;
 use crate::{
+    downstream::Outlet,
     error::GatewayError,
-    gateway::unavailable,
     names::UpstreamName,
     upstream::{Era, Upstream},
 };
 
 /// Where a subscriber's notifications go.
-pub type Outbox = mpsc::Sender<ServerNotification>;
+#[derive(Clone)]
+pub enum Outbox {
+    /// A `subscriptions/listen` request, which tags them before sending them on.
+    Channel(mpsc::Sender<ServerNotification>),
+    /// A session's standalone stream.
+    Outlet(Outlet),
+}
+
+impl Outbox {
+    /// Passes `notification` on if there is room; `false` if there was none.
+    fn offer(&self, notification: ServerNotification) -> bool {
+        match self {
+            Outbox::Channel(sender) => sender.try_send(notification).is_ok(),
+            Outbox::Outlet(outlet) => {
+                let message = ServerJsonRpcMessage::notification(notification);
+                serde_json::to_vec(&message).is_ok_and(|bytes| outlet.offer(bytes.into()).is_ok())
+            }
+        }
+    }
+}
 
 /// Updates buffered per subscriber; beyond that a slow client misses updates (they are hints
 /// to read the resource again, and the next one says the same) rather than growing memory.
@@ -107,7 +127,7 @@ impl Subscriptions {
                 ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(
                     ResourceUpdatedNotificationParam::new(subscriber.exposed.clone()),
                 ));
-            if subscriber.outbox.try_send(notification).is_err() {
+            if !subscriber.outbox.offer(notification) {
                 tracing::debug!(%upstream, %uri, "a client is not reading its resource updates; one dropped");
             }
         }

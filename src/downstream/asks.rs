@@ -1,0 +1,176 @@
+//! Asking a client on an upstream's behalf: sampling, elicitation and roots requests, which an
+//! upstream sends during a call (or, for 2026-07-28, returns as `input_required`), go to the
+//! client whose call it was, if that client declared it can answer them. Each session numbers
+//! what it asks; the client's answer comes back as a POST of its own and is matched here.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use bytes::Bytes;
+use rmcp::{
+    ErrorData,
+    model::{
+        ClientCapabilities, ClientResult, ElicitRequestParams, ErrorCode, RequestId,
+        ServerJsonRpcMessage, ServerRequest,
+    },
+};
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{Downstream, Outlet};
+use crate::wire;
+
+/// A client's answer: its result, or its error, as JSON text.
+type Answer = Result<Box<RawValue>, Box<RawValue>>;
+
+/// The requests a session's client has been sent and not answered yet.
+#[derive(Default)]
+pub struct Asks {
+    next: AtomicU64,
+    /// Held only to insert or take one entry.
+    pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+}
+
+impl Asks {
+    /// Passes the client's answer to request `id` to whoever asked; false if nobody is waiting
+    /// for it (it was cancelled, or never asked).
+    pub fn answer(&self, id: &RawValue, answer: Result<&RawValue, &RawValue>) -> bool {
+        let Ok(id) = id.get().parse::<u64>() else {
+            return false;
+        };
+        let Some(waiting) = self.lock().remove(&id) else {
+            return false;
+        };
+        let answer = match answer {
+            Ok(result) => Ok(result.to_owned()),
+            Err(error) => Err(error.to_owned()),
+        };
+        waiting.send(answer).is_ok()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Forgets a request when its asker stops waiting, answered or not.
+struct Waiting<'a> {
+    asks: &'a Asks,
+    id: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.asks.lock().remove(&self.id);
+    }
+}
+
+/// Sends `request` to the client of `target` (on the stream of its request, if it is one) and
+/// awaits the answer. If `abandoned` is cancelled meanwhile (the upstream cancelled its
+/// request, or its session ended), the client is told to cancel too.
+pub async fn ask_client(
+    target: &Downstream,
+    request: ServerRequest,
+    abandoned: &CancellationToken,
+) -> Result<ClientResult, ErrorData> {
+    let Some(asks) = &target.asks else {
+        return Err(cannot_forward(
+            kind(&request),
+            "the client uses protocol 2026-07-28, which cannot receive requests during a call",
+        ));
+    };
+    let id = asks.next.fetch_add(1, Ordering::Relaxed);
+    let (sender, answer) = oneshot::channel();
+    asks.lock().insert(id, sender);
+    let _waiting = Waiting { asks, id };
+    let message = ServerJsonRpcMessage::request(request, RequestId::Number(id as i64));
+    let bytes = serde_json::to_vec(&message)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    target
+        .outlet
+        .send(Bytes::from(bytes))
+        .await
+        .map_err(|closed| not_answered(&closed.to_string()))?;
+    tokio::select! {
+        answer = answer => match answer {
+            Ok(Ok(result)) => serde_json::from_str(result.get()).map_err(|error| {
+                not_answered(&format!("its answer is not a valid result: {error}"))
+            }),
+            Ok(Err(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                not_answered("its error answer is not a valid JSON-RPC error")
+            })),
+            Err(_) => Err(not_answered("its session ended")),
+        },
+        _ = abandoned.cancelled() => {
+            cancel_at_client(&target.outlet, id);
+            Err(ErrorData::internal_error("cancelled by the upstream server", None))
+        }
+    }
+}
+
+/// Tells the client to stop working on request `id` it was sent.
+fn cancel_at_client(outlet: &Outlet, id: u64) {
+    let params = format!(r#"{{"requestId":{id},"reason":"cancelled by the upstream server"}}"#);
+    let _ = outlet.offer(wire::write::notification(
+        "notifications/cancelled",
+        Some(&params),
+    ));
+}
+
+fn not_answered(why: &str) -> ErrorData {
+    ErrorData::internal_error(format!("the client did not answer: {why}"), None)
+}
+
+/// What a request to a client asks for, as its capability is named.
+pub fn kind(request: &ServerRequest) -> &'static str {
+    match request {
+        ServerRequest::CreateMessageRequest(_) => "sampling",
+        ServerRequest::ElicitRequest(_) => "elicitation",
+        ServerRequest::ListRootsRequest(_) => "roots",
+        _ => "other",
+    }
+}
+
+/// Whether a client that declared `capabilities` can be sent `request`.
+pub fn check_capability(
+    capabilities: &ClientCapabilities,
+    request: &ServerRequest,
+) -> Result<(), ErrorData> {
+    #[allow(deprecated)] // sampling and roots: legacy, still relayed
+    let declared = match request {
+        ServerRequest::CreateMessageRequest(_) => capabilities.sampling.is_some(),
+        ServerRequest::ListRootsRequest(_) => capabilities.roots.is_some(),
+        ServerRequest::ElicitRequest(elicit) => match (&capabilities.elicitation, &elicit.params) {
+            (Some(e), ElicitRequestParams::UrlElicitationParams { .. }) => e.url.is_some(),
+            // A client declaring neither mode supports forms (2025-06-18 compatibility).
+            (Some(e), _) => e.form.is_some() || e.url.is_none(),
+            (None, _) => false,
+        },
+        _ => false,
+    };
+    if declared {
+        return Ok(());
+    }
+    let what = kind(request);
+    Err(cannot_forward(
+        what,
+        &format!("the client did not declare the {what} capability"),
+    ))
+}
+
+/// The error an upstream gets when its request cannot be passed on.
+pub fn cannot_forward(what: &str, reason: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("Switchyard cannot pass this {what} request to a client: {reason}"),
+        None,
+    )
+}

@@ -1,0 +1,94 @@
+//! GET opens a session's standalone stream, for what Switchyard sends the client outside any
+//! request; DELETE ends a session. Neither exists in 2026-07-28, which has no sessions.
+
+use axum::body::Body;
+use http::{Request, Response, StatusCode, header};
+
+use super::{
+    Endpoint,
+    checks::{self, EVENT_STREAM, VersionHeader},
+    reply::{self, EventIds, EventStream, Refused},
+};
+use crate::{downstream::Attached, protocol::Era};
+
+impl Endpoint {
+    pub(super) fn get(&self, request: Request<Body>) -> Response<Body> {
+        if !checks::accepts(request.headers(), EVENT_STREAM) {
+            return reply::text(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: Client must accept text/event-stream",
+            );
+        }
+        let session = match self.session_of(&request) {
+            Ok(session) => session,
+            Err(response) => return *response,
+        };
+        // Resuming a request's stream: it ended with its answer, or with its client.
+        let resumes_request = request
+            .headers()
+            .get(header::HeaderName::from_static("last-event-id"))
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|id| id.contains('/'));
+        if resumes_request {
+            return EventStream::ended().into_response();
+        }
+        match session.standalone().attach() {
+            Attached::Live(messages) | Attached::Shadow(messages) => {
+                EventStream::channel(EventIds::Standalone, messages).into_response()
+            }
+            Attached::Closed => reply::text(StatusCode::NOT_FOUND, "Not Found: Session not found"),
+        }
+    }
+
+    pub(super) fn delete(&self, request: Request<Body>) -> Response<Body> {
+        let session = match self.session_of(&request) {
+            Ok(session) => session,
+            Err(response) => return *response,
+        };
+        self.sessions.remove(session.id());
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::OK;
+        response
+    }
+
+    /// The session a GET or DELETE is for, or the answer refusing it.
+    fn session_of(
+        &self,
+        request: &Request<Body>,
+    ) -> Result<std::sync::Arc<crate::session::Session>, Refused> {
+        match VersionHeader::of(request.headers()) {
+            VersionHeader::Invalid => {
+                return Err(Box::new(reply::text(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: Invalid MCP-Protocol-Version header encoding",
+                )));
+            }
+            VersionHeader::Unknown(version) => {
+                return Err(Box::new(reply::text(
+                    StatusCode::BAD_REQUEST,
+                    &format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"),
+                )));
+            }
+            VersionHeader::Known(version) if Era::of(version) == Era::Modern => {
+                return Err(Box::new(reply::method_not_allowed("POST")));
+            }
+            _ => {}
+        }
+        let id = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .ok_or_else(|| {
+                Box::new(reply::text(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: Session ID is required",
+                ))
+            })?;
+        self.sessions.get(id).ok_or_else(|| {
+            Box::new(reply::text(
+                StatusCode::NOT_FOUND,
+                "Not Found: Session not found",
+            ))
+        })
+    }
+}

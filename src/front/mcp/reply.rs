@@ -1,0 +1,343 @@
+//! Replies of the MCP endpoint: plain statuses, single JSON-RPC messages as JSON, and event
+//! streams. A request's stream carries what is sent to the client while the request is served
+//! and ends with its answer; the work of the request runs inside the stream's body, so a
+//! client that goes away takes its request with it.
+
+use std::{
+    collections::VecDeque,
+    pin::Pin,
+    task::{Context, Poll, ready},
+    time::Duration,
+};
+
+use axum::body::Body;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body::Frame;
+use tokio::{sync::mpsc, time::Sleep};
+
+use super::checks::{EVENT_STREAM, JSON};
+use crate::wire::{self, Fields, sse};
+
+/// How long a stream may stay silent before a comment keeps it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The reconnection delay announced to clients of session streams.
+pub const RETRY_MS: u64 = 3000;
+
+/// A reply that refuses a request, boxed: it is the error of the checks that make one.
+pub type Refused = Box<Response<Body>>;
+
+/// A plain-text reply, for requests refused before they are read as JSON-RPC.
+pub fn text(status: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(Body::from(message.to_owned()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// One JSON-RPC message as the whole reply.
+pub fn json(status: StatusCode, message: Bytes) -> Response<Body> {
+    let mut response = Response::new(Body::from(message));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+    response
+}
+
+/// A JSON-RPC error as the whole reply.
+pub fn error(status: StatusCode, id: Option<&str>, code: i32, message: &str) -> Response<Body> {
+    json(status, wire::write::error(id, code, message, None))
+}
+
+/// `202 Accepted`, for notifications and answers.
+pub fn accepted() -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+/// An empty `405`, naming the methods there are.
+pub fn method_not_allowed(allowed: &'static str) -> Response<Body> {
+    let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allowed));
+    response
+}
+
+/// The HTTP status of a 2026-07-28 reply whose (first) message is `message`: errors of the
+/// request's lifecycle are 400, an unknown method 404, everything else 200.
+pub fn modern_status(message: &[u8], meta_malformed: bool) -> StatusCode {
+    let Ok(wire::Message::Error { error, .. }) = wire::parse(message) else {
+        return StatusCode::OK;
+    };
+    let code = Fields::of(error)
+        .and_then(|fields| fields.get("code"))
+        .and_then(|code| code.get().parse::<i32>().ok());
+    match code {
+        // Unsupported version, missing client capability, headers that disagree with the body.
+        Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
+        Some(-32602) if meta_malformed => StatusCode::BAD_REQUEST,
+        Some(-32601) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The work of a request: resolves to its answer, a JSON-RPC message.
+pub type Work = BoxFuture<'static, Bytes>;
+
+/// How a stream names its events.
+#[derive(Clone, Copy)]
+pub enum EventIds {
+    /// No ids (2026-07-28 replies, which cannot be resumed).
+    None,
+    /// `{index}/{stream}` on the `stream`th request stream of a session.
+    Request(u64),
+    /// `{index}` on a session's standalone stream.
+    Standalone,
+}
+
+/// The body of an event stream.
+pub struct EventStream {
+    ready: VecDeque<Bytes>,
+    source: Source,
+    ids: EventIds,
+    next_index: u64,
+    keep_alive: Option<Pin<Box<Sleep>>>,
+}
+
+enum Source {
+    /// A request being served: what it sends the client, then its answer.
+    Request {
+        work: Option<Work>,
+        messages: mpsc::Receiver<Bytes>,
+    },
+    /// A standalone stream: messages until the session lets go of it.
+    Channel(mpsc::Receiver<Bytes>),
+    Ended,
+}
+
+impl EventStream {
+    /// The stream of a request: `first` (if the request already sent something), then what
+    /// `messages` brings, then the answer `work` resolves to.
+    pub fn request(
+        ids: EventIds,
+        first: Option<Bytes>,
+        work: Work,
+        messages: mpsc::Receiver<Bytes>,
+    ) -> Self {
+        let mut stream = Self::new(
+            ids,
+            Source::Request {
+                work: Some(work),
+                messages,
+            },
+        );
+        if let Some(first) = first {
+            stream.push_message(&first);
+        }
+        stream
+    }
+
+    /// A standalone stream fed by `messages`.
+    pub fn channel(ids: EventIds, messages: mpsc::Receiver<Bytes>) -> Self {
+        Self::new(ids, Source::Channel(messages))
+    }
+
+    /// A stream of one message.
+    pub fn single(ids: EventIds, message: Bytes) -> Self {
+        let mut stream = Self::new(ids, Source::Ended);
+        stream.push_message(&message);
+        stream
+    }
+
+    /// A stream with nothing in it, ended at once.
+    pub fn ended() -> Self {
+        Self::new(EventIds::None, Source::Ended)
+    }
+
+    fn new(ids: EventIds, source: Source) -> Self {
+        let mut stream = Self {
+            ready: VecDeque::new(),
+            source,
+            ids,
+            next_index: 0,
+            keep_alive: None,
+        };
+        if !matches!(ids, EventIds::None) {
+            // A priming event: an id to resume from, and how long to wait before reconnecting.
+            let id = stream.next_id();
+            stream
+                .ready
+                .push_back(sse::priming_event(&id.unwrap_or_default(), RETRY_MS));
+        }
+        stream
+    }
+
+    fn next_id(&mut self) -> Option<String> {
+        let index = self.next_index;
+        self.next_index += 1;
+        match self.ids {
+            EventIds::None => None,
+            EventIds::Request(stream) => Some(format!("{index}/{stream}")),
+            EventIds::Standalone => Some(index.to_string()),
+        }
+    }
+
+    fn push_message(&mut self, message: &[u8]) {
+        let id = self.next_id();
+        self.ready
+            .push_back(sse::message_event(id.as_deref(), message));
+    }
+
+    /// The reply that streams this body.
+    pub fn into_response(self) -> Response<Body> {
+        let mut response = Response::new(Body::new(self));
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        response
+    }
+
+    /// Moves whatever the source has ready into `ready`; `Ready(())` once something was moved
+    /// or the source ended.
+    fn poll_source(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.source {
+            Source::Ended => Poll::Ready(()),
+            Source::Channel(messages) => {
+                match ready!(messages.poll_recv(cx)) {
+                    Some(message) => self.push_message(&message),
+                    None => self.source = Source::Ended,
+                }
+                Poll::Ready(())
+            }
+            Source::Request { work, messages } => {
+                if let Poll::Ready(Some(message)) = messages.poll_recv(cx) {
+                    self.push_message(&message);
+                    return Poll::Ready(());
+                }
+                let Some(pending) = work else {
+                    self.source = Source::Ended;
+                    return Poll::Ready(());
+                };
+                let answer = ready!(pending.as_mut().poll(cx));
+                // What the request sent just before it finished goes out before its answer.
+                let mut sent = Vec::new();
+                while let Ok(message) = messages.try_recv() {
+                    sent.push(message);
+                }
+                self.source = Source::Ended;
+                for message in sent {
+                    self.push_message(&message);
+                }
+                self.push_message(&answer);
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+impl http_body::Body for EventStream {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(event) = this.ready.pop_front() {
+                this.keep_alive = None;
+                return Poll::Ready(Some(Ok(Frame::data(event))));
+            }
+            if matches!(this.source, Source::Ended) {
+                return Poll::Ready(None);
+            }
+            if this.poll_source(cx).is_ready() {
+                continue;
+            }
+            let keep_alive = this
+                .keep_alive
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(KEEP_ALIVE)));
+            ready!(keep_alive.as_mut().poll(cx));
+            this.keep_alive = None;
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)))));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    async fn events(stream: EventStream) -> Vec<sse::Event> {
+        let body = stream.collect().await.unwrap().to_bytes();
+        let mut reader = sse::Reader::new(1 << 20);
+        reader.push(&body);
+        let mut events = Vec::new();
+        while let Some(event) = reader.next_event().unwrap() {
+            events.push(event);
+        }
+        events
+    }
+
+    #[tokio::test]
+    async fn a_request_stream_primes_then_passes_messages_then_the_answer() {
+        let (sender, messages) = mpsc::channel(4);
+        let work: Work = Box::pin(async move {
+            sender.send(Bytes::from_static(b"{\"n\":1}")).await.unwrap();
+            sender.send(Bytes::from_static(b"{\"n\":2}")).await.unwrap();
+            Bytes::from_static(b"{\"answer\":true}")
+        });
+        let events = events(EventStream::request(
+            EventIds::Request(7),
+            None,
+            work,
+            messages,
+        ))
+        .await;
+        assert_eq!(events.len(), 4);
+        assert_eq!(events[0].id.as_deref(), Some("0/7"));
+        assert_eq!(events[0].retry, Some(RETRY_MS));
+        assert!(!events[0].has_data());
+        assert_eq!(&events[1].data[..], b"{\"n\":1}");
+        assert_eq!(events[3].id.as_deref(), Some("3/7"));
+        assert_eq!(&events[3].data[..], b"{\"answer\":true}");
+    }
+
+    #[tokio::test]
+    async fn a_modern_stream_has_no_priming_and_no_ids() {
+        let (_sender, messages) = mpsc::channel(1);
+        let work: Work = Box::pin(async { Bytes::from_static(b"{}") });
+        let first = Some(Bytes::from_static(b"{\"first\":1}"));
+        let events = events(EventStream::request(EventIds::None, first, work, messages)).await;
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(|e| e.id.is_none() && e.retry.is_none()));
+    }
+
+    #[test]
+    fn modern_statuses_follow_the_error_code() {
+        let error = |code: i32| wire::write::error(Some("1"), code, "x", None);
+        assert_eq!(modern_status(&error(-32601), false), StatusCode::NOT_FOUND);
+        assert_eq!(
+            modern_status(&error(-32022), false),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(modern_status(&error(-32602), false), StatusCode::OK);
+        assert_eq!(modern_status(&error(-32602), true), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(&error(-32603), false), StatusCode::OK);
+        assert_eq!(
+            modern_status(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", true),
+            StatusCode::OK
+        );
+    }
+}

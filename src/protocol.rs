@@ -1,0 +1,60 @@
+//! Facts of the MCP protocol that every layer needs: the two eras a peer may speak, the
+//! versions Switchyard knows, and the `_meta` keys of the 2026-07-28 per-request lifecycle.
+
+use rmcp::model::ProtocolVersion;
+
+/// The protocol era of a peer or a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// `initialize` and a session (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// `server/discover` and self-contained requests (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    /// The era of protocol version `version`.
+    pub fn of(version: &str) -> Self {
+        // ISO dates compare as strings in date order.
+        if version >= MODERN.as_str() {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
+    }
+}
+
+/// The first version of the modern era.
+pub const MODERN: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// Whether Switchyard knows protocol version `version`.
+pub fn is_known_version(version: &str) -> bool {
+    ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .any(|known| known.as_str() == version)
+}
+
+/// The prefix of the `_meta` keys of the 2026-07-28 per-request lifecycle.
+pub const META_PREFIX: &str = "io.modelcontextprotocol/";
+/// The protocol version a 2026-07-28 request is made in.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// What a 2026-07-28 client can do, declared on each request.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The log messages a 2026-07-28 request asks for.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// The client's progress token, in any era.
+pub const META_PROGRESS_TOKEN: &str = "progressToken";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eras_follow_the_version_dates() {
+        assert_eq!(Era::of("2025-11-25"), Era::Legacy);
+        assert_eq!(Era::of("2024-11-05"), Era::Legacy);
+        assert_eq!(Era::of("2026-07-28"), Era::Modern);
+        assert!(is_known_version("2025-03-26"));
+        assert!(!is_known_version("1999-01-01"));
+    }
+}

@@ -1,0 +1,261 @@
+//! The typed path: rmcp's `ServerHandler` for the requests that are not hot (initialize, ping,
+//! completion, log levels, subscriptions, discovery, `subscriptions/listen`, and anything a
+//! future revision adds). One handler serves one request, for its session (if it has one) and
+//! with its downstream side; rmcp's server machinery applies the protocol's rules around it.
+
+// resources/subscribe and logging/setLevel are legacy-only (deprecated), but still served.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+        UnsubscribeRequestParams,
+    },
+    service::{RequestContext, SubscriptionContext},
+};
+use serde::de::DeserializeOwned;
+
+use super::{Session, listen, upstreams::Source};
+use crate::{
+    catalog::ListKind,
+    downstream::{Downstream, Outlet},
+    gateway::{Gateway, Outbox},
+    protocol::Era,
+    router::{Call, resolve_uri},
+};
+
+/// Serves one request of the typed path.
+pub struct SessionHandler {
+    gateway: Arc<Gateway>,
+    /// `None` for a 2026-07-28 request.
+    session: Option<Arc<Session>>,
+    downstream: Arc<Downstream>,
+}
+
+impl SessionHandler {
+    pub fn new(
+        gateway: Arc<Gateway>,
+        session: Option<Arc<Session>>,
+        downstream: Arc<Downstream>,
+    ) -> Self {
+        Self {
+            gateway,
+            session,
+            downstream,
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        source: &'a Source<'a>,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Call<'a, Source<'a>> {
+        Call {
+            gateway: &self.gateway,
+            source,
+            downstream: self.downstream.clone(),
+            ct: &context.ct,
+        }
+    }
+
+    fn source(&self) -> Source<'_> {
+        match &self.session {
+            Some(session) => Source::Session(session.upstreams()),
+            None => Source::Shared,
+        }
+    }
+
+    fn era(&self) -> Era {
+        match self.session {
+            Some(_) => Era::Legacy,
+            None => Era::Modern,
+        }
+    }
+
+    /// A page of a merged list, as a typed result.
+    fn listed<T: DeserializeOwned>(
+        &self,
+        request: Option<&PaginatedRequestParams>,
+        kind: ListKind,
+    ) -> Result<T, ErrorData> {
+        let cursor = request.and_then(|r| r.cursor.as_deref());
+        let page = self.gateway.list_page(kind, self.era(), cursor)?;
+        serde_json::from_slice(&page).map_err(|error| {
+            ErrorData::internal_error(format!("a prepared list cannot be read: {error}"), None)
+        })
+    }
+}
+
+impl ServerHandler for SessionHandler {
+    fn get_info(&self) -> ServerConfig {
+        self.gateway.server_info()
+    }
+
+    /// A second `initialize` on a session keeps the session as it is.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.listed(request.as_ref(), ListKind::Tools)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let source = self.source();
+        let call = self.call(&source, &context);
+        call.call_tool(request).await.map_err(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.listed(request.as_ref(), ListKind::Prompts)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let source = self.source();
+        let call = self.call(&source, &context);
+        call.get_prompt(request).await.map_err(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.listed(request.as_ref(), ListKind::Resources)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.listed(request.as_ref(), ListKind::Templates)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let source = self.source();
+        let call = self.call(&source, &context);
+        call.read_resource(request).await.map_err(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let source = self.source();
+        let call = self.call(&source, &context);
+        call.complete(request).await.map_err(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(session) = &self.session else {
+            return Err(ErrorData::invalid_request(
+                "resources/subscribe needs a session; use subscriptions/listen",
+                None,
+            ));
+        };
+        if session.subscribed().contains_key(&request.uri) {
+            return Ok(());
+        }
+        let (owner, original, _) = resolve_uri(&self.gateway, &request.uri)?;
+        let upstream = self.gateway.serving_upstream(&owner)?;
+        let outbox = Outbox::Outlet(Outlet::Session(session.standalone().clone()));
+        let subscription = self
+            .gateway
+            .subscriptions()
+            .subscribe(upstream, original, request.uri.clone(), outbox)
+            .await?;
+        session.subscribed().insert(request.uri, subscription);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(session) = &self.session {
+            session.subscribed().remove(&request.uri);
+        }
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(session) = &self.session {
+            session.upstreams().set_log_level(request.level).await;
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.clone();
+        if let Some(uris) = &mut accepted.resource_subscriptions {
+            uris.retain(|uri| resolve_uri(&self.gateway, uri).is_ok());
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        listen::serve(&self.gateway, context).await
+    }
+}
+
+/// The answer to `initialize`: Switchyard's capabilities and identity, with the protocol
+/// version agreed by rmcp's rule (the client's, if Switchyard speaks it, else the newest one
+/// with an `initialize`).
+pub fn negotiate(
+    gateway: &Gateway,
+    params: &InitializeRequestParams,
+) -> Result<InitializeResult, ErrorData> {
+    /// Switchyard as rmcp's handler sees it when it only announces itself.
+    struct Announce(ServerConfig);
+    impl ServerHandler for Announce {
+        fn get_info(&self) -> ServerConfig {
+            self.0.clone()
+        }
+    }
+    Announce(gateway.server_info()).negotiate_initialize(params)
+}

@@ -1,0 +1,547 @@
+//! The raw path to a streamable-HTTP upstream: a hot request goes out as the bytes it came in
+//! (only its id and name rewritten), on the upstream session rmcp's worker opened, through a
+//! pooled keep-alive HTTP client; the answer comes back as bytes, from a JSON body or an event
+//! stream. What the upstream sends on the stream besides the answer (progress, log messages,
+//! requests for the client) is handed to the caller one message at a time.
+//!
+//! rmcp's worker keeps everything else: the handshake, the standalone stream, notifications,
+//! answers to the upstream's requests, re-initialization, and deleting the session at the end.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use rmcp::model::RequestId;
+
+use crate::{
+    hook::{HookError, RequestHeaders, RequestHook},
+    protocol::Era,
+    wire::{self, sse},
+};
+
+/// The largest answer or event accepted from an upstream (rmcp's limit too).
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// How often a stream that ended before its answer is resumed (with `Last-Event-ID`).
+const RESUME_ATTEMPTS: usize = 2;
+/// The wait before resuming when the upstream gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_millis(250);
+/// The most of an error body kept for the error message.
+const ERROR_BODY_PREVIEW: usize = 300;
+const JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// The pooled HTTP client of an upstream's raw path (keep-alive connections, no cap on them).
+pub type RawClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A raw client with the same TLS trust as the rest of Switchyard's HTTP (the platform's).
+pub fn raw_client(connect_timeout: Duration) -> Result<RawClient, String> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| builder.with_platform_verifier())
+        .map_err(|error| error.to_string())?
+        .with_no_client_auth();
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(connect_timeout));
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
+}
+
+/// The upstream session id in use on a connection, as rmcp's worker negotiated it (and
+/// renegotiated, after the upstream lost the session).
+#[derive(Default)]
+pub struct SessionSlot {
+    id: ArcSwapOption<HeaderValue>,
+}
+
+impl SessionSlot {
+    /// Notes the session id a request of the worker carried or an answer named.
+    pub fn observe(&self, id: Option<&str>) {
+        let Some(id) = id else {
+            return;
+        };
+        let current = self.id.load();
+        if current
+            .as_deref()
+            .is_some_and(|known| known.as_bytes() == id.as_bytes())
+        {
+            return;
+        }
+        if let Ok(value) = HeaderValue::from_str(id) {
+            self.id.store(Some(Arc::new(value)));
+        }
+    }
+
+    fn get(&self) -> Option<Arc<HeaderValue>> {
+        self.id.load_full()
+    }
+}
+
+/// Why a raw exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The upstream refused the request for want of authorization (after one renewal).
+    #[error("it refused the request with HTTP {status}")]
+    Refused { status: u16 },
+    /// The upstream no longer knows the session (it restarted, or dropped it).
+    #[error("it no longer knows the session")]
+    SessionGone,
+    #[error("it answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    /// The request could not be sent, or the answer not read.
+    #[error("{0}")]
+    Transport(String),
+    /// What came back is not an answer to the request.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Hook(#[from] HookError),
+}
+
+impl ExchangeError {
+    /// Whether the failure says the connection itself is broken.
+    pub fn is_transport_failure(&self) -> bool {
+        matches!(self, ExchangeError::Transport(_))
+    }
+}
+
+/// How raw requests reach one upstream connection.
+pub struct RawLink {
+    client: RawClient,
+    uri: Uri,
+    era: Era,
+    /// `MCP-Protocol-Version` as agreed with the upstream.
+    version: HeaderValue,
+    session: Arc<SessionSlot>,
+    hook: Arc<dyn RequestHook>,
+    next_id: AtomicU64,
+}
+
+/// One request on its way: where it goes and what it is.
+pub struct Outgoing<'a> {
+    /// The upstream request id (a string rmcp never uses for its own requests).
+    pub id: &'a RequestId,
+    pub method: &'a str,
+    /// For `Mcp-Name` (2026-07-28 upstreams): the tool or prompt name, or resource URI.
+    pub name: &'a str,
+    /// The whole JSON-RPC request.
+    pub body: Bytes,
+}
+
+/// What the upstream sent next on an exchange.
+pub enum Step {
+    /// The answer: the JSON-RPC message, and whether it is a result or an error.
+    Answer(Answer),
+    /// Another message (a notification, or a request for the client), as JSON text.
+    Message(Bytes),
+}
+
+/// An upstream's answer, as the bytes it came in.
+pub struct Answer {
+    pub message: Bytes,
+    pub is_error: bool,
+}
+
+impl Answer {
+    /// The `result` (or `error`) JSON text of the answer.
+    pub fn payload(&self) -> Result<&serde_json::value::RawValue, ExchangeError> {
+        match wire::parse(&self.message) {
+            Ok(wire::Message::Response { result, .. }) => Ok(result),
+            Ok(wire::Message::Error { error, .. }) => Ok(error),
+            _ => Err(ExchangeError::Invalid(
+                "its answer is not a JSON-RPC response".into(),
+            )),
+        }
+    }
+}
+
+impl RawLink {
+    pub fn new(
+        client: RawClient,
+        uri: Uri,
+        era: Era,
+        version: &str,
+        session: Arc<SessionSlot>,
+        hook: Arc<dyn RequestHook>,
+    ) -> Option<Self> {
+        Some(Self {
+            client,
+            uri,
+            era,
+            version: HeaderValue::from_str(version).ok()?,
+            session,
+            hook,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// A fresh id for a raw request: a string, where rmcp numbers its own.
+    pub fn next_id(&self) -> RequestId {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        RequestId::String(format!("sy-{n}").into())
+    }
+
+    /// Sends `outgoing` and waits for the answer's headers. A refusal the hook can mend (a
+    /// token renewed) is retried once.
+    pub async fn start(&self, outgoing: &Outgoing<'_>) -> Result<Exchange<'_>, ExchangeError> {
+        // A legacy server may keep no sessions (it named none at `initialize`); the id is
+        // known from the answer to `initialize` on, so it is never missing for one that does.
+        let session = match self.era {
+            Era::Legacy => self.session.get(),
+            Era::Modern => None,
+        };
+        let retries = self.hook.retries();
+        let mut sent = RequestHeaders::new();
+        let response = self.post(outgoing, session.as_deref(), &mut sent).await?;
+        let status = response.status();
+        let response = if matches!(status.as_u16(), 401 | 403) {
+            let challenge = www_authenticate(response.headers());
+            // Without a token to renew, the hook still hears of the refusal (it may need a
+            // user's authorization), but the request is not sent again.
+            let sent = if retries { sent } else { RequestHeaders::new() };
+            let renewed = self
+                .hook
+                .rejected(status.as_u16(), challenge.as_deref(), &sent)
+                .await;
+            if !retries || !renewed {
+                return Err(ExchangeError::Refused {
+                    status: status.as_u16(),
+                });
+            }
+            let mut again = RequestHeaders::new();
+            let response = self.post(outgoing, session.as_deref(), &mut again).await?;
+            if matches!(response.status().as_u16(), 401 | 403) {
+                return Err(ExchangeError::Refused {
+                    status: response.status().as_u16(),
+                });
+            }
+            response
+        } else {
+            response
+        };
+        Exchange::begin(self, outgoing.id, session, response).await
+    }
+
+    async fn post(
+        &self,
+        outgoing: &Outgoing<'_>,
+        session: Option<&HeaderValue>,
+        sent: &mut RequestHeaders,
+    ) -> Result<http::Response<Incoming>, ExchangeError> {
+        self.hook.prepare(sent).done().await?;
+        let mut request = Request::new(Full::new(outgoing.body.clone()));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        headers.reserve(sent.len() + 8);
+        for (name, value) in sent.iter() {
+            headers.append(name.clone(), value.clone());
+        }
+        headers.insert(header::CONTENT_TYPE, JSON);
+        headers.insert(header::ACCEPT, JSON_AND_SSE);
+        headers.insert("mcp-protocol-version", self.version.clone());
+        if let Some(session) = session {
+            headers.insert("mcp-session-id", session.clone());
+        }
+        if self.era == Era::Modern {
+            if let Ok(method) = HeaderValue::from_str(outgoing.method) {
+                headers.insert("mcp-method", method);
+            }
+            if let Ok(name) = HeaderValue::from_str(outgoing.name) {
+                headers.insert("mcp-name", name);
+            }
+        }
+        self.client
+            .request(request)
+            .await
+            .map_err(|error| ExchangeError::Transport(describe(&error)))
+    }
+
+    /// Opens the stream `last_event` belongs to again, to read on from there.
+    async fn resume(
+        &self,
+        session: Option<&HeaderValue>,
+        last_event: &str,
+    ) -> Result<http::Response<Incoming>, ExchangeError> {
+        let mut headers = RequestHeaders::new();
+        self.hook.prepare(&mut headers).done().await?;
+        let mut request = Request::new(Full::new(Bytes::new()));
+        *request.uri_mut() = self.uri.clone();
+        let all = request.headers_mut();
+        all.extend(headers);
+        all.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        all.insert("mcp-protocol-version", self.version.clone());
+        if let Some(session) = session {
+            all.insert("mcp-session-id", session.clone());
+        }
+        if let Ok(value) = HeaderValue::from_str(last_event) {
+            all.insert("last-event-id", value);
+        }
+        self.client
+            .request(request)
+            .await
+            .map_err(|error| ExchangeError::Transport(describe(&error)))
+    }
+}
+
+/// A request sent on the raw path, read until its answer.
+pub struct Exchange<'a> {
+    link: &'a RawLink,
+    /// The request id as JSON text, to know the answer by.
+    id: String,
+    session: Option<Arc<HeaderValue>>,
+    body: Body,
+    reader: sse::Reader,
+    last_event: Option<String>,
+    retry: Option<Duration>,
+    resumes: usize,
+}
+
+enum Body {
+    /// A JSON answer, read whole.
+    Json(Option<Bytes>),
+    Stream(Incoming),
+}
+
+impl<'a> Exchange<'a> {
+    async fn begin(
+        link: &'a RawLink,
+        id: &RequestId,
+        session: Option<Arc<HeaderValue>>,
+        response: http::Response<Incoming>,
+    ) -> Result<Self, ExchangeError> {
+        let status = response.status();
+        let id = serde_json::to_string(id).unwrap_or_default();
+        if status == StatusCode::NOT_FOUND && session.is_some() {
+            return Err(ExchangeError::SessionGone);
+        }
+        if !status.is_success() || status == StatusCode::ACCEPTED {
+            // A 2026-07-28 server answers some errors with a 4xx status and the JSON-RPC error.
+            if !status.is_success() && is_json(response.headers()) {
+                let body = read_whole(response.into_body()).await?;
+                if matches!(wire::parse(&body), Ok(wire::Message::Error { id: error_id, .. }) if error_id.is_none_or(|e| e.get() == id))
+                {
+                    return Ok(Self {
+                        link,
+                        id,
+                        session,
+                        body: Body::Json(Some(body)),
+                        reader: sse::Reader::new(MAX_MESSAGE_BYTES),
+                        last_event: None,
+                        retry: None,
+                        resumes: 0,
+                    });
+                }
+                return Err(ExchangeError::Status {
+                    status: status.as_u16(),
+                    body: preview(&body),
+                });
+            }
+            return Err(status_error(response).await);
+        }
+        let body = if is_event_stream(response.headers()) {
+            Body::Stream(response.into_body())
+        } else {
+            Body::Json(Some(read_whole(response.into_body()).await?))
+        };
+        Ok(Self {
+            link,
+            id,
+            session,
+            body,
+            reader: sse::Reader::new(MAX_MESSAGE_BYTES),
+            last_event: None,
+            retry: None,
+            resumes: 0,
+        })
+    }
+
+    /// The next message of the exchange: the answer ends it.
+    pub async fn next(&mut self) -> Result<Step, ExchangeError> {
+        loop {
+            let stream = match &mut self.body {
+                Body::Json(body) => {
+                    let message = body.take().ok_or_else(|| {
+                        ExchangeError::Invalid("its answer was already read".into())
+                    })?;
+                    return self.classify(message);
+                }
+                Body::Stream(stream) => stream,
+            };
+            let event = self
+                .reader
+                .next_event()
+                .map_err(|error| ExchangeError::Invalid(error.to_string()))?;
+            if let Some(event) = event {
+                if let Some(id) = event.id {
+                    self.last_event = Some(id);
+                }
+                if let Some(retry) = event.retry {
+                    self.retry = Some(Duration::from_millis(retry));
+                }
+                if event.data.is_empty() {
+                    continue;
+                }
+                return self.classify(event.data);
+            }
+            match stream.frame().await {
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        self.reader.push(data);
+                    }
+                }
+                Some(Err(error)) => self.resume(describe(&error)).await?,
+                None => {
+                    self.resume("the stream ended before the answer".into())
+                        .await?
+                }
+            }
+        }
+    }
+
+    /// Reads on where the stream broke off, if the upstream gave its events ids.
+    async fn resume(&mut self, why: String) -> Result<(), ExchangeError> {
+        let Some(last_event) = self.last_event.clone() else {
+            return Err(ExchangeError::Transport(why));
+        };
+        if self.resumes == RESUME_ATTEMPTS {
+            return Err(ExchangeError::Transport(format!(
+                "{why} (resumed {RESUME_ATTEMPTS} times)"
+            )));
+        }
+        self.resumes += 1;
+        tokio::time::sleep(self.retry.unwrap_or(DEFAULT_RETRY)).await;
+        let response = self
+            .link
+            .resume(self.session.as_deref(), &last_event)
+            .await?;
+        if !response.status().is_success() || !is_event_stream(response.headers()) {
+            return Err(status_error(response).await);
+        }
+        self.body = Body::Stream(response.into_body());
+        self.reader = sse::Reader::new(MAX_MESSAGE_BYTES);
+        Ok(())
+    }
+
+    /// The answer, if `message` is it; otherwise another message to pass on.
+    fn classify(&self, message: Bytes) -> Result<Step, ExchangeError> {
+        match wire::parse(&message) {
+            Ok(wire::Message::Response { id, .. }) if id.get() == self.id => {
+                Ok(Step::Answer(Answer {
+                    message,
+                    is_error: false,
+                }))
+            }
+            Ok(wire::Message::Error { id, .. }) if id.is_none_or(|id| id.get() == self.id) => {
+                Ok(Step::Answer(Answer {
+                    message,
+                    is_error: true,
+                }))
+            }
+            Ok(wire::Message::Response { .. } | wire::Message::Error { .. }) => Err(
+                ExchangeError::Invalid("it answered a request other than the one sent".into()),
+            ),
+            Ok(_) => Ok(Step::Message(message)),
+            Err(error) => Err(ExchangeError::Invalid(format!(
+                "it sent a message that is not JSON-RPC ({error})"
+            ))),
+        }
+    }
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+fn www_authenticate(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+async fn read_whole(body: Incoming) -> Result<Bytes, ExchangeError> {
+    let limited = http_body_util::Limited::new(body, MAX_MESSAGE_BYTES);
+    limited
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|error| ExchangeError::Transport(format!("reading its answer: {error}")))
+}
+
+async fn status_error(response: http::Response<Incoming>) -> ExchangeError {
+    let status = response.status().as_u16();
+    let limited = http_body_util::Limited::new(response.into_body(), ERROR_BODY_PREVIEW * 4);
+    let body = limited
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .unwrap_or_default();
+    ExchangeError::Status {
+        status,
+        body: preview(&body),
+    }
+}
+
+/// The start of an error body, as text.
+fn preview(body: &[u8]) -> String {
+    let mut text = String::from_utf8_lossy(body).trim().to_owned();
+    if text.len() > ERROR_BODY_PREVIEW {
+        text.truncate(text.floor_char_boundary(ERROR_BODY_PREVIEW));
+        text.push('…');
+    }
+    text
+}
+
+/// An HTTP client error with its causes, which say what actually went wrong.
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -5,56 +5,72 @@
 //!
 //! # Layout
 //!
-//! The module tree follows the path of a request:
+//! The module tree follows the path of a request, and imports run one way, down this table
+//! (a module uses only those below it):
 //!
-//! | module     | owns                                                                          |
-//! |------------|-------------------------------------------------------------------------------|
-//! | `front`    | the HTTP listener: the MCP endpoint (rmcp's streamable-HTTP service), `/healthz` |
-//! | `session`  | one rmcp `ServerHandler` per downstream session, and that session's upstream sessions |
-//! | `router`   | exposed name or URI → owning upstream; forwarding with the original name restored |
-//! | `catalog`  | the merged, immutable catalog snapshot and the reversible naming scheme       |
-//! | `upstream` | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), discovery, supervision, limits |
+//! | module       | owns                                                                        |
+//! |--------------|-----------------------------------------------------------------------------|
+//! | `front`      | the HTTP listener; the MCP endpoint (`front::mcp`: the streamable HTTP transport, sessions ids, event streams), `/healthz`, the OAuth callback |
+//! | `session`    | client sessions (a small record each), and the serving of one request: raw, prepared lists, or rmcp's typed handler |
+//! | `router`     | exposed name or URI → owning upstream; forwarding on the raw path or the typed one |
+//! | `gateway`    | the shared state: config, upstreams, the catalog snapshot in an `ArcSwap`, resource subscriptions |
+//! | `catalog`    | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme |
+//! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery, supervision, limits |
+//! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
+//! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
+//! | `hook`, `config`, `wire`, `protocol`, `error`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC and SSE on the wire, protocol facts, errors by side, identifier newtypes, whom a request is for |
 //!
-//! Beside the path: `config` (parse → validate → runtime types), `gateway` (the shared state:
-//! config, upstreams, catalog in an `ArcSwap`), `oauth` (Switchyard as the OAuth client of
-//! upstreams: discovery, tokens per principal, the encrypted store; its HTTP endpoints are in
-//! `front`), `principal` (whom a request is made for), `error` (errors by side, mapped to
-//! JSON-RPC in one place), `names` (identifier newtypes) and `demo` (the server the default
-//! configuration serves). Test support sits behind the `conformance` feature: what the official
-//! conformance suite runs against (a fixture server, directly and through the gateway, and an
-//! OAuth client built on the gateway).
+//! Beside the path: `demo` (the server the default configuration serves, also the fast
+//! upstream of the benches) and `bench` (the load generator). Test support sits behind the
+//! `conformance` feature: what the official conformance suite runs against.
 //!
 //! # The life of a `tools/call`
 //!
-//! 1. `front`: hyper accepts the POST; axum hands it to `McpEndpoint`, which passes it to rmcp's
-//!    `StreamableHttpService`. rmcp checks Host/Origin, headers and the session id, parses the
-//!    JSON-RPC message and dispatches it to the session's handler task.
-//! 2. `session::SessionHandler::call_tool` picks the connection source: the session's own
-//!    upstream sessions, or the shared ones for stateless (2026-07-28) requests.
-//! 3. `router::call_tool` loads the catalog snapshot (no lock), looks up the exposed name, copies
-//!    out the route (upstream name and original tool name, both shared pointers) and lets go of
-//!    the snapshot.
-//! 4. The source returns the connection: the upstream's shared one, or the session's own, opened
-//!    on first use (`session::SessionUpstreams`).
-//! 5. The router restores the original name, takes a place under the upstream's
-//!    `max_concurrent_requests` (only if one is set), and sends the request on the rmcp `Peer`
-//!    of that connection, racing the client's cancellation token, the request's timeout (which
-//!    the upstream's progress notifications extend) and the supervisor finding the upstream
-//!    gone. What the upstream sends meanwhile (progress, log messages, requests for sampling,
-//!    elicitation, roots) reaches this client through the connection's relay.
-//! 6. `upstream`: the request goes out over the child's stdin, or as an HTTP POST whose headers
-//!    the connection's `RequestHook` fills in (for an OAuth upstream, with the principal's
-//!    access token, renewed first if it is due).
-//! 7. The result comes back unchanged (but for the URIs of resources it links, mapped like
-//!    listed ones); an upstream JSON-RPC error passes through, a transport failure becomes an
-//!    error naming the upstream (`error::GatewayError`). A 2026-07-28 server's `input_required`
-//!    goes to a 2026-07-28 client as it is; for a session client the router asks the client
-//!    and sends the call again with the answers.
+//! 1. `front`: hyper accepts the POST and hands it to `McpEndpoint`, which checks Host and
+//!    Origin, what the client accepts and sends, reads the body (within its limit), and parses
+//!    only the JSON-RPC envelope (`wire::parse`: borrowed slices, no typed model). The message's
+//!    era decides the rest: a session's request (looked up by `Mcp-Session-Id` in a sharded
+//!    table) is answered on an event stream; a 2026-07-28 request with JSON, or a stream if
+//!    something comes before the answer.
+//! 2. `session::serve` starts the request's work, which runs inside the reply's body (a
+//!    client that goes away takes it along): `tools/call` goes to the router's raw path.
+//! 3. `router::raw`: the params' top-level fields are read once (`wire::Fields`); the catalog
+//!    snapshot is loaded (no lock) to find the route; the upstream's limit (if any) admits it and
+//!    its connection is found (the session's own, opened on first use, or the shared one).
+//! 4. The upstream request is written from the client's bytes: the name restored, the id
+//!    replaced by the gateway's own, `_meta` rewritten only if it holds a progress token or
+//!    keys the upstream's era must not see; everything else is copied as it came.
+//! 5. `upstream::exchange` posts it on the upstream session rmcp's worker opened, through a
+//!    pooled keep-alive hyper client, with the hook's headers (an OAuth token, renewed first if
+//!    due). The answer comes back as JSON or an event stream; progress and log messages on the
+//!    way go straight to the client's outlet, and requests for the client (sampling,
+//!    elicitation, roots) go through rmcp's handler of the connection, which the relay points at
+//!    this request. Timeouts, the client's cancellation and an upstream outage end it, and the
+//!    upstream is told to cancel.
+//! 6. The answer goes back with the client's id put in front of the upstream's result bytes
+//!    (resource URIs mapped where the catalog prefixes them); an upstream error passes
+//!    through; a failure becomes an error naming the upstream (`error::GatewayError`).
+//!
+//! Other transports (stdio, legacy SSE), servers that speak only 2026-07-28 to session clients
+//! (whose `input_required` Switchyard answers by asking the client), and the less frequent
+//! methods take the typed path: rmcp's model and handler, one short-lived service per request.
+//!
+//! # Where more attaches
+//!
+//! - Metrics: `front::mcp` (requests by method and outcome, sessions, streams), `router::raw`
+//!   and the typed `Call::send` (calls by upstream, tool and outcome), the supervisor (states,
+//!   restarts) and the gateway's catalog rebuilds.
+//! - Authentication and policy: `front::mcp` resolves the caller before `session::serve` (the
+//!   principal goes into the request's extensions and the session record); policy filters the
+//!   catalog's prepared lists per principal and refuses routes in `router`.
+//! - Hot reload: `Gateway` owns the config and the upstream set; a new config swaps them as the
+//!   catalog is swapped, and sessions find upstreams by name on every request.
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
 
 pub mod catalog;
 pub mod config;
-#[cfg(feature = "conformance")]
-pub mod conformance;
 pub mod demo;
 pub mod downstream;
 pub mod error;

@@ -7,6 +7,7 @@ mod deps;
 mod fixtures;
 mod harness;
 mod interop;
+mod layers;
 mod notifications;
 mod oauth;
 mod relay;

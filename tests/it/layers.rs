@@ -1,0 +1,132 @@
+//! The module tree's imports run one way, as `src/lib.rs` lays them out: each module of the
+//! request path uses only the modules below it, so the path stays a stack of layers that new
+//! features hook into without cycles. A `use crate::…` that goes up fails this test.
+
+use std::{collections::BTreeMap, path::Path};
+
+/// Top-level modules by layer, the request's entry first. A module may use the modules of
+/// the layers after its own.
+const LAYERS: &[&[&str]] = &[
+    &["front"],
+    &["session"],
+    &["router"],
+    &["gateway"],
+    &["upstream"],
+    &["catalog", "downstream", "oauth"],
+    &["error"],
+    &["config", "hook", "protocol", "wire"],
+    &["names", "principal"],
+];
+
+/// Beside the path: they may use anything, and only the binary uses them.
+const BESIDE: &[&str] = &["bench", "conformance", "demo"];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// Every `crate::<module>` a file mentions.
+fn imports(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            found.push(name);
+        }
+    }
+    // Grouped imports: `use crate::{a::X, b, c::{...}}`: the first name of each item.
+    let mut rest = text;
+    while let Some(at) = rest.find("crate::{") {
+        rest = &rest[at + "crate::{".len()..];
+        let mut depth = 1;
+        let mut items = vec![String::new()];
+        for c in rest.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 1 => break,
+                '}' => depth -= 1,
+                ',' if depth == 1 => items.push(String::new()),
+                c if depth == 1 => items.last_mut().unwrap().push(c),
+                _ => {}
+            }
+        }
+        for item in items {
+            let name: String = item
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn imports_run_down_the_request_path() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut upward: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).unwrap();
+        let top = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
+        if matches!(top.as_str(), "lib" | "main") || BESIDE.contains(&top.as_str()) {
+            continue;
+        }
+        let own = layer_of(&top).unwrap_or_else(|| {
+            panic!("module `{top}` is in no layer: add it to LAYERS (and to src/lib.rs)")
+        });
+        let text = std::fs::read_to_string(&file).unwrap();
+        for used in imports(&text) {
+            if used == top {
+                continue;
+            }
+            let allowed = match layer_of(&used) {
+                Some(layer) => layer > own,
+                None => !BESIDE.contains(&used.as_str()),
+            };
+            if !allowed {
+                upward
+                    .entry(format!("{}", relative.display()))
+                    .or_default()
+                    .push(used);
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that go up the request path (or across a layer): {upward:#?}"
+    );
+}
+
+#[test]
+fn grouped_imports_are_read() {
+    let text = "use crate::{\n    catalog::X,\n    downstream::{A, B},\n    names,\n};";
+    assert_eq!(imports(text), ["catalog", "downstream", "names"]);
+}

@@ -179,21 +179,18 @@ impl<S: ConnectionSource> Call<'_, S> {
                     upstream.name()
                 )));
             };
-            let request_id = raw.next_id();
-            let body = request_body(
-                raw,
-                &request_id,
-                kind,
-                target,
-                params,
-                self.downstream.progress_token.is_some(),
-            );
+            let number = raw.next_id();
+            let rewrite = Rewrite {
+                era: raw.era(),
+                has_progress: self.downstream.progress_token.is_some(),
+            };
             let outgoing = Outgoing {
-                id: &request_id,
+                id: number,
                 method: kind.method(),
                 name: &target.original,
-                body,
+                body: upstream_request(kind, number, &target.original, params, rewrite),
             };
+            let request_id = RequestId::Number(number);
             let exchange = Exchanging {
                 connection: &connection,
                 raw,
@@ -253,23 +250,35 @@ impl<S: ConnectionSource> Call<'_, S> {
         id: &str,
         era: Era,
     ) -> Result<Bytes, GatewayError> {
-        let payload = answer
-            .payload()
-            .map_err(|error| GatewayError::UpstreamFailed {
-                upstream: upstream.clone(),
-                reason: error.to_string(),
-            })?;
         if answer.is_error {
-            return Ok(relay_error(id, payload, upstream, era));
+            return Ok(relay_error(id, answer.payload(), upstream, era));
         }
-        let mapped = uris::expose_raw(scheme, upstream, kind, payload);
-        let result = mapped.as_deref().unwrap_or(payload.get());
-        let shaped = shape_for(result, kind, era);
-        Ok(wire::write::response(
+        Ok(client_answer(
+            kind,
             id,
-            shaped.as_deref().unwrap_or(result),
+            answer.payload(),
+            scheme,
+            upstream,
+            era,
         ))
     }
+}
+
+/// The answer to request `id` (JSON text) of a client of `era`, from the `result` (JSON
+/// text) an upstream gave: its resource URIs mapped as the catalog maps them, and in the shape
+/// of the client's era. Only what must change is parsed; the rest is copied.
+pub fn client_answer(
+    kind: Routed,
+    id: &str,
+    result: &str,
+    scheme: &NameScheme,
+    upstream: &UpstreamName,
+    era: Era,
+) -> Bytes {
+    let mapped = uris::expose_raw(scheme, upstream, kind, result);
+    let result = mapped.as_deref().unwrap_or(result);
+    let shaped = shape_for(result, kind, era);
+    wire::write::response(id, shaped.as_deref().unwrap_or(result))
 }
 
 /// Whether a routed request can take the raw path (see the module's documentation).
@@ -279,37 +288,51 @@ fn takes_raw(upstream: &Upstream, kind: Routed, target: &Target, era: Era) -> bo
         && !(kind == Routed::Tool && target.param_headers)
 }
 
-/// The upstream request: the client's params with the upstream's name, and `_meta` without
-/// what must not pass (the client's progress token, which the gateway replaces with its own;
-/// the 2026-07-28 lifecycle keys, on a session that announced its client at `initialize`).
-fn request_body(
-    raw: &RawLink,
-    request_id: &RequestId,
+/// What a routed request's `_meta` must lose on its way upstream.
+#[derive(Debug, Clone, Copy)]
+pub struct Rewrite {
+    /// The era of the upstream session: a legacy one must not see the 2026-07-28 lifecycle keys
+    /// (it announced its client at `initialize`).
+    pub era: Era,
+    /// The client asked for progress: its token is replaced by the request's own id, so that
+    /// progress comes back under a token no other client uses.
+    pub has_progress: bool,
+}
+
+/// The upstream request `number` for a routed request of `kind` whose params are `params`:
+/// the client's params as they came but for the name (or URI), which is the upstream's
+/// `original`, and `_meta`, rewritten as `rewrite` says. Written into one buffer.
+pub fn upstream_request(
     kind: Routed,
-    target: &Target,
+    number: i64,
+    original: &str,
     params: &Fields<'_>,
-    has_progress: bool,
+    rewrite: Rewrite,
 ) -> Bytes {
-    let mut name = Vec::with_capacity(target.original.len() + 2);
-    write_string(&mut name, &target.original);
-    let name = std::str::from_utf8(&name).unwrap_or("\"\"");
+    let mut id = itoa::Buffer::new();
+    let id = id.format(number);
     let meta = params.get("_meta");
     let rewrite_meta = meta.is_some_and(|meta| {
-        has_progress || (raw.era() == Era::Legacy && meta.get().contains(META_PREFIX))
+        rewrite.has_progress || (rewrite.era == Era::Legacy && meta.get().contains(META_PREFIX))
     });
-    let id_text = serde_json::to_string(request_id).unwrap_or_default();
     let new_meta = rewrite_meta
-        .then(|| meta.and_then(|meta| rewritten_meta(meta, raw.era(), &id_text)))
+        .then(|| meta.and_then(|meta| rewritten_meta(meta, rewrite.era, id)))
         .flatten();
-    let mut text = Vec::with_capacity(
-        params
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .sum::<usize>()
-            + 32,
-    );
+    let size: usize = params
+        .iter()
+        .map(|(k, v)| k.len() + v.get().len() + 4)
+        .sum();
+    let mut out = Vec::with_capacity(size + original.len() + 64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(br#","method":""#);
+    out.extend_from_slice(kind.method().as_bytes());
+    out.extend_from_slice(br#"","params":"#);
+    let mut name = Vec::with_capacity(original.len() + 2);
+    write_string(&mut name, original);
+    let name = std::str::from_utf8(&name).unwrap_or("\"\"");
     params.write(
-        &mut text,
+        &mut out,
         |key| match key {
             key if key == kind.field() => Edit::Value(name),
             "_meta" => match &new_meta {
@@ -321,7 +344,8 @@ fn request_body(
         },
         &[],
     );
-    wire::write::request(&id_text, kind.method(), Some(&text)).into()
+    out.push(b'}');
+    out.into()
 }
 
 /// `_meta` for the upstream: the progress token is the request's own id (so that progress
@@ -344,15 +368,15 @@ fn rewritten_meta(meta: &RawValue, era: Era, id_text: &str) -> Option<String> {
 
 /// The upstream's error, for the client: as it came, but for the 2026-07-28 code of a missing
 /// resource.
-fn relay_error(id: &str, error: &RawValue, upstream: &UpstreamName, era: Era) -> Bytes {
-    let code = Fields::of(error)
+fn relay_error(id: &str, error: &str, upstream: &UpstreamName, era: Era) -> Bytes {
+    let code = Fields::of_text(error)
         .and_then(|fields| fields.get("code"))
         .and_then(|code| code.get().parse::<i32>().ok());
     tracing::debug!(side = "upstream", %upstream, code, "request failed: the upstream answered with an error");
     if era == Era::Modern && code == Some(ErrorCode::RESOURCE_NOT_FOUND.0) {
-        let fields = Fields::of(error);
+        let fields = Fields::of_text(error);
         if let Some(fields) = fields {
-            let mut out = Vec::with_capacity(error.get().len());
+            let mut out = Vec::with_capacity(error.len());
             let invalid = ErrorCode::INVALID_PARAMS.0.to_string();
             fields.write(
                 &mut out,
@@ -365,7 +389,7 @@ fn relay_error(id: &str, error: &RawValue, upstream: &UpstreamName, era: Era) ->
             return wire::write::error_raw(Some(id), std::str::from_utf8(&out).unwrap_or("{}"));
         }
     }
-    wire::write::error_raw(Some(id), error.get())
+    wire::write::error_raw(Some(id), error)
 }
 
 /// The result as a client of `era` expects it, if it must change: a legacy client gets no

@@ -64,9 +64,9 @@ pub fn expose_raw(
     scheme: &NameScheme,
     owner: &UpstreamName,
     kind: Routed,
-    result: &RawValue,
+    result: &str,
 ) -> Option<String> {
-    if !scheme.is_prefixed() || !result.get().contains("\"uri\"") {
+    if !scheme.is_prefixed() || !result.contains("\"uri\"") {
         return None;
     }
     let (field, each): (&str, MapItem) = match kind {
@@ -74,7 +74,7 @@ pub fn expose_raw(
         Routed::Prompt => ("messages", expose_raw_message),
         Routed::Resource => ("contents", expose_raw_contents),
     };
-    let fields = Fields::of(result)?;
+    let fields = Fields::of_text(result)?;
     let list = fields.get(field)?;
     let mapped = map_array(list, |item| each(scheme, owner, item))?;
     Some(write_with(&fields, field, &mapped))
@@ -213,7 +213,7 @@ mod tests {
             r#"{"content":[{"type":"text","text":"notes://x"},{"type":"resource_link","uri":"notes://note/1","name":"one"},{"type":"resource","resource":{"uri":"notes://note/2","text":"two"}}],"structuredContent":{"uri":"keep"}}"#.into(),
         )
         .unwrap();
-        let mapped = expose_raw(&scheme, &owner(), Routed::Tool, &result).unwrap();
+        let mapped = expose_raw(&scheme, &owner(), Routed::Tool, result.get()).unwrap();
         let json: serde_json::Value = serde_json::from_str(&mapped).unwrap();
         assert_eq!(json["content"][0]["text"], "notes://x");
         assert_eq!(json["content"][1]["uri"], "notes+notes://note/1");
@@ -224,13 +224,21 @@ mod tests {
         assert_eq!(json["structuredContent"]["uri"], "keep");
         let read = RawValue::from_string(r#"{"contents":[{"uri":"notes://n","text":"t"}]}"#.into())
             .unwrap();
-        let mapped = expose_raw(&scheme, &owner(), Routed::Resource, &read).unwrap();
+        let mapped = expose_raw(&scheme, &owner(), Routed::Resource, read.get()).unwrap();
         assert!(mapped.contains("notes+notes://n"));
         let plain =
             RawValue::from_string(r#"{"content":[{"type":"text","text":"hi"}]}"#.into()).unwrap();
-        assert_eq!(expose_raw(&scheme, &owner(), Routed::Tool, &plain), None);
         assert_eq!(
-            expose_raw(&NameScheme::unprefixed(), &owner(), Routed::Resource, &read),
+            expose_raw(&scheme, &owner(), Routed::Tool, plain.get()),
+            None
+        );
+        assert_eq!(
+            expose_raw(
+                &NameScheme::unprefixed(),
+                &owner(),
+                Routed::Resource,
+                read.get()
+            ),
             None
         );
     }

@@ -24,7 +24,6 @@ use hyper_util::{
     client::legacy::{Client, connect::HttpConnector},
     rt::TokioExecutor,
 };
-use rmcp::model::RequestId;
 
 use crate::{
     hook::{HookError, RequestHeaders, RequestHook},
@@ -42,6 +41,9 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(250);
 const ERROR_BODY_PREVIEW: usize = 300;
 const JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Where raw request ids start: past every id rmcp's `u32` counter gives its own requests.
+const RAW_IDS: u64 = 1 << 32;
 
 /// The pooled HTTP client of an upstream's raw path (keep-alive connections, no cap on them).
 pub type RawClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -140,8 +142,8 @@ pub struct RawLink {
 
 /// One request on its way: where it goes and what it is.
 pub struct Outgoing<'a> {
-    /// The upstream request id (a string rmcp never uses for its own requests).
-    pub id: &'a RequestId,
+    /// The upstream request id (one rmcp never uses for its own requests).
+    pub id: i64,
     pub method: &'a str,
     /// For `Mcp-Name` (2026-07-28 upstreams): the tool or prompt name, or resource URI.
     pub name: &'a str,
@@ -159,20 +161,27 @@ pub enum Step {
 
 /// An upstream's answer, as the bytes it came in.
 pub struct Answer {
-    pub message: Bytes,
+    message: Bytes,
+    /// Where its `result` (or `error`) is in `message`.
+    payload: std::ops::Range<usize>,
     pub is_error: bool,
 }
 
 impl Answer {
-    /// The `result` (or `error`) JSON text of the answer.
-    pub fn payload(&self) -> Result<&serde_json::value::RawValue, ExchangeError> {
-        match wire::parse(&self.message) {
-            Ok(wire::Message::Response { result, .. }) => Ok(result),
-            Ok(wire::Message::Error { error, .. }) => Ok(error),
-            _ => Err(ExchangeError::Invalid(
-                "its answer is not a JSON-RPC response".into(),
-            )),
+    /// The answer `message`, whose `result` or `error` is `payload` (a slice of it).
+    fn new(message: Bytes, payload: &str, is_error: bool) -> Self {
+        let start = payload.as_ptr() as usize - message.as_ptr() as usize;
+        Self {
+            payload: start..start + payload.len(),
+            message,
+            is_error,
         }
+    }
+
+    /// The `result` (or `error`) JSON text of the answer.
+    pub fn payload(&self) -> &str {
+        // A slice of what serde_json read as UTF-8 text, at a value's boundaries.
+        std::str::from_utf8(&self.message[self.payload.clone()]).unwrap_or("{}")
     }
 }
 
@@ -192,7 +201,7 @@ impl RawLink {
             version: HeaderValue::from_str(version).ok()?,
             session,
             hook,
-            next_id: AtomicU64::new(1),
+            next_id: AtomicU64::new(RAW_IDS),
         })
     }
 
@@ -200,10 +209,10 @@ impl RawLink {
         self.era
     }
 
-    /// A fresh id for a raw request: a string, where rmcp numbers its own.
-    pub fn next_id(&self) -> RequestId {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        RequestId::String(format!("sy-{n}").into())
+    /// A fresh id for a raw request: above the range rmcp numbers its own requests in
+    /// (`u32`), and below 2^53, so that servers written in JavaScript read it exactly.
+    pub fn next_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) as i64
     }
 
     /// Sends `outgoing` and waits for the answer's headers. A refusal the hook can mend (a
@@ -315,8 +324,8 @@ impl RawLink {
 /// A request sent on the raw path, read until its answer.
 pub struct Exchange<'a> {
     link: &'a RawLink,
-    /// The request id as JSON text, to know the answer by.
-    id: String,
+    /// The request id, to know the answer by.
+    id: i64,
     session: Option<Arc<HeaderValue>>,
     body: Body,
     reader: sse::Reader,
@@ -334,12 +343,11 @@ enum Body {
 impl<'a> Exchange<'a> {
     async fn begin(
         link: &'a RawLink,
-        id: &RequestId,
+        id: i64,
         session: Option<Arc<HeaderValue>>,
         response: http::Response<Incoming>,
     ) -> Result<Self, ExchangeError> {
         let status = response.status();
-        let id = serde_json::to_string(id).unwrap_or_default();
         if status == StatusCode::NOT_FOUND && session.is_some() {
             return Err(ExchangeError::SessionGone);
         }
@@ -347,7 +355,7 @@ impl<'a> Exchange<'a> {
             // A 2026-07-28 server answers some errors with a 4xx status and the JSON-RPC error.
             if !status.is_success() && is_json(response.headers()) {
                 let body = read_whole(response.into_body()).await?;
-                if matches!(wire::parse(&body), Ok(wire::Message::Error { id: error_id, .. }) if error_id.is_none_or(|e| e.get() == id))
+                if matches!(wire::parse(&body), Ok(wire::Message::Error { id: error_id, .. }) if error_id.is_none_or(|e| is_id(e.get(), id)))
                 {
                     return Ok(Self {
                         link,
@@ -453,28 +461,39 @@ impl<'a> Exchange<'a> {
 
     /// The answer, if `message` is it; otherwise another message to pass on.
     fn classify(&self, message: Bytes) -> Result<Step, ExchangeError> {
-        match wire::parse(&message) {
-            Ok(wire::Message::Response { id, .. }) if id.get() == self.id => {
-                Ok(Step::Answer(Answer {
-                    message,
-                    is_error: false,
-                }))
+        let answer = match wire::parse(&message) {
+            Ok(wire::Message::Response { id, result }) if is_id(id.get(), self.id) => {
+                Some((result.get(), false))
             }
-            Ok(wire::Message::Error { id, .. }) if id.is_none_or(|id| id.get() == self.id) => {
-                Ok(Step::Answer(Answer {
-                    message,
-                    is_error: true,
-                }))
+            Ok(wire::Message::Error { id, error })
+                if id.is_none_or(|id| is_id(id.get(), self.id)) =>
+            {
+                Some((error.get(), true))
             }
-            Ok(wire::Message::Response { .. } | wire::Message::Error { .. }) => Err(
-                ExchangeError::Invalid("it answered a request other than the one sent".into()),
-            ),
-            Ok(_) => Ok(Step::Message(message)),
-            Err(error) => Err(ExchangeError::Invalid(format!(
-                "it sent a message that is not JSON-RPC ({error})"
-            ))),
-        }
+            Ok(wire::Message::Response { .. } | wire::Message::Error { .. }) => {
+                return Err(ExchangeError::Invalid(
+                    "it answered a request other than the one sent".into(),
+                ));
+            }
+            Ok(_) => None,
+            Err(error) => {
+                return Err(ExchangeError::Invalid(format!(
+                    "it sent a message that is not JSON-RPC ({error})"
+                )));
+            }
+        };
+        Ok(match answer {
+            Some((payload, is_error)) => {
+                Step::Answer(Answer::new(message.clone(), payload, is_error))
+            }
+            None => Step::Message(message),
+        })
     }
+}
+
+/// Whether `text` (an id as the upstream wrote it) is request id `id`.
+fn is_id(text: &str, id: i64) -> bool {
+    text.parse::<i64>() == Ok(id)
 }
 
 fn is_event_stream(headers: &HeaderMap) -> bool {

@@ -3,7 +3,8 @@
 //! In one process and one run: an upstream (the demo server over streamable HTTP on loopback),
 //! an rmcp client calling it directly, and the same client calling it through the gateway, in a
 //! session and statelessly (2026-07-28). The gateway's cost is the difference; quote the ratio.
-//! Also the per-call routing work alone: the catalog lookup of a tool among many.
+//! (Sequential calls from a typed client: for load and concurrency, `switchyard bench`; for
+//! the parts of the hot path, `cargo bench --bench micro`.)
 //!
 //! Run with `cargo bench --bench hot_path`.
 
@@ -22,13 +23,7 @@ use rmcp::{
     },
 };
 use serde_json::json;
-use switchyard::{
-    Gateway,
-    catalog::{Catalog, NameScheme, UpstreamCatalog},
-    config,
-    demo::DemoServer,
-    names::UpstreamName,
-};
+use switchyard::{Gateway, config, demo::DemoServer};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
@@ -127,39 +122,5 @@ fn proxied_call(c: &mut Criterion) {
     group.finish();
 }
 
-fn route_lookup(c: &mut Criterion) {
-    let tools: Vec<_> = (0..500)
-        .map(|i| {
-            let serde_json::Value::Object(schema) = json!({"type": "object"}) else {
-                unreachable!()
-            };
-            rmcp::model::Tool::new(format!("tool_{i}"), "a tool", schema)
-        })
-        .collect();
-    let parts: Vec<_> = (0..4)
-        .map(|u| {
-            let part = UpstreamCatalog {
-                tools: tools.clone(),
-                ..UpstreamCatalog::default()
-            };
-            (
-                UpstreamName::new(&format!("upstream-{u}")).unwrap(),
-                Arc::new(part),
-            )
-        })
-        .collect();
-    let catalog = Arc::new(Catalog::build(NameScheme::prefixed("__"), &parts));
-    let swap = arc_swap::ArcSwap::new(catalog);
-    c.bench_function("route_lookup/2000_tools", |b| {
-        b.iter(|| {
-            let catalog = swap.load();
-            let route = catalog
-                .tool(std::hint::black_box("upstream-3__tool_250"))
-                .cloned();
-            std::hint::black_box(route)
-        })
-    });
-}
-
-criterion_group!(benches, route_lookup, proxied_call);
+criterion_group!(benches, proxied_call);
 criterion_main!(benches);

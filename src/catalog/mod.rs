@@ -18,6 +18,7 @@ use bytes::Bytes;
 use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
 pub use lists::CacheHint;
+
 use lists::PreparedList;
 pub use naming::NameScheme;
 pub use page::{Cursor, ListKind};

@@ -12,7 +12,7 @@ mod raw;
 mod timeout;
 mod uris;
 
-pub use raw::Routed;
+pub use raw::{Rewrite, Routed, client_answer, upstream_request};
 
 use std::{borrow::Cow, sync::Arc};
 

@@ -56,8 +56,13 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
-    /// Serve the demo MCP server on stdin/stdout.
-    DemoServer,
+    /// Serve the demo MCP server on stdin/stdout, or over streamable HTTP with --http.
+    DemoServer {
+        /// Serve streamable HTTP at `http://ADDR/mcp` instead (port 0 picks a free one; the URL
+        /// is printed on stdout).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+    },
     /// Serve the conformance-suite fixture over streamable HTTP (a test upstream).
     ConformanceServer {
         /// Address to listen on; port 0 picks a free one (the URL is printed on stdout).
@@ -88,7 +93,10 @@ fn main() -> ExitCode {
             // `switchyard -c FILE run` and `switchyard run -c FILE` mean the same.
             Some(Command::Run(args)) => run(args.or(cli.run)).await,
             Some(Command::Check { config }) => check(config),
-            Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
+            Some(Command::DemoServer { http: None }) => {
+                demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
+            }
+            Some(Command::DemoServer { http: Some(listen) }) => serve_demo_http(listen).await,
             Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
             Some(Command::ConformanceClient { url }) => conformance::auth_client::run(&url).await,
         }
@@ -147,6 +155,19 @@ async fn serve_conformance(listen: SocketAddr) -> anyhow::Result<()> {
         listener.local_addr()?
     );
     conformance::serve(listener).await?;
+    Ok(())
+}
+
+/// Serves the demo server over streamable HTTP, announcing its URL on stdout.
+async fn serve_demo_http(listen: SocketAddr) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    println!(
+        "demo server listening on http://{}/mcp",
+        listener.local_addr()?
+    );
+    demo::serve_http(listener).await?;
     Ok(())
 }
 

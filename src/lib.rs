@@ -20,9 +20,10 @@
 //! upstreams: discovery, tokens per principal, the encrypted store; its HTTP endpoints are in
 //! `front`), `principal` (whom a request is made for), `error` (errors by side, mapped to
 //! JSON-RPC in one place), `names` (identifier newtypes), `demo` (the server the default
-//! configuration serves) and `conformance` (what the official conformance suite runs against:
-//! a fixture server, directly and through the gateway, and an OAuth client built on the
-//! gateway).
+//! configuration serves, also the upstream fixture of benches), `bench` (the load and soak
+//! tool `switchyard bench`, and its baseline proxy `switchyard bare-hop`) and `conformance`
+//! (what the official conformance suite runs against: a fixture server, directly and through
+//! the gateway, and an OAuth client built on the gateway).
 //!
 //! # The life of a `tools/call`
 //!
@@ -51,6 +52,7 @@
 //!    goes to a 2026-07-28 client as it is; for a session client the router asks the client
 //!    and sends the call again with the answers.
 
+pub mod bench;
 pub mod catalog;
 pub mod config;
 pub mod conformance;

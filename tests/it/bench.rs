@@ -318,3 +318,12 @@ async fn the_soak_reports_memory_per_round() {
     // The gateway's sessions are all gone.
     assert_eq!(gw.health().await["sessions"], 0, "{}", gw.health().await);
 }
+
+/// The gateway configuration the bench README starts.
+#[test]
+fn the_bench_gateway_configuration_loads() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/gateway.toml");
+    let config = switchyard::config::load(&path).unwrap();
+    let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["demo"]);
+}

@@ -64,7 +64,8 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
     },
-    /// Load-test a streamable-HTTP MCP endpoint (and baselines, in turns), or soak its sessions.
+    /// Load-test a streamable-HTTP MCP endpoint (and baselines, in turns), or soak its
+    /// sessions; exits 1 if it cannot run or if any request fails.
     Bench(Box<bench::BenchArgs>),
     /// A bench helper: a bare HTTP/1.1 reverse proxy to one upstream, the baseline a gateway's
     /// overhead is compared with.

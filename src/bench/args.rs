@@ -54,7 +54,8 @@ pub struct BenchArgs {
     /// it (`contains`, for echo tools that decorate), or only `isError` is checked (`off`).
     #[arg(long, value_enum, default_value_t = EchoCheck::Exact)]
     pub echo_check: EchoCheck,
-    /// The resource to read (default: the first of resources/list), per target.
+    /// The resource to read (default: the first of resources/list). Resolved per target like
+    /// the tool: a gateway's `UPSTREAM+URI` is found for `URI`.
     #[arg(long, value_name = "URI")]
     pub resource: Option<String>,
     /// Send `Authorization: Bearer TOKEN`.

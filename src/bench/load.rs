@@ -268,7 +268,7 @@ async fn worker(index: usize, shared: Arc<Shared>) -> Done {
         next_id += 1;
         id.clear();
         let _ = write!(id, "{next_id}");
-        let template = &templates[kind as usize];
+        let template = &templates[kind.index()];
         let sent = send(
             &mut conn,
             &shared.endpoint,
@@ -301,7 +301,7 @@ async fn worker(index: usize, shared: Arc<Shared>) -> Done {
             continue;
         }
         outcome.requests += 1;
-        outcome.by_kind[kind as usize] += 1;
+        outcome.by_kind[kind.index()] += 1;
         match result {
             Ok(reply) => {
                 let micros = reply.answered.saturating_duration_since(start).as_micros();

@@ -35,6 +35,15 @@ pub enum Kind {
 impl Kind {
     pub const ALL: [Kind; 3] = [Kind::Call, Kind::List, Kind::Read];
 
+    /// The position of this kind in `ALL` (and in per-kind arrays).
+    pub fn index(self) -> usize {
+        match self {
+            Kind::Call => 0,
+            Kind::List => 1,
+            Kind::Read => 2,
+        }
+    }
+
     pub fn method(self) -> &'static str {
         match self {
             Kind::Call => "tools/call",
@@ -141,6 +150,13 @@ impl fmt::Display for Mix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_know_their_place() {
+        for (i, kind) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(kind.index(), i);
+        }
+    }
 
     #[test]
     fn mixes_parse_and_spread() {

@@ -68,10 +68,12 @@ async fn find_tool_and_resource(
     conn: &mut Option<Conn>,
 ) -> Result<(String, Option<String>), BenchError> {
     let url = &endpoint.url;
+    // Listed whatever the mix: in the stateless era this is the first request the target gets,
+    // so a target that is not an MCP server fails here, quoted, and not during the load.
+    let names = list_all(conn, endpoint, context, "tools/list", "name", plan.timeout)
+        .await
+        .map_err(|f| setup_error(url, "tools/list", f, plan.timeout))?;
     let tool = if plan.mix.call > 0 {
-        let names = list_all(conn, endpoint, context, "tools/list", "name", plan.timeout)
-            .await
-            .map_err(|f| setup_error(url, "tools/list", f, plan.timeout))?;
         resolve_tool(&names, &plan.tool).map_err(|reason| BenchError::Tool {
             url: url.clone(),
             reason,
@@ -79,26 +81,28 @@ async fn find_tool_and_resource(
     } else {
         plan.tool.clone()
     };
-    let resource = match (&plan.resource, plan.mix.read > 0) {
-        (Some(resource), _) => Some(resource.clone()),
-        (None, false) => None,
-        (None, true) => {
-            let uris = list_all(
-                conn,
-                endpoint,
-                context,
-                "resources/list",
-                "uri",
-                plan.timeout,
-            )
-            .await
-            .map_err(|f| setup_error(url, "resources/list", f, plan.timeout))?;
-            Some(
-                uris.into_iter()
-                    .next()
-                    .ok_or_else(|| BenchError::NoResource { url: url.clone() })?,
-            )
-        }
+    let resource = if plan.mix.read > 0 {
+        let listed = list_all(
+            conn,
+            endpoint,
+            context,
+            "resources/list",
+            "uri",
+            plan.timeout,
+        )
+        .await;
+        let resource = match (&plan.resource, listed) {
+            (Some(wanted), Ok(uris)) => resolve_resource(&uris, wanted),
+            // A server may serve reads without listing anything.
+            (Some(wanted), Err(_)) => Some(wanted.clone()),
+            (None, Ok(uris)) => uris.into_iter().next(),
+            (None, Err(failure)) => {
+                return Err(setup_error(url, "resources/list", failure, plan.timeout));
+            }
+        };
+        Some(resource.ok_or_else(|| BenchError::NoResource { url: url.clone() })?)
+    } else {
+        None
     };
     Ok((tool, resource))
 }
@@ -337,6 +341,20 @@ pub fn resolve_tool(names: &[String], wanted: &str) -> Result<String, String> {
     }
 }
 
+/// The resource to read for `wanted`: the URI listed as is, else the only one listed as
+/// `*+{wanted}` (a gateway's `upstream+URI`), else `wanted` itself (e.g. from a template).
+pub fn resolve_resource(uris: &[String], wanted: &str) -> Option<String> {
+    if uris.iter().any(|u| u == wanted) {
+        return Some(wanted.to_owned());
+    }
+    let suffix = format!("+{wanted}");
+    let mut matches = uris.iter().filter(|u| u.ends_with(&suffix));
+    match (matches.next(), matches.next()) {
+        (Some(one), None) => Some(one.clone()),
+        _ => Some(wanted.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,5 +377,16 @@ mod tests {
                 .unwrap_err()
                 .contains("demo__echo, demo__add")
         );
+    }
+
+    #[test]
+    fn resources_resolve_exactly_or_by_their_unique_prefix() {
+        let uris: Vec<String> = ["demo+demo://about", "notes+notes://a"]
+            .map(String::from)
+            .to_vec();
+        let resolve = |wanted| resolve_resource(&uris, wanted).unwrap();
+        assert_eq!(resolve("demo://about"), "demo+demo://about");
+        assert_eq!(resolve("notes+notes://a"), "notes+notes://a");
+        assert_eq!(resolve("demo://greeting/x"), "demo://greeting/x");
     }
 }

@@ -44,10 +44,11 @@ impl Run {
     }
 }
 
-async fn bench(args: &[&str]) -> Run {
+/// Runs `switchyard bench ARGS` (whitespace-separated) to its end.
+async fn bench(args: &str) -> Run {
     let child = Command::new(SWITCHYARD)
         .arg("bench")
-        .args(args)
+        .args(args.split_whitespace())
         .arg("--no-progress")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -56,7 +57,7 @@ async fn bench(args: &[&str]) -> Run {
         .unwrap();
     let output = tokio::time::timeout(RUN_LIMIT, child.wait_with_output())
         .await
-        .unwrap_or_else(|_| panic!("bench {args:?} did not stop by itself"))
+        .unwrap_or_else(|_| panic!("bench {args} did not stop by itself"))
         .unwrap();
     Run {
         success: output.status.success(),
@@ -126,26 +127,16 @@ async fn bench_compares_a_gateway_with_its_upstream_in_both_eras() {
     let gw = GatewayBuilder::new().http("demo", &demo).start().await;
     let direct = format!("direct={demo}");
     for era in ["session", "stateless"] {
-        let report = bench(&[
-            &gw.url(),
-            "--duration",
-            "1",
-            "--warmup",
-            "0",
-            "--sessions",
-            "2",
-            "--concurrency",
-            "4",
-            "--json",
-            "--compare",
-            &direct,
-            "--rounds",
-            "1",
-            "--mix",
-            "call=8,list=1,read=1",
-            "--era",
-            era,
-        ])
+        let resource = match era {
+            // Resolved per target: `demo+demo://about` through the gateway.
+            "stateless" => "--resource demo://about",
+            _ => "",
+        };
+        let report = bench(&format!(
+            "{} --duration 1 --warmup 0 --sessions 2 --concurrency 4 --json --compare {direct} \
+             --rounds 1 --mix call=8,list=1,read=1 --era {era} {resource}",
+            gw.url()
+        ))
         .await
         .json();
         assert_eq!(report["settings"]["era"], era);
@@ -185,24 +176,11 @@ async fn the_bare_hop_forwards_a_whole_bench_run() {
     let pid = hop.id().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("latency.svg");
-    let report = bench(&[
-        &format!("hop={hop_url}"),
-        "--duration",
-        "1",
-        "--warmup",
-        "0",
-        "--sessions",
-        "2",
-        "--concurrency",
-        "4",
-        "--json",
-        "--mix",
-        "call=8,list=1,read=1",
-        "--pid",
-        &pid,
-        "--plot",
-        plot.to_str().unwrap(),
-    ])
+    let report = bench(&format!(
+        "hop={hop_url} --duration 1 --warmup 0 --sessions 2 --concurrency 4 --json \
+         --mix call=8,list=1,read=1 --pid {pid} --plot {}",
+        plot.display()
+    ))
     .await
     .json();
     let target = &report["targets"][0];
@@ -228,7 +206,7 @@ async fn a_server_that_is_not_mcp_fails_the_run_quoting_its_answer() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let run = bench(&[&url, "--duration", "1", "--warmup", "0"]).await;
+    let run = bench(&format!("{url} --duration 1 --warmup 0")).await;
     assert!(!run.success);
     assert!(
         run.stderr
@@ -238,7 +216,7 @@ async fn a_server_that_is_not_mcp_fails_the_run_quoting_its_answer() {
         run.stderr
     );
 
-    let https = bench(&["https://127.0.0.1:1/mcp"]).await;
+    let https = bench("https://127.0.0.1:1/mcp").await;
     assert!(!https.success);
     assert!(
         https.stderr.contains("plain http:// only"),
@@ -259,7 +237,7 @@ async fn a_server_that_never_answers_fails_by_the_timeout() {
         }
     });
     let started = std::time::Instant::now();
-    let run = bench(&[&url, "--timeout-ms", "300", "--duration", "1"]).await;
+    let run = bench(&format!("{url} --timeout-ms 300 --duration 1")).await;
     assert!(!run.success);
     assert!(
         run.stderr
@@ -279,21 +257,10 @@ async fn the_soak_reports_memory_per_round() {
     let demo = demo_http().await;
     let gw = GatewayBuilder::new().http("demo", &demo).start().await;
     let pid = std::process::id().to_string();
-    let report = bench(&[
-        &gw.url(),
-        "--soak",
-        "--sessions",
-        "50",
-        "--rounds",
-        "2",
-        "--concurrency",
-        "8",
-        "--pid",
-        &pid,
-        "--settle-ms",
-        "50",
-        "--json",
-    ])
+    let report = bench(&format!(
+        "{} --soak --sessions 50 --rounds 2 --concurrency 8 --pid {pid} --settle-ms 50 --json",
+        gw.url()
+    ))
     .await
     .json();
     assert_eq!(report["mode"], "soak");

@@ -19,13 +19,13 @@ use tokio::time::Instant;
 
 use super::{
     BenchError,
-    args::{Era, Kind, Plan},
+    args::{EchoCheck, Era, Kind, Plan},
     check::{ErrorKind, Expect, Failure, check},
     churn,
     mcp::{Context, Template},
     procfs::{Window, spawn_watch},
     progress::Progress,
-    wire::{Endpoint, send},
+    wire::{Endpoint, Reply, send},
 };
 
 /// A connection failure is retried after this pause, so a dead target is not spun on.
@@ -47,18 +47,82 @@ pub struct Tally {
     pub first: String,
 }
 
-/// What one phase measured.
-pub struct Phase {
-    /// Latency of the successful measured requests, in microseconds.
+/// Measured requests: one worker's, or a whole phase's once merged.
+pub struct Counts {
+    /// Latency of the successful requests, in microseconds.
     pub histogram: Histogram<u64>,
     pub requests: u64,
     pub ok: u64,
-    /// Measured requests by kind, in `Kind::ALL` order.
+    /// Requests by kind, in `Kind::ALL` order.
     pub by_kind: [u64; 3],
+    pub errors: BTreeMap<ErrorKind, Tally>,
+    /// SSE streams still open after their response (their connections were given up).
+    pub left_open: u64,
+    /// When the last request ended.
+    pub last: Option<Instant>,
+}
+
+impl Counts {
+    fn new(histogram: Histogram<u64>) -> Self {
+        Self {
+            histogram,
+            requests: 0,
+            ok: 0,
+            by_kind: [0; 3],
+            errors: BTreeMap::new(),
+            left_open: 0,
+            last: None,
+        }
+    }
+
+    /// Counts a request of `kind` started at `start`.
+    fn record(&mut self, kind: Kind, start: Instant, result: Result<Reply, Failure>) {
+        self.requests += 1;
+        self.by_kind[kind.index()] += 1;
+        match result {
+            Ok(reply) => {
+                let micros = reply.answered.saturating_duration_since(start).as_micros();
+                let micros = u64::try_from(micros).unwrap_or(u64::MAX).max(1);
+                self.histogram.saturating_record(micros);
+                self.ok += 1;
+                self.left_open += u64::from(reply.left_open);
+                self.last = Some(reply.answered);
+            }
+            Err(failure) => {
+                self.last = Some(Instant::now());
+                let tally = self.errors.entry(failure.kind).or_insert_with(|| Tally {
+                    count: 0,
+                    first: failure.detail.clone(),
+                });
+                tally.count += 1;
+            }
+        }
+    }
+
+    /// Adds `other`'s requests to these.
+    pub fn merge(&mut self, other: Counts) {
+        let _ = self.histogram.add(&other.histogram);
+        self.requests += other.requests;
+        self.ok += other.ok;
+        for (total, n) in self.by_kind.iter_mut().zip(other.by_kind) {
+            *total += n;
+        }
+        for (kind, tally) in other.errors {
+            self.errors
+                .entry(kind)
+                .and_modify(|t| t.count += tally.count)
+                .or_insert(tally);
+        }
+        self.left_open += other.left_open;
+        self.last = self.last.max(other.last);
+    }
+}
+
+/// What one phase measured.
+pub struct Phase {
+    pub counts: Counts,
     /// From the end of the warm-up to the last measured answer.
     pub elapsed: Duration,
-    pub errors: BTreeMap<ErrorKind, Tally>,
-    pub left_open: u64,
     pub window: Window,
     pub not_deleted: u64,
 }
@@ -75,13 +139,69 @@ struct Shared {
     budget: Option<AtomicI64>,
     timeout: Duration,
     payload: String,
-    echo_check: super::args::EchoCheck,
+    echo_check: EchoCheck,
+    /// An empty histogram with the phase's bounds, cloned by each worker.
     histogram: Histogram<u64>,
+    /// Measured requests answered and failed so far, for the progress bar.
     done: AtomicU64,
     failed: AtomicU64,
 }
 
-/// Runs one phase of `plan` against `target`.
+impl Shared {
+    fn new(plan: &Plan, target: &Target, contexts: &[Context]) -> Result<Self, BenchError> {
+        let resource = target.resource.as_deref().unwrap_or("");
+        let templates = contexts
+            .iter()
+            .map(|c| {
+                Kind::ALL
+                    .iter()
+                    .map(|&k| Template::for_kind(c, k, &target.tool, &plan.payload, resource))
+                    .collect()
+            })
+            .collect();
+        // Latencies cannot exceed the timeout by much; beyond it they saturate.
+        let highest = (plan.timeout.as_micros() as u64).max(1000) * 2;
+        let histogram = Histogram::new_with_bounds(1, highest, 3)
+            .map_err(|e| BenchError::usage("--timeout-ms", format!("no histogram for it: {e}")))?;
+        let measure_start = Instant::now() + plan.warmup;
+        Ok(Self {
+            endpoint: target.endpoint.clone(),
+            templates,
+            schedule: plan.mix.schedule(),
+            measure_start,
+            deadline: measure_start + plan.duration,
+            budget: plan
+                .requests
+                .map(|n| AtomicI64::new(i64::try_from(n).unwrap_or(i64::MAX))),
+            timeout: plan.timeout,
+            payload: plan.payload.clone(),
+            echo_check: plan.echo_check,
+            histogram,
+            done: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        })
+    }
+
+    fn expect(&self, kind: Kind) -> Expect<'_> {
+        match kind {
+            Kind::Call => Expect::Echo {
+                text: &self.payload,
+                check: self.echo_check,
+            },
+            Kind::List => Expect::Tools,
+            Kind::Read => Expect::Contents,
+        }
+    }
+
+    /// Takes one measured request from the budget; false when it is spent.
+    fn take_budget(&self) -> bool {
+        self.budget
+            .as_ref()
+            .is_none_or(|b| b.fetch_sub(1, Ordering::Relaxed) > 0)
+    }
+}
+
+/// Runs one phase of `plan` against `target`, its progress bar titled `title`.
 pub async fn run_phase(
     plan: &Plan,
     target: &Target,
@@ -89,36 +209,8 @@ pub async fn run_phase(
     progress: &Progress,
 ) -> Result<Phase, BenchError> {
     let contexts = open_contexts(plan, target).await?;
-    let resource = target.resource.as_deref().unwrap_or("");
-    let templates = contexts
-        .iter()
-        .map(|c| {
-            Kind::ALL
-                .iter()
-                .map(|&k| Template::for_kind(c, k, &target.tool, &plan.payload, resource))
-                .collect()
-        })
-        .collect();
-    let histogram =
-        Histogram::new_with_bounds(1, (plan.timeout.as_micros() as u64).max(1000) * 2, 3)
-            .map_err(|e| BenchError::usage("--timeout-ms", format!("no histogram for it: {e}")))?;
-    let measure_start = Instant::now() + plan.warmup;
-    let shared = Arc::new(Shared {
-        endpoint: target.endpoint.clone(),
-        templates,
-        schedule: plan.mix.schedule(),
-        measure_start,
-        deadline: measure_start + plan.duration,
-        budget: plan
-            .requests
-            .map(|n| AtomicI64::new(i64::try_from(n).unwrap_or(i64::MAX))),
-        timeout: plan.timeout,
-        payload: plan.payload.clone(),
-        echo_check: plan.echo_check,
-        histogram,
-        done: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new(plan, target, &contexts)?);
+    let measure_start = shared.measure_start;
     let watch = spawn_watch(target.pid, measure_start);
     let workers: Vec<_> = (0..plan.concurrency)
         .map(|i| tokio::spawn(worker(i, shared.clone())))
@@ -126,41 +218,35 @@ pub async fn run_phase(
     let ticker = progress.follow(title, measure_start, plan.duration, plan.requests, {
         let shared = shared.clone();
         move || {
-            (
-                shared.done.load(Ordering::Relaxed),
-                shared.failed.load(Ordering::Relaxed),
-            )
+            let done = shared.done.load(Ordering::Relaxed);
+            (done, shared.failed.load(Ordering::Relaxed))
         }
     });
-    let mut phase = Phase {
-        histogram: shared.histogram.clone(),
-        requests: 0,
-        ok: 0,
-        by_kind: [0; 3],
-        elapsed: Duration::ZERO,
-        errors: BTreeMap::new(),
-        left_open: 0,
-        window: Window::default(),
-        not_deleted: 0,
-    };
-    let mut last = None;
+    let mut counts = Counts::new(shared.histogram.clone());
     for handle in workers {
-        let Ok(done) = handle.await else { continue };
-        merge(&mut phase, done.outcome);
-        last = last.max(done.last);
+        if let Ok(done) = handle.await {
+            counts.merge(done);
+        }
     }
     ticker.abort();
-    phase.window = watch.finish().await?;
-    phase.elapsed = last.map_or(plan.duration, |last: Instant| {
+    let window = watch.finish().await?;
+    let elapsed = counts.last.map_or(plan.duration, |last| {
         last.saturating_duration_since(measure_start)
     });
-    if plan.era == Era::Session {
-        phase.not_deleted =
+    let not_deleted = match plan.era {
+        Era::Session => {
             churn::close_many(&target.endpoint, contexts, plan.concurrency, plan.timeout)
                 .await
-                .len() as u64;
-    }
-    Ok(phase)
+                .len() as u64
+        }
+        Era::Stateless => 0,
+    };
+    Ok(Phase {
+        counts,
+        elapsed,
+        window,
+        not_deleted,
+    })
 }
 
 /// The phase's client contexts: its sessions, or the one stateless context.
@@ -200,67 +286,21 @@ async fn open_contexts(plan: &Plan, target: &Target) -> Result<Vec<Context>, Ben
     Ok(opened.contexts)
 }
 
-/// One worker's results.
-struct Outcome {
-    histogram: Histogram<u64>,
-    requests: u64,
-    ok: u64,
-    by_kind: [u64; 3],
-    errors: BTreeMap<ErrorKind, Tally>,
-    left_open: u64,
-}
-
-struct Done {
-    outcome: Outcome,
-    last: Option<Instant>,
-}
-
-fn merge(phase: &mut Phase, outcome: Outcome) {
-    let _ = phase.histogram.add(&outcome.histogram);
-    phase.requests += outcome.requests;
-    phase.ok += outcome.ok;
-    for (total, n) in phase.by_kind.iter_mut().zip(outcome.by_kind) {
-        *total += n;
-    }
-    for (kind, tally) in outcome.errors {
-        phase
-            .errors
-            .entry(kind)
-            .and_modify(|t| t.count += tally.count)
-            .or_insert(tally);
-    }
-    phase.left_open += outcome.left_open;
-}
-
-/// Sends requests until the deadline or the budget runs out, one at a time.
-async fn worker(index: usize, shared: Arc<Shared>) -> Done {
+/// Sends requests, one at a time, until the deadline or the budget runs out; counts those
+/// started after the warm-up.
+async fn worker(index: usize, shared: Arc<Shared>) -> Counts {
     let templates = &shared.templates[index % shared.templates.len()];
-    let mut outcome = Outcome {
-        histogram: shared.histogram.clone(),
-        requests: 0,
-        ok: 0,
-        by_kind: [0; 3],
-        errors: BTreeMap::new(),
-        left_open: 0,
-    };
-    let mut last = None;
+    let mut counts = Counts::new(shared.histogram.clone());
     let mut conn = None;
     // Ids are unique across workers (sessions are shared): worker i uses i·10⁹ + n.
     let mut next_id = index as u64 * 1_000_000_000;
     let mut id = String::with_capacity(20);
+    // Workers start at different places in the mix's cycle.
     let mut turn = index;
     loop {
         let start = Instant::now();
-        if start >= shared.deadline {
-            break;
-        }
         let measured = start >= shared.measure_start;
-        if measured
-            && shared
-                .budget
-                .as_ref()
-                .is_some_and(|b| b.fetch_sub(1, Ordering::Relaxed) <= 0)
-        {
+        if start >= shared.deadline || (measured && !shared.take_budget()) {
             break;
         }
         let kind = shared.schedule[turn % shared.schedule.len()];
@@ -269,61 +309,33 @@ async fn worker(index: usize, shared: Arc<Shared>) -> Done {
         id.clear();
         let _ = write!(id, "{next_id}");
         let template = &templates[kind.index()];
+        let body = Some(template.body(&id));
         let sent = send(
             &mut conn,
             &shared.endpoint,
             &template.headers,
-            Some(template.body(&id)),
+            body,
             Some(&id),
             shared.timeout,
         )
         .await;
-        let expect = match kind {
-            Kind::Call => Expect::Echo {
-                text: &shared.payload,
-                check: shared.echo_check,
-            },
-            Kind::List => Expect::Tools,
-            Kind::Read => Expect::Contents,
-        };
         let result = sent.and_then(|reply| {
-            check(&reply, &id, expect)?;
+            check(&reply, &id, shared.expect(kind))?;
             Ok(reply)
         });
-        let finished = Instant::now();
-        if result
+        let refused = result
             .as_ref()
-            .is_err_and(|f| f.kind == ErrorKind::Connection)
-        {
+            .is_err_and(|f| f.kind == ErrorKind::Connection);
+        if measured {
+            shared.done.fetch_add(1, Ordering::Relaxed);
+            if result.is_err() {
+                shared.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            counts.record(kind, start, result);
+        }
+        if refused {
             tokio::time::sleep(RECONNECT_PAUSE).await;
         }
-        if !measured {
-            continue;
-        }
-        outcome.requests += 1;
-        outcome.by_kind[kind.index()] += 1;
-        match result {
-            Ok(reply) => {
-                let micros = reply.answered.saturating_duration_since(start).as_micros();
-                outcome
-                    .histogram
-                    .saturating_record(u64::try_from(micros).unwrap_or(u64::MAX).max(1));
-                outcome.ok += 1;
-                outcome.left_open += u64::from(reply.left_open);
-                last = Some(reply.answered);
-                shared.done.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(failure) => {
-                last = Some(finished);
-                shared.done.fetch_add(1, Ordering::Relaxed);
-                shared.failed.fetch_add(1, Ordering::Relaxed);
-                let tally = outcome.errors.entry(failure.kind).or_insert_with(|| Tally {
-                    count: 0,
-                    first: failure.detail.clone(),
-                });
-                tally.count += 1;
-            }
-        }
     }
-    Done { outcome, last }
+    counts
 }

@@ -80,16 +80,13 @@ mod soak;
 mod sse;
 mod wire;
 
-use std::collections::BTreeMap;
-
 pub use args::BenchArgs;
 pub use error::BenchError;
 pub use render::text;
 pub use report::Report;
 
 use args::{Era, Plan};
-use check::ErrorKind;
-use load::{Tally, Target};
+use load::{Counts, Target};
 use progress::Progress;
 use report::{RoundReport, Settings, TargetReport};
 
@@ -163,42 +160,36 @@ async fn run_rounds(
     progress: &Progress,
 ) -> Result<Vec<TargetReport>, BenchError> {
     let mut rounds: Vec<Vec<RoundReport>> = vec![Vec::new(); targets.len()];
-    let mut errors: Vec<BTreeMap<ErrorKind, Tally>> = vec![BTreeMap::new(); targets.len()];
-    let mut histograms = Vec::with_capacity(targets.len());
+    // Each target's requests over all its rounds.
+    let mut totals: Vec<Option<Counts>> = targets.iter().map(|_| None).collect();
     for round in 1..=plan.rounds {
         for (i, target) in targets.iter().enumerate() {
             let title = Progress::phase_title(&target.label, round, plan.rounds);
             let phase = load::run_phase(plan, target, &title, progress).await?;
             rounds[i].push(RoundReport::of(round, &phase));
-            for (kind, tally) in phase.errors {
-                errors[i]
-                    .entry(kind)
-                    .and_modify(|t| t.count += tally.count)
-                    .or_insert(tally);
-            }
-            match histograms.get_mut(i) {
-                Some(all) => {
-                    let _ = hdrhistogram::Histogram::add(all, &phase.histogram);
-                }
-                None => histograms.push(phase.histogram),
+            match &mut totals[i] {
+                Some(total) => total.merge(phase.counts),
+                empty => *empty = Some(phase.counts),
             }
         }
     }
     let reports = targets
         .iter()
         .zip(rounds)
-        .zip(errors)
-        .zip(histograms)
-        .map(|(((target, rounds), errors), histogram)| TargetReport {
-            label: target.label.clone(),
-            url: target.endpoint.url.clone(),
-            pid: target.pid,
-            tool: target.tool.clone(),
-            resource: target.resource.clone(),
-            median: report::summarize(&rounds),
-            rounds,
-            errors: report::error_reports(&errors),
-            histogram,
+        .zip(totals)
+        .filter_map(|((target, rounds), total)| {
+            let total = total?;
+            Some(TargetReport {
+                label: target.label.clone(),
+                url: target.endpoint.url.clone(),
+                pid: target.pid,
+                tool: target.tool.clone(),
+                resource: target.resource.clone(),
+                median: report::summarize(&rounds),
+                rounds,
+                errors: report::error_reports(&total.errors),
+                histogram: total.histogram,
+            })
         })
         .collect();
     Ok(reports)

@@ -3,20 +3,15 @@
 
 use std::fmt::Write as _;
 
-use super::report::{ErrorReport, Report, SoakReport};
+use super::{
+    args::Era,
+    report::{ErrorReport, Report, Settings, SoakReport, TargetReport},
+};
 
 /// The report as printed without `--json`.
 pub fn text(report: &Report) -> String {
     let mut out = String::new();
     let s = &report.settings;
-    let bound = match s.requests {
-        Some(n) => format!("{n} requests (at most {} s)", s.duration_s),
-        None => format!("{} s", s.duration_s),
-    };
-    let sessions = match s.era {
-        super::args::Era::Session => format!("{} sessions, ", s.sessions),
-        super::args::Era::Stateless => String::new(),
-    };
     if let Some(soak) = &report.soak {
         let _ = writeln!(
             out,
@@ -26,69 +21,11 @@ pub fn text(report: &Report) -> String {
         soak_text(&mut out, soak);
         return out;
     }
-    let _ = writeln!(
-        out,
-        "{} era, {sessions}{} workers, {bound} after {} s of warm-up, mix {}, payload {} B, {} round{}",
-        era_name(s.era),
-        s.concurrency,
-        s.warmup_s,
-        s.mix,
-        s.payload_bytes,
-        s.rounds,
-        if s.rounds == 1 { "" } else { "s (medians)" }
-    );
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "{:<10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>10} {:>10} {:>10}  tool",
-        "target",
-        "req/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "max ms",
-        "failed",
-        "cpu ms/req",
-        "bench cpu",
-        "peak RSS"
-    );
-    for t in &report.targets {
-        let m = &t.median;
-        let _ = writeln!(
-            out,
-            "{:<10} {:>9.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7} {:>10} {:>10} {:>10}  {}",
-            t.label,
-            m.rps,
-            m.latency_ms.p50,
-            m.latency_ms.p90,
-            m.latency_ms.p99,
-            m.latency_ms.p999,
-            m.latency_ms.max,
-            m.failed,
-            optional(m.target_cpu_ms_per_request, 4),
-            optional(m.bench_cpu_ms_per_request, 4),
-            m.target_rss_peak_kib
-                .map_or("-".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
-            t.tool,
-        );
-    }
+    let _ = writeln!(out, "{}\n", settings_line(s));
+    targets_table(&mut out, &report.targets);
     out.push('\n');
     for t in &report.targets {
-        let rounds: Vec<String> = t.rounds.iter().map(|r| format!("{:.0}", r.rps)).collect();
-        let cores = match t.median.target_cores {
-            Some(c) => format!("; the target used {c:.2} cores"),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "{}: {} ({}); req/s by round: {}{cores}; the bench used {:.2} cores",
-            t.label,
-            t.url,
-            t.pid.map_or("no pid".to_owned(), |p| format!("pid {p}")),
-            rounds.join(", "),
-            t.median.bench_cores,
-        );
+        target_line(&mut out, t);
     }
     for r in &report.ratios {
         let pct = r
@@ -111,18 +48,101 @@ pub fn text(report: &Report) -> String {
     out
 }
 
+fn settings_line(s: &Settings) -> String {
+    let (era, sessions) = match s.era {
+        Era::Session => ("session (2025-11-25)", format!("{} sessions, ", s.sessions)),
+        Era::Stateless => ("stateless (2026-07-28)", String::new()),
+    };
+    let bound = match s.requests {
+        Some(n) => format!("{n} requests (at most {} s)", s.duration_s),
+        None => format!("{} s", s.duration_s),
+    };
+    let rounds = match s.rounds {
+        1 => "1 round".to_owned(),
+        n => format!("{n} rounds (medians)"),
+    };
+    format!(
+        "{era} era, {sessions}{} workers, {bound} after {} s of warm-up, mix {}, payload {} B, \
+         {rounds}",
+        s.concurrency, s.warmup_s, s.mix, s.payload_bytes
+    )
+}
+
+fn targets_table(out: &mut String, targets: &[TargetReport]) {
+    let width = targets
+        .iter()
+        .map(|t| t.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let _ = writeln!(
+        out,
+        "{:<width$} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>10} {:>10} {:>10}  tool",
+        "target",
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "failed",
+        "cpu ms/req",
+        "bench cpu",
+        "peak RSS"
+    );
+    for t in targets {
+        let m = &t.median;
+        let l = &m.latency_ms;
+        let rss = m
+            .target_rss_peak_kib
+            .map_or("-".to_owned(), |k| format!("{:.1} MiB", mib(k)));
+        let _ = writeln!(
+            out,
+            "{:<width$} {:>9.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7} {:>10} {:>10} {:>10}  {}",
+            t.label,
+            m.rps,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.p999,
+            l.max,
+            m.failed,
+            optional(m.target_cpu_ms_per_request, 4),
+            optional(m.bench_cpu_ms_per_request, 4),
+            rss,
+            t.tool,
+        );
+    }
+}
+
+fn target_line(out: &mut String, t: &TargetReport) {
+    let rounds: Vec<String> = t.rounds.iter().map(|r| format!("{:.0}", r.rps)).collect();
+    let pid = t.pid.map_or("no pid".to_owned(), |p| format!("pid {p}"));
+    let cores = match t.median.target_cores {
+        Some(c) => format!("; the target used {c:.2} cores"),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "{}: {} ({pid}); req/s by round: {}{cores}; the bench used {:.2} cores",
+        t.label,
+        t.url,
+        rounds.join(", "),
+        t.median.bench_cores,
+    );
+}
+
 fn soak_text(out: &mut String, soak: &SoakReport) {
-    let mib = |k: u64| k as f64 / 1024.0;
     let _ = writeln!(out, "idle RSS before: {:.1} MiB\n", mib(soak.idle_rss_kib));
     let _ = writeln!(
         out,
-        "{:>5} {:>12} {:>12} {:>14} {:>14} {:>8} {:>8}",
+        "{:>5} {:>12} {:>12} {:>14} {:>8} {:>8} {:>8}",
         "round", "open RSS", "KiB/session", "after close", "opened", "open s", "close s"
     );
     for r in &soak.rounds {
         let _ = writeln!(
             out,
-            "{:>5} {:>8.1} MiB {:>12} {:>10.1} MiB {:>14} {:>8.2} {:>8.2}",
+            "{:>5} {:>8.1} MiB {:>12} {:>10.1} MiB {:>8} {:>8.2} {:>8.2}",
             r.round,
             mib(r.rss_open_kib),
             optional(r.kib_per_session, 2),
@@ -153,11 +173,8 @@ fn errors_text(out: &mut String, label: &str, errors: &[ErrorReport]) {
     }
 }
 
-fn era_name(era: super::args::Era) -> &'static str {
-    match era {
-        super::args::Era::Session => "session (2025-11-25)",
-        super::args::Era::Stateless => "stateless (2026-07-28)",
-    }
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
 }
 
 fn optional(value: Option<f64>, decimals: usize) -> String {

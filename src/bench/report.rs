@@ -231,31 +231,32 @@ fn per_request_ms(cpu: std::time::Duration, requests: u64) -> Option<f64> {
 
 impl RoundReport {
     pub fn of(round: u32, phase: &Phase) -> Self {
+        let counts = &phase.counts;
         let seconds = phase.elapsed.as_secs_f64().max(1e-9);
         let target = phase.window.target;
         Self {
             round,
-            requests: phase.requests,
-            ok: phase.ok,
-            failed: phase.requests - phase.ok,
+            requests: counts.requests,
+            ok: counts.ok,
+            failed: counts.requests - counts.ok,
             elapsed_s: round3(seconds),
-            rps: round3(phase.requests as f64 / seconds),
-            latency_ms: latency(&phase.histogram),
+            rps: round3(counts.requests as f64 / seconds),
+            latency_ms: latency(&counts.histogram),
             by_method: ByMethod {
-                call: phase.by_kind[0],
-                list: phase.by_kind[1],
-                read: phase.by_kind[2],
+                call: counts.by_kind[0],
+                list: counts.by_kind[1],
+                read: counts.by_kind[2],
             },
-            target_cpu_ms_per_request: target.and_then(|t| per_request_ms(t.cpu, phase.requests)),
+            target_cpu_ms_per_request: target.and_then(|t| per_request_ms(t.cpu, counts.requests)),
             target_cores: target.map(|t| round3(t.cpu.as_secs_f64() / seconds)),
             target_rss_kib: target.map(|t| RssKib {
                 start: t.rss_start_kib,
                 end: t.rss_end_kib,
                 peak: t.rss_peak_kib,
             }),
-            bench_cpu_ms_per_request: per_request_ms(phase.window.bench_cpu, phase.requests),
+            bench_cpu_ms_per_request: per_request_ms(phase.window.bench_cpu, counts.requests),
             bench_cores: round3(phase.window.bench_cpu.as_secs_f64() / seconds),
-            streams_left_open: phase.left_open,
+            streams_left_open: counts.left_open,
             sessions_not_deleted: phase.not_deleted,
         }
     }

@@ -2,7 +2,11 @@
 //! setup queries (`tools/list` to resolve the tool's name per target, `resources/list` for a
 //! resource to read), and the errors that stop a run when a target is not a working MCP server.
 
-use std::{fmt::Write as _, sync::Arc, time::Duration};
+use std::{
+    fmt::Write as _,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use bytes::Bytes;
 use http::HeaderValue;
@@ -162,61 +166,12 @@ pub async fn open_session(
     endpoint: &Endpoint,
     timeout: Duration,
 ) -> Result<Context, Failure> {
-    #[derive(Deserialize)]
-    struct Initialized {
-        #[serde(rename = "protocolVersion")]
-        protocol_version: String,
-    }
-    let bare = Context {
-        era: Era::Session,
-        session: None,
-        version: HeaderValue::from_static(SESSION_VERSION),
-    };
-    let mut initialize = Template::new(
-        &bare,
-        "initialize",
-        Some(json!({
-            "protocolVersion": SESSION_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
-        })),
-        None,
-    );
-    // The version is negotiated by initialize itself; its POST carries no version header.
-    initialize.headers.clear();
-    let reply = send(
-        conn,
-        endpoint,
-        &initialize.headers,
-        Some(initialize.body("0")),
-        Some("0"),
-        timeout,
-    )
-    .await?;
-    let result = check(&reply, "0", Expect::Any)?;
-    let version = serde_json::from_str::<Initialized>(result.get())
-        .ok()
-        .and_then(|r| HeaderValue::from_str(&r.protocol_version).ok())
-        .ok_or_else(|| {
-            Failure::new(
-                ErrorKind::Invalid,
-                format!(
-                    "the initialize result has no protocolVersion: {}",
-                    describe(&reply)
-                ),
-            )
-        })?;
-    let context = Context {
-        era: Era::Session,
-        session: reply.session_id.clone(),
-        version,
-    };
-    let initialized = Template::new(&context, "notifications/initialized", None, None);
+    let context = initialize(conn, endpoint, timeout).await?;
     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     let reply = send(
         conn,
         endpoint,
-        &initialized.headers,
+        &context.headers(),
         Some(body),
         None,
         timeout,
@@ -229,6 +184,45 @@ pub async fn open_session(
         ));
     }
     Ok(context)
+}
+
+/// `initialize` (id 0): the version the server chose and the session id it gave, if any.
+async fn initialize(
+    conn: &mut Option<Conn>,
+    endpoint: &Endpoint,
+    timeout: Duration,
+) -> Result<Context, Failure> {
+    #[derive(Deserialize)]
+    struct Initialized {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    static BODY: OnceLock<Bytes> = OnceLock::new();
+    let body = BODY.get_or_init(|| {
+        let params = json!({
+            "protocolVersion": SESSION_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+        });
+        let message = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params});
+        Bytes::from(message.to_string())
+    });
+    // The version is negotiated by initialize itself: its POST carries no version header.
+    let reply = send(conn, endpoint, &[], Some(body.clone()), Some("0"), timeout).await?;
+    let result = check(&reply, "0", Expect::Any)?;
+    let version = serde_json::from_str::<Initialized>(result.get())
+        .ok()
+        .and_then(|r| HeaderValue::from_str(&r.protocol_version).ok())
+        .ok_or_else(|| {
+            let reply = describe(&reply);
+            let detail = format!("the initialize result has no protocolVersion: {reply}");
+            Failure::new(ErrorKind::Invalid, detail)
+        })?;
+    Ok(Context {
+        era: Era::Session,
+        session: reply.session_id.clone(),
+        version,
+    })
 }
 
 /// Ends a session with DELETE; a server that does not allow it (405) has nothing to end.

@@ -27,62 +27,20 @@ pub async fn run_soak(
     let pid = target
         .pid
         .ok_or_else(|| BenchError::usage("--soak", "needs --pid PID"))?;
-    let rss = || rss_kib(pid).map_err(|source| BenchError::Process { pid, source });
     let mut errors = BTreeMap::new();
     let mut rounds = Vec::new();
     tokio::time::sleep(plan.settle).await;
-    let idle = rss()?;
+    let idle = rss(pid)?;
     let bar = progress.counter(u64::from(plan.rounds), "soak rounds");
     for round in 1..=plan.rounds {
-        let before = rss()?;
-        let started = Instant::now();
-        let opened = churn::open_many(
-            &target.endpoint,
-            plan.sessions,
-            plan.concurrency,
-            plan.timeout,
-        )
-        .await;
-        let open_s = started.elapsed().as_secs_f64();
-        tokio::time::sleep(plan.settle).await;
-        let open = rss()?;
-        let count = opened.contexts.len() as u64;
-        let started = Instant::now();
-        let close_failures = churn::close_many(
-            &target.endpoint,
-            opened.contexts,
-            plan.concurrency,
-            plan.timeout,
-        )
-        .await;
-        let close_s = started.elapsed().as_secs_f64();
-        tokio::time::sleep(plan.settle).await;
-        let after = rss()?;
-        rounds.push(SoakRound {
-            round,
-            rss_before_kib: before,
-            rss_open_kib: open,
-            rss_after_close_kib: after,
-            kib_per_session: (count > 0)
-                .then(|| ((open as f64 - before as f64) / count as f64 * 100.0).round() / 100.0),
-            opened: count,
-            open_failures: opened.failures.len() as u64,
-            close_failures: close_failures.len() as u64,
-            open_s: (open_s * 1000.0).round() / 1000.0,
-            close_s: (close_s * 1000.0).round() / 1000.0,
-        });
-        tally(
-            &mut errors,
-            opened.failures.into_iter().chain(close_failures),
-        );
+        rounds.push(churn_once(plan, target, pid, round, &mut errors).await?);
         bar.inc(1);
     }
     bar.finish_and_clear();
     let growth_pct = match (rounds.first(), rounds.last()) {
         (Some(first), Some(last)) if first.rss_after_close_kib > 0 => {
-            let growth =
-                (last.rss_after_close_kib as f64 / first.rss_after_close_kib as f64 - 1.0) * 100.0;
-            Some((growth * 100.0).round() / 100.0)
+            let ratio = last.rss_after_close_kib as f64 / first.rss_after_close_kib as f64;
+            Some(round2((ratio - 1.0) * 100.0))
         }
         _ => None,
     };
@@ -95,6 +53,52 @@ pub async fn run_soak(
         growth_pct,
         errors: error_reports(&errors),
     })
+}
+
+/// One round: open the sessions, sample, delete them, sample.
+async fn churn_once(
+    plan: &Plan,
+    target: &Target,
+    pid: u32,
+    round: u32,
+    errors: &mut BTreeMap<ErrorKind, Tally>,
+) -> Result<SoakRound, BenchError> {
+    let (endpoint, in_flight, timeout) = (&target.endpoint, plan.concurrency, plan.timeout);
+    let before = rss(pid)?;
+    let started = Instant::now();
+    let opened = churn::open_many(endpoint, plan.sessions, in_flight, timeout).await;
+    let open_s = started.elapsed().as_secs_f64();
+    tokio::time::sleep(plan.settle).await;
+    let open = rss(pid)?;
+    let count = opened.contexts.len() as u64;
+    let started = Instant::now();
+    let close_failures = churn::close_many(endpoint, opened.contexts, in_flight, timeout).await;
+    let close_s = started.elapsed().as_secs_f64();
+    tokio::time::sleep(plan.settle).await;
+    let after = rss(pid)?;
+    let open_failures = opened.failures.len() as u64;
+    let closed_failures = close_failures.len() as u64;
+    tally(errors, opened.failures.into_iter().chain(close_failures));
+    Ok(SoakRound {
+        round,
+        rss_before_kib: before,
+        rss_open_kib: open,
+        rss_after_close_kib: after,
+        kib_per_session: (count > 0).then(|| round2((open as f64 - before as f64) / count as f64)),
+        opened: count,
+        open_failures,
+        close_failures: closed_failures,
+        open_s: round2(open_s),
+        close_s: round2(close_s),
+    })
+}
+
+fn rss(pid: u32) -> Result<u64, BenchError> {
+    rss_kib(pid).map_err(|source| BenchError::Process { pid, source })
+}
+
+fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
 }
 
 fn tally(errors: &mut BTreeMap<ErrorKind, Tally>, failures: impl Iterator<Item = Failure>) {

@@ -42,11 +42,11 @@
 //!                     "by_method": {"tools/call","tools/list","resources/read"},
 //!                     "target_cpu_ms_per_request", "target_cores",
 //!                     "target_rss_kib": {"start","end","peak"},
-//!                     "bench_cpu_ms_per_request", "bench_cores",
+//!                     "bench_cpu_ms_per_request", "bench_cores", "machine_cores",
 //!                     "streams_left_open", "sessions_not_deleted" } ],
 //!       "median": { "rps", "latency_ms": {…}, "target_cpu_ms_per_request", "target_cores",
-//!                   "bench_cpu_ms_per_request", "bench_cores", "requests", "failed",
-//!                   "target_rss_peak_kib" },
+//!                   "bench_cpu_ms_per_request", "bench_cores", "machine_cores", "requests",
+//!                   "failed", "target_rss_peak_kib" },
 //!       "errors": [ { "kind": "connection"|"timeout"|"http_status"|"jsonrpc"|"tool_error"|"invalid",
 //!                     "code", "count", "first" } ] } ],
 //!   "ratios": [ { "target", "baseline", "throughput_pct", "added_p50_ms", "added_p99_ms",
@@ -60,7 +60,9 @@
 //!
 //! Latencies are in milliseconds, of successful requests, measured from the request's start
 //! (including a reconnect) to its answer. CPU figures are `utime + stime` over the measured
-//! window divided by the requests in it; absent (`null`) without `--pid`.
+//! window divided by the requests in it; absent (`null`) without `--pid`. `*_cores` are CPU
+//! seconds per second of the window; `machine_cores` counts every process on the machine, so
+//! it shows when something else competed for the CPU during a round.
 
 pub mod args;
 pub mod bare_hop;

@@ -1,7 +1,8 @@
 //! What a process costs while it is measured, read from Linux's `/proc`: CPU time
 //! (`utime + stime` of `/proc/PID/stat`, in clock ticks of `sysconf(_SC_CLK_TCK)`, so at 10 ms
 //! resolution on most systems) over a window, and resident memory (`VmRSS` of
-//! `/proc/PID/status`) at its start, end and sampled peak. The bench watches its own CPU too.
+//! `/proc/PID/status`) at its start, end and sampled peak. The bench watches its own CPU too,
+//! and the whole machine's busy time (`/proc/stat`), so a run disturbed by other work shows it.
 
 use std::{sync::OnceLock, time::Duration};
 
@@ -21,11 +22,13 @@ pub struct ProcFigures {
     pub rss_peak_kib: u64,
 }
 
-/// The window's figures: the watched process's (if any) and the bench's own CPU.
+/// The window's figures: the watched process's (if any), the bench's own CPU, and the CPU
+/// time all processes used (None where `/proc/stat` cannot be read).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Window {
     pub target: Option<ProcFigures>,
     pub bench_cpu: Duration,
+    pub machine_busy: Option<Duration>,
 }
 
 /// CPU time used so far by `pid` (None: this process).
@@ -46,6 +49,28 @@ pub fn cpu_time(pid: Option<u32>) -> std::io::Result<Duration> {
 pub fn rss_kib(pid: u32) -> std::io::Result<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     parse_vm_rss(&text).ok_or_else(|| invalid("no VmRSS in /proc/PID/status"))
+}
+
+/// CPU time all CPUs spent busy so far (everything but idle and iowait).
+pub fn machine_busy() -> std::io::Result<Duration> {
+    let text = std::fs::read_to_string("/proc/stat")?;
+    let ticks = parse_busy_ticks(&text).ok_or_else(|| invalid("unexpected /proc/stat format"))?;
+    Ok(Duration::from_secs_f64(
+        ticks as f64 / clock_ticks_per_second() as f64,
+    ))
+}
+
+/// Busy ticks from the `cpu` line of `/proc/stat`: user, nice, system, irq, softirq and
+/// steal (guest time is already inside user and nice).
+fn parse_busy_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+    Some(field(0) + field(1) + field(2) + field(5) + field(6) + field(7))
 }
 
 fn invalid(what: &str) -> std::io::Error {
@@ -98,6 +123,7 @@ pub fn spawn_watch(pid: Option<u32>, start: Instant) -> Watch {
         tokio::time::sleep_until(start).await;
         let failed = |pid: u32| move |source| BenchError::Process { pid, source };
         let bench_before = cpu_time(None).map_err(failed(std::process::id()))?;
+        let machine_before = machine_busy().ok();
         let mut target = match pid {
             Some(pid) => {
                 let rss = rss_kib(pid).map_err(failed(pid))?;
@@ -144,7 +170,14 @@ pub fn spawn_watch(pid: Option<u32>, start: Instant) -> Watch {
             }
             None => None,
         };
-        Ok(Window { target, bench_cpu })
+        let machine_busy = machine_before
+            .zip(machine_busy().ok())
+            .map(|(before, after)| after.saturating_sub(before));
+        Ok(Window {
+            target,
+            bench_cpu,
+            machine_busy,
+        })
     });
     Watch { stop, task }
 }
@@ -173,6 +206,13 @@ mod tests {
             "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 1 2 3";
         assert_eq!(parse_cpu_ticks(stat), Some(325));
         assert_eq!(parse_cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn busy_ticks_leave_out_idle_and_iowait() {
+        let stat = "cpu  100 5 20 900 40 1 2 3 0 0\ncpu0 50 2 10 450 20 0 1 1 0 0\n";
+        assert_eq!(parse_busy_ticks(stat), Some(131));
+        assert!(machine_busy().unwrap() > Duration::ZERO);
     }
 
     #[test]

@@ -122,9 +122,13 @@ fn target_line(out: &mut String, t: &TargetReport) {
         Some(c) => format!("; the target used {c:.2} cores"),
         None => String::new(),
     };
+    let machine = match t.median.machine_cores {
+        Some(c) => format!("; the machine was busy {c:.2} cores"),
+        None => String::new(),
+    };
     let _ = writeln!(
         out,
-        "{}: {} ({pid}); req/s by round: {}{cores}; the bench used {:.2} cores",
+        "{}: {} ({pid}); req/s by round: {}{cores}; the bench used {:.2} cores{machine}",
         t.label,
         t.url,
         rounds.join(", "),

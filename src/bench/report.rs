@@ -92,6 +92,9 @@ pub struct RoundReport {
     pub target_rss_kib: Option<RssKib>,
     pub bench_cpu_ms_per_request: Option<f64>,
     pub bench_cores: f64,
+    /// All processes together, in cores: a figure well above `target_cores + bench_cores`
+    /// means other work shared the machine during the round.
+    pub machine_cores: Option<f64>,
     /// SSE streams still open 250 ms after their response (their connections were dropped).
     pub streams_left_open: u64,
     pub sessions_not_deleted: u64,
@@ -133,6 +136,7 @@ pub struct Summary {
     pub target_cores: Option<f64>,
     pub bench_cpu_ms_per_request: Option<f64>,
     pub bench_cores: f64,
+    pub machine_cores: Option<f64>,
     pub requests: u64,
     pub failed: u64,
     pub target_rss_peak_kib: Option<u64>,
@@ -256,6 +260,10 @@ impl RoundReport {
             }),
             bench_cpu_ms_per_request: per_request_ms(phase.window.bench_cpu, counts.requests),
             bench_cores: round3(phase.window.bench_cpu.as_secs_f64() / seconds),
+            machine_cores: phase
+                .window
+                .machine_busy
+                .map(|busy| round3(busy.as_secs_f64() / seconds)),
             streams_left_open: counts.left_open,
             sessions_not_deleted: phase.not_deleted,
         }
@@ -280,6 +288,7 @@ pub fn summarize(rounds: &[RoundReport]) -> Summary {
         target_cores: of_some(|r| r.target_cores),
         bench_cpu_ms_per_request: of_some(|r| r.bench_cpu_ms_per_request),
         bench_cores: of(|r| r.bench_cores),
+        machine_cores: of_some(|r| r.machine_cores),
         requests: rounds.iter().map(|r| r.requests).sum(),
         failed: rounds.iter().map(|r| r.failed).sum(),
         target_rss_peak_kib: rounds

@@ -119,6 +119,7 @@ fn assert_clean(target: &Value, label: &str, tool: &str) {
         round["bench_cpu_ms_per_request"].as_f64().is_some(),
         "{round:#}"
     );
+    assert!(round["machine_cores"].as_f64().unwrap() > 0.0, "{round:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

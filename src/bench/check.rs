@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use super::{
     args::EchoCheck,
-    wire::{Reply, describe},
+    wire::{Reply, SSE, describe, is_media_type},
 };
 
 /// How long a quoted answer may be, in characters.
@@ -156,7 +156,7 @@ pub fn check<'r>(reply: &'r Reply, id: &str, expect: Expect<'_>) -> Result<&'r R
         ));
     }
     let Some(message) = &reply.message else {
-        let what = if reply.content_type.starts_with("text/event-stream") {
+        let what = if is_media_type(&reply.content_type, SSE) {
             format!("the SSE stream ended without the response to id {id}")
         } else {
             "the answer is neither application/json nor text/event-stream".to_owned()
@@ -324,6 +324,25 @@ mod tests {
         assert_eq!(kind(&no_tools, Expect::Contents), ErrorKind::Invalid);
         let html = reply(200, "text/html", None, "<p>hi</p>");
         assert_eq!(kind(&html, ECHO), ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn an_sse_stream_without_the_response_says_so() {
+        let stream = reply(
+            200,
+            "Text/Event-Stream; charset=utf-8",
+            None,
+            "data: {}\n\n",
+        );
+        let failure = check(&stream, "7", ECHO).unwrap_err();
+        assert_eq!(failure.kind, ErrorKind::Invalid);
+        assert!(
+            failure
+                .detail
+                .starts_with("the SSE stream ended without the response to id 7"),
+            "{}",
+            failure.detail
+        );
     }
 
     #[test]

@@ -211,11 +211,11 @@ impl Conn {
             left_open: false,
         };
         let body = response.into_body();
-        let sse = reply.content_type.starts_with("text/event-stream");
+        let sse = is_media_type(&reply.content_type, SSE);
         match id {
             // `read_sse` stamps the answer when the matching event arrives.
             Some(id) if status.is_success() && sse => return self.read_sse(body, id, reply).await,
-            Some(_) if status.is_success() && is_json(&reply.content_type) => {
+            Some(_) if status.is_success() && is_media_type(&reply.content_type, JSON) => {
                 reply.message = Some(read_capped(body, MAX_BODY).await?);
             }
             _ => reply.other = read_capped(body, QUOTE_KEEP).await?,
@@ -326,11 +326,13 @@ pub async fn send(
     outcome
 }
 
-fn is_json(content_type: &str) -> bool {
-    content_type
-        .split(';')
-        .next()
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+pub const JSON: &str = "application/json";
+pub const SSE: &str = "text/event-stream";
+
+/// Whether a `Content-Type` value is of media type `wanted` (whatever its parameters and case).
+pub fn is_media_type(content_type: &str, wanted: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("");
+    essence.trim().eq_ignore_ascii_case(wanted)
 }
 
 /// Whether an SSE event's data is the JSON-RPC message with this id (a response, or a request

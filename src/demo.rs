@@ -1,5 +1,6 @@
-//! `switchyard demo-server`: a small MCP server over stdio that ships with Switchyard, so the
-//! default configuration serves something real on a fresh machine.
+//! `switchyard demo-server`: a small MCP server that ships with Switchyard, so the default
+//! configuration serves something real on a fresh machine. It speaks stdio, or streamable HTTP
+//! with `--http ADDR` (the fast upstream fixture of `switchyard bench`).
 //!
 //! It offers a few useful tools (text, arithmetic, time, a counter that keeps per-process state,
 //! a slow task that reports progress), a resource, a resource template and a prompt.
@@ -252,6 +253,27 @@ pub async fn serve_stdio() -> Result<(), Box<dyn std::error::Error + Send + Sync
     let service = DemoServer::new().serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
+}
+
+/// Serves the demo server over streamable HTTP at `/mcp` on `listener` (sessions for clients
+/// that `initialize`, stateless 2026-07-28 otherwise) until the listener fails.
+pub async fn serve_http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    use rmcp::transport::{
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::session::local::LocalSessionManager,
+    };
+    let service = StreamableHttpService::new(
+        || Ok(DemoServer::new()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    // Like production servers (Node, uvicorn, Go), answer without Nagle's algorithm: axum keeps
+    // it on by default, and a keep-alive client then waits ~40 ms for each SSE reply.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
+    axum::serve(listener, app).await
 }
 
 /// `YYYY-MM-DD hh:mm:ss` for `secs` since the epoch (UTC, proleptic Gregorian).

@@ -69,6 +69,7 @@
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
+pub mod bench;
 pub mod catalog;
 pub mod config;
 pub mod demo;

@@ -1,4 +1,5 @@
-//! The `switchyard` command: run the gateway, check a configuration, or serve the demo server.
+//! The `switchyard` command: run the gateway, check a configuration, serve the demo server, or
+//! load-test an MCP endpoint (`bench`, with its baseline proxy `bare-hop`).
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -6,7 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use switchyard::{Gateway, config, demo, front};
+use switchyard::{Gateway, bench, config, demo, front};
 
 /// The configuration loaded when `-c` is not given.
 const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
@@ -56,8 +57,26 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
-    /// Serve the demo MCP server on stdin/stdout.
-    DemoServer,
+    /// Serve the demo MCP server on stdin/stdout, or over streamable HTTP with --http.
+    DemoServer {
+        /// Serve streamable HTTP at `http://ADDR/mcp` instead (port 0 picks a free one; the URL
+        /// is printed on stdout).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+    },
+    /// Load-test a streamable-HTTP MCP endpoint (and baselines, in turns), or soak its
+    /// sessions; exits 1 if it cannot run or if any request fails.
+    Bench(Box<bench::BenchArgs>),
+    /// A bench helper: a bare HTTP/1.1 reverse proxy to one upstream, the baseline a gateway's
+    /// overhead is compared with.
+    BareHop {
+        /// Address to listen on; port 0 picks a free one (the URL is printed on stdout).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// The upstream's URL (http://HOST:PORT/PATH); requests keep their own path.
+        #[arg(long, value_name = "URL")]
+        upstream: String,
+    },
     /// Serve the conformance-suite fixture over streamable HTTP (a test upstream).
     #[cfg(feature = "conformance")]
     ConformanceServer {
@@ -84,21 +103,30 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
-        match cli.command {
+    runtime.block_on(async {
+        let result = match cli.command {
             None => run(cli.run).await,
             // `switchyard -c FILE run` and `switchyard run -c FILE` mean the same.
             Some(Command::Run(args)) => run(args.or(cli.run)).await,
             Some(Command::Check { config }) => check(config),
-            Some(Command::DemoServer) => demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e)),
+            Some(Command::DemoServer { http: None }) => {
+                demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
+            }
+            Some(Command::DemoServer { http: Some(listen) }) => serve_demo_http(listen).await,
+            Some(Command::Bench(args)) => return run_bench(&args).await,
+            Some(Command::BareHop { listen, upstream }) => bare_hop(listen, &upstream).await,
             #[cfg(feature = "conformance")]
             Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
             #[cfg(feature = "conformance")]
             Some(Command::ConformanceClient { url }) => {
                 switchyard::conformance::auth_client::run(&url).await
             }
-        }
-    });
+        };
+        exit_code(result)
+    })
+}
+
+fn exit_code(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -155,6 +183,63 @@ async fn serve_conformance(listen: SocketAddr) -> anyhow::Result<()> {
     );
     switchyard::conformance::serve(listener).await?;
     Ok(())
+}
+
+/// Serves the demo server over streamable HTTP, announcing its URL on stdout.
+async fn serve_demo_http(listen: SocketAddr) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    println!(
+        "demo server listening on http://{}/mcp",
+        listener.local_addr()?
+    );
+    demo::serve_http(listener).await?;
+    Ok(())
+}
+
+/// Serves the bare hop, announcing its URL (with the upstream's path) on stdout.
+async fn bare_hop(listen: SocketAddr, upstream: &str) -> anyhow::Result<()> {
+    let upstream = bench::bare_hop::Upstream::parse(upstream)?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    println!(
+        "bare hop listening on {}",
+        upstream.url_through(listener.local_addr()?)
+    );
+    bench::bare_hop::serve(listener, upstream, shutdown_signal()).await?;
+    Ok(())
+}
+
+/// Runs the bench and prints its report: JSON on stdout with --json, else a table. Exits 1
+/// when it could not run, or when requests failed (after printing the report).
+async fn run_bench(args: &bench::BenchArgs) -> ExitCode {
+    let report = match bench::run(args).await {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("switchyard bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(error) => {
+                eprintln!("switchyard bench: cannot encode the report: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{}", bench::text(&report));
+    }
+    match report.failures() {
+        0 => ExitCode::SUCCESS,
+        failed => {
+            eprintln!("switchyard bench: {failed} requests failed (see the report)");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn check(path: PathBuf) -> anyhow::Result<()> {

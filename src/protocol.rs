@@ -1,6 +1,7 @@
 //! Facts of the MCP protocol that every layer needs: the two eras a peer may speak, the
 //! versions Switchyard knows, and the `_meta` keys of the 2026-07-28 per-request lifecycle.
 
+use http::HeaderName;
 use rmcp::model::ProtocolVersion;
 
 /// The protocol era of a peer or a request.
@@ -33,6 +34,16 @@ pub fn is_known_version(version: &str) -> bool {
         .iter()
         .any(|known| known.as_str() == version)
 }
+
+/// The session a request belongs to (before 2026-07-28).
+pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// The protocol version a request is made in.
+pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// SEP-2243: the method of a 2026-07-28 request, and what it names.
+pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// The last event a client saw on a stream it resumes.
+pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The prefix of the `_meta` keys of the 2026-07-28 per-request lifecycle.
 pub const META_PREFIX: &str = "io.modelcontextprotocol/";

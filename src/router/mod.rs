@@ -353,16 +353,26 @@ impl<S: ConnectionSource> Call<'_, S> {
 impl<S> Call<'_, S> {
     /// `error`, unless the request failed because the upstream wants this client's user to
     /// authorize Switchyard: then the error that carries the link.
-    async fn or_authorization(&self, upstream: &Upstream, error: GatewayError) -> GatewayError {
-        match upstream
-            .authorization_link(&self.downstream.principal)
-            .await
-        {
-            Some(link) => {
-                authorization_required(upstream, link).for_client(&self.downstream.capabilities)
+    /// (Boxed: it runs only on failures, and the OAuth work behind it has a large future.)
+    fn or_authorization<'b>(
+        &'b self,
+        upstream: &'b Upstream,
+        error: GatewayError,
+    ) -> futures::future::BoxFuture<'b, GatewayError>
+    where
+        S: Sync,
+    {
+        Box::pin(async move {
+            match upstream
+                .authorization_link(&self.downstream.principal)
+                .await
+            {
+                Some(link) => {
+                    authorization_required(upstream, link).for_client(&self.downstream.capabilities)
+                }
+                None => error,
             }
-            None => error,
-        }
+        })
     }
 
     /// The outcome of a routed request as this client should get it; failures are logged at

@@ -495,7 +495,8 @@ impl Exchanging<'_> {
                     return Ok(answer);
                 }
                 Step::Message(message) => {
-                    self.pass_on(&call.downstream, message, timer).await;
+                    // Boxed: most answers come alone, and passing on has a large future.
+                    Box::pin(self.pass_on(&call.downstream, message, timer)).await;
                 }
             }
         }

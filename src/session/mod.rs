@@ -181,6 +181,9 @@ impl Session {
     /// Ends the session: its requests in flight are cancelled, its streams end.
     pub fn close(&self) {
         self.closed.cancel();
+        for token in self.lock_in_flight().values() {
+            token.cancel();
+        }
         self.standalone().close_all();
     }
 
@@ -193,7 +196,12 @@ impl Session {
 
     /// Registers request `id` as in flight until the returned guard goes.
     fn begin(self: &Arc<Self>, id: &str) -> InFlight {
-        let token = self.closed.child_token();
+        // A token of its own (not a child of `closed`, whose tree has a lock): `close`
+        // cancels the ones in flight.
+        let token = CancellationToken::new();
+        if self.closed.is_cancelled() {
+            token.cancel();
+        }
         self.lock_in_flight().insert(id.into(), token.clone());
         InFlight {
             session: self.clone(),

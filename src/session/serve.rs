@@ -117,7 +117,8 @@ async fn answer(
             .and_then(Fields::of_text)
             .and_then(|params| params.get("_meta").and_then(Fields::of));
         let downstream = downstream(caller, meta.as_ref(), request_outlet(caller, outlet));
-        return typed(gateway, caller, request, parts, downstream, ct).await;
+        // Boxed: the typed path is the rare one, and its future is large.
+        return Box::pin(typed(gateway, caller, request, parts, downstream, ct)).await;
     };
     let id = request.id();
     let params = match request.params().map(Fields::of_text) {
@@ -152,7 +153,10 @@ async fn answer(
             };
             match call.routed(routed, id, params.as_ref(), caller.era()).await {
                 Some(answer) => answer,
-                None => typed(gateway, caller, request, parts, call.downstream.clone(), ct).await,
+                None => {
+                    let downstream = call.downstream.clone();
+                    Box::pin(typed(gateway, caller, request, parts, downstream, ct)).await
+                }
             }
         }
     }

@@ -97,6 +97,13 @@ impl SessionUpstreams {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// This session's connection to `upstream` if it is open.
+    fn open_connection(&self, upstream: &Upstream) -> Option<Arc<Connection>> {
+        let slots = self.lock();
+        let connection = slots.get(upstream.name())?.get()?;
+        (!connection.is_closed()).then(|| connection.clone())
+    }
+
     /// This session's connection to `upstream`, opening it if needed. A connection that has
     /// closed (the upstream restarted, say) is replaced once.
     async fn own_connection(&self, upstream: &Upstream) -> Result<Arc<Connection>, GatewayError> {
@@ -166,7 +173,11 @@ impl ConnectionSource for Source<'_> {
     async fn connection(&self, upstream: &Arc<Upstream>) -> Result<Arc<Connection>, GatewayError> {
         match self {
             Source::Session(session) if upstream.is_per_client() => {
-                session.own_connection(upstream).await
+                if let Some(open) = session.open_connection(upstream) {
+                    return Ok(open);
+                }
+                // Boxed: opening is rare, and its future is large.
+                Box::pin(session.own_connection(upstream)).await
             }
             Source::Session(_) => upstream.shared().map_err(|_| unavailable(upstream)),
             Source::Shared => upstream

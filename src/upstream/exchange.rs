@@ -27,7 +27,7 @@ use hyper_util::{
 
 use crate::{
     hook::{HookError, RequestHeaders, RequestHook},
-    protocol::Era,
+    protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
     wire::{self, sse},
 };
 
@@ -273,16 +273,16 @@ impl RawLink {
         }
         headers.insert(header::CONTENT_TYPE, JSON);
         headers.insert(header::ACCEPT, JSON_AND_SSE);
-        headers.insert("mcp-protocol-version", self.version.clone());
+        headers.insert(MCP_PROTOCOL_VERSION, self.version.clone());
         if let Some(session) = session {
-            headers.insert("mcp-session-id", session.clone());
+            headers.insert(MCP_SESSION_ID, session.clone());
         }
         if self.era == Era::Modern {
             if let Ok(method) = HeaderValue::from_str(outgoing.method) {
-                headers.insert("mcp-method", method);
+                headers.insert(MCP_METHOD, method);
             }
             if let Ok(name) = HeaderValue::from_str(outgoing.name) {
-                headers.insert("mcp-name", name);
+                headers.insert(MCP_NAME, name);
             }
         }
         self.client
@@ -307,12 +307,12 @@ impl RawLink {
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        all.insert("mcp-protocol-version", self.version.clone());
+        all.insert(MCP_PROTOCOL_VERSION, self.version.clone());
         if let Some(session) = session {
-            all.insert("mcp-session-id", session.clone());
+            all.insert(MCP_SESSION_ID, session.clone());
         }
         if let Ok(value) = HeaderValue::from_str(last_event) {
-            all.insert("last-event-id", value);
+            all.insert(LAST_EVENT_ID, value);
         }
         self.client
             .request(request)

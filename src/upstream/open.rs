@@ -48,20 +48,35 @@ impl Upstream {
     /// session if it speaks that protocol (opened on first need, so that results such as
     /// `input_required` pass through as they are), else the shared session.
     pub async fn stateless(&self) -> Result<Arc<Connection>, UpstreamError> {
+        if let Some(ready) = self.stateless_now()? {
+            return Ok(ready);
+        }
+        // Boxed: opening is rare, and its future is large.
+        Box::pin(self.open_stateless()).await
+    }
+
+    /// The connection for a stateless request if it needs no opening.
+    fn stateless_now(&self) -> Result<Option<Arc<Connection>>, UpstreamError> {
         let shared = self.shared()?;
         if shared.era() == Era::Modern || shared.transport() != "streamable_http" {
             // Already modern; or stdio, where a second session would be a second process; or
             // legacy SSE, which predates 2026-07-28.
-            return Ok(shared);
+            return Ok(Some(shared));
         }
         if let Some(modern) = self.modern.load_full()
             && !modern.is_closed()
         {
-            return Ok(modern);
+            return Ok(Some(modern));
         }
         if self.era_support() == EraSupport::LegacyOnly {
-            return Ok(shared);
+            return Ok(Some(shared));
         }
+        Ok(None)
+    }
+
+    /// Opens the upstream's 2026-07-28 session, or finds it speaks only the legacy era.
+    async fn open_stateless(&self) -> Result<Arc<Connection>, UpstreamError> {
+        let shared = self.shared()?;
         let _opening = self.eras.lock().await;
         if self.era_support() == EraSupport::LegacyOnly {
             return Ok(shared);

@@ -174,7 +174,13 @@ pub fn message_event(id: Option<&str>, data: &[u8]) -> Bytes {
 /// An event with only an id and a reconnection delay: it lets a client resume a stream from
 /// its start.
 pub fn priming_event(id: &str, retry_ms: u64) -> Bytes {
-    format!("id: {id}\nretry: {retry_ms}\ndata: \n\n").into()
+    let mut out = Vec::with_capacity(id.len() + 40);
+    out.extend_from_slice(b"id: ");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b"\nretry: ");
+    out.extend_from_slice(itoa::Buffer::new().format(retry_ms).as_bytes());
+    out.extend_from_slice(b"\ndata: \n\n");
+    out.into()
 }
 
 /// A comment line, which keeps an idle stream from being closed by proxies.

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use crate::{
     catalog::ParamHeader,
-    protocol::is_known_version,
+    protocol::{MCP_PROTOCOL_VERSION, is_known_version},
     wire::{Fields, string},
 };
 
@@ -63,7 +63,7 @@ pub enum VersionHeader<'a> {
 
 impl<'a> VersionHeader<'a> {
     pub fn of(headers: &'a HeaderMap) -> Self {
-        match headers.get("mcp-protocol-version") {
+        match headers.get(MCP_PROTOCOL_VERSION) {
             None => VersionHeader::Absent,
             Some(value) => match value.to_str() {
                 Ok(version) if is_known_version(version) => VersionHeader::Known(version),

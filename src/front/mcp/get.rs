@@ -2,14 +2,17 @@
 //! request; DELETE ends a session. Neither exists in 2026-07-28, which has no sessions.
 
 use axum::body::Body;
-use http::{Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode};
 
 use super::{
     Endpoint,
     checks::{self, EVENT_STREAM, VersionHeader},
     reply::{self, EventIds, EventStream, Refused},
 };
-use crate::{downstream::Attached, protocol::Era};
+use crate::{
+    downstream::Attached,
+    protocol::{Era, LAST_EVENT_ID, MCP_SESSION_ID},
+};
 
 impl Endpoint {
     pub(super) fn get(&self, request: Request<Body>) -> Response<Body> {
@@ -26,7 +29,7 @@ impl Endpoint {
         // Resuming a request's stream: it ended with its answer, or with its client.
         let resumes_request = request
             .headers()
-            .get(header::HeaderName::from_static("last-event-id"))
+            .get(LAST_EVENT_ID)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|id| id.contains('/'));
         if resumes_request {
@@ -76,7 +79,7 @@ impl Endpoint {
         }
         let id = request
             .headers()
-            .get("mcp-session-id")
+            .get(MCP_SESSION_ID)
             .and_then(|value| value.to_str().ok())
             .ok_or_else(|| {
                 Box::new(reply::text(

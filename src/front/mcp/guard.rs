@@ -63,23 +63,24 @@ impl Guard {
     /// Whether a request with `uri` and `headers` may be served.
     pub fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         if !self.hosts.is_empty() {
-            let host = match headers.get(header::HOST) {
+            let (host, port) = match headers.get(header::HOST) {
                 Some(host) => host
                     .to_str()
                     .ok()
-                    .and_then(parse_authority)
+                    .and_then(split_authority)
                     .ok_or((StatusCode::BAD_REQUEST, "Bad Request: Invalid Host header"))?,
                 // HTTP/2 carries the host in `:authority`.
                 None => uri
                     .authority()
-                    .and_then(|a| parse_authority(a.as_str()))
+                    .and_then(|a| split_authority(a.as_str()))
                     .ok_or((StatusCode::BAD_REQUEST, "Bad Request: missing Host header"))?,
             };
             let allowed = self.hosts.iter().any(|allowed| {
-                allowed.host == host.host && allowed.port.is_none_or(|p| host.port == Some(p))
+                allowed.host.eq_ignore_ascii_case(host)
+                    && allowed.port.is_none_or(|p| port == Some(p))
             });
             if !allowed {
-                tracing::warn!(host = %host.host, "refused a request for a host that is not allowed (possible DNS rebinding)");
+                tracing::warn!(%host, "refused a request for a host that is not allowed (possible DNS rebinding)");
                 return Err((
                     StatusCode::FORBIDDEN,
                     "Forbidden: Host header is not allowed",
@@ -160,6 +161,30 @@ fn parse_authority(text: &str) -> Option<Authority> {
             port: None,
         }),
     }
+}
+
+/// A request's `Host` as host (without IPv6 brackets) and port, without copying it.
+fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
+    let text = text.trim();
+    let (host, port) = match text.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, rest) = bracketed.split_once(']')?;
+            (host, rest.strip_prefix(':'))
+        }
+        None => match text.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        },
+    };
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '%');
+    if host.is_empty() || !host.chars().all(valid) {
+        return None;
+    }
+    let port = match port {
+        Some(port) => Some(port.parse().ok()?),
+        None => None,
+    };
+    Some((host, port))
 }
 
 fn normalize_host(host: &str) -> String {

@@ -14,11 +14,11 @@ use rmcp::model::{InitializeRequestParams, RequestId, ServerJsonRpcMessage, Serv
 use super::{
     Endpoint,
     checks::{self, EVENT_STREAM, JSON, VersionHeader},
-    reply::{self, EventIds, EventStream, Refused},
+    reply::{self, Begun, EventIds, EventStream, Refused},
 };
 use crate::{
     principal::Principal,
-    protocol::{Era, MODERN},
+    protocol::{Era, MCP_SESSION_ID, MODERN},
     session::{Caller, Served, Session, has_modern_meta, meta_of, meta_version, negotiate, serve},
     wire::{self, Fields, Message, OwnedRequest},
 };
@@ -84,7 +84,7 @@ impl Endpoint {
         }
         let session_id = parts
             .headers
-            .get("mcp-session-id")
+            .get(MCP_SESSION_ID)
             .and_then(|value| value.to_str().ok());
         let classified = match classify(&message, version, session_id.is_some()) {
             Ok(classified) => classified,
@@ -95,7 +95,7 @@ impl Endpoint {
         }
         match (classified.era, session_id) {
             (Era::Legacy, Some(id)) => match self.sessions.get(id) {
-                Some(session) => self.in_session(session, message, &body, parts),
+                Some(session) => self.in_session(session, message, &body, parts).await,
                 None => reply::text(StatusCode::NOT_FOUND, "Not Found: Session not found"),
             },
             (Era::Legacy, None) => match (message, classified.handshake) {
@@ -127,7 +127,7 @@ impl Endpoint {
     }
 
     /// A message of a session's client.
-    fn in_session(
+    async fn in_session(
         &self,
         session: Arc<Session>,
         message: Message<'_>,
@@ -137,11 +137,15 @@ impl Endpoint {
         match message {
             Message::Request(request) => {
                 let request = OwnedRequest::new(body.clone(), &request);
-                let stream = session.next_stream();
+                let ids = EventIds::Request(session.next_stream());
                 let Served { work, messages } =
                     serve(&self.gateway, Caller::Session(session), request, parts);
-                EventStream::request(EventIds::Request(stream), None, work, messages)
-                    .into_response()
+                // A session's client is always answered on a stream (it may resume one).
+                match reply::begin(ids, work, messages).await {
+                    Begun::Answered(answer) => EventStream::single(ids, answer),
+                    Begun::Streaming(stream) => stream,
+                }
+                .into_response()
             }
             Message::Notification(notification) => {
                 notice(&session, notification);
@@ -196,7 +200,7 @@ impl Endpoint {
         let answer = serde_json::to_vec(&answer).unwrap_or_default();
         let mut response = EventStream::single(EventIds::Standalone, answer.into()).into_response();
         if let Ok(value) = HeaderValue::from_str(&session_id) {
-            response.headers_mut().insert("mcp-session-id", value);
+            response.headers_mut().insert(MCP_SESSION_ID, value);
         }
         response
     }
@@ -216,21 +220,18 @@ impl Endpoint {
             .cloned()
             .unwrap_or_default();
         let request = OwnedRequest::new(body.clone(), request);
-        let Served {
-            mut work,
-            mut messages,
-        } = serve(
+        let Served { work, messages } = serve(
             &self.gateway,
             Caller::Stateless { principal },
             request,
             parts,
         );
-        let first = tokio::select! {
-            biased;
-            answer = &mut work => return reply::json(reply::modern_status(&answer, meta_malformed), answer),
-            Some(first) = messages.recv() => first,
-        };
-        EventStream::request(EventIds::None, Some(first), work, messages).into_response()
+        match reply::begin(EventIds::None, work, messages).await {
+            Begun::Answered(answer) => {
+                reply::json(reply::modern_status(&answer, meta_malformed), answer)
+            }
+            Begun::Streaming(stream) => stream.into_response(),
+        }
     }
 
     /// The SEP-2243 headers of a 2026-07-28 message must agree with its body.

@@ -91,6 +91,52 @@ pub fn modern_status(message: &[u8], meta_malformed: bool) -> StatusCode {
 /// The work of a request: resolves to its answer, a JSON-RPC message.
 pub type Work = BoxFuture<'static, Bytes>;
 
+/// How a request's reply begins.
+pub enum Begun {
+    /// The answer came before anything else: the whole reply is this one message.
+    Answered(Bytes),
+    /// Something comes before the answer: the reply is a stream.
+    Streaming(EventStream),
+}
+
+/// Runs a request's work until its reply can begin: the reply's headers wait for its first
+/// content, so that a quick answer goes out with them in one write. A session's stream
+/// begins after `HEADERS_GRACE` at the latest: its client may count requests in flight until
+/// their replies begin (rmcp's client allows 16), and must not wait for slow calls to end.
+pub async fn begin(ids: EventIds, mut work: Work, mut messages: mpsc::Receiver<Bytes>) -> Begun {
+    let grace = async {
+        match ids {
+            EventIds::Request(_) => tokio::time::sleep(HEADERS_GRACE).await,
+            EventIds::None | EventIds::Standalone => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        Some(first) = messages.recv() => {
+            Begun::Streaming(EventStream::request(ids, Some(first), work, messages))
+        }
+        answer = &mut work => {
+            // What the request sent just before it finished goes out before its answer.
+            let mut sent = Vec::new();
+            while let Ok(message) = messages.try_recv() {
+                sent.push(message);
+            }
+            if sent.is_empty() {
+                return Begun::Answered(answer);
+            }
+            let mut stream = EventStream::new(ids, Source::Ended);
+            for message in sent.iter().chain([&answer]) {
+                stream.push_message(message);
+            }
+            Begun::Streaming(stream)
+        }
+        _ = grace => Begun::Streaming(EventStream::request(ids, None, work, messages)),
+    }
+}
+
+/// How long a session's request stream waits for its first content before its headers go.
+const HEADERS_GRACE: Duration = Duration::from_millis(50);
+
 /// How a stream names its events.
 #[derive(Clone, Copy)]
 pub enum EventIds {
@@ -102,8 +148,43 @@ pub enum EventIds {
     Standalone,
 }
 
-/// The body of an event stream.
+/// An event id, `{index}` or `{index}/{stream}`, written without allocating.
+struct EventId {
+    text: [u8; 41],
+    len: usize,
+}
+
+impl EventId {
+    fn new(index: u64, stream: Option<u64>) -> Self {
+        let mut id = Self {
+            text: [0; 41],
+            len: 0,
+        };
+        id.push(itoa::Buffer::new().format(index).as_bytes());
+        if let Some(stream) = stream {
+            id.push(b"/");
+            id.push(itoa::Buffer::new().format(stream).as_bytes());
+        }
+        id
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.text[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn as_str(&self) -> &str {
+        // Digits and a slash.
+        std::str::from_utf8(&self.text[..self.len]).unwrap_or_default()
+    }
+}
+
+/// The body of an event stream. What is ready at once goes out in one piece: a request whose
+/// answer comes quickly is written with its priming event in one write.
 pub struct EventStream {
+    /// The priming event, until it goes out: with the first message of a request's stream, at
+    /// once on a standalone one.
+    priming: Option<Bytes>,
     ready: VecDeque<Bytes>,
     source: Source,
     ids: EventIds,
@@ -163,6 +244,7 @@ impl EventStream {
 
     fn new(ids: EventIds, source: Source) -> Self {
         let mut stream = Self {
+            priming: None,
             ready: VecDeque::new(),
             source,
             ids,
@@ -172,27 +254,52 @@ impl EventStream {
         if !matches!(ids, EventIds::None) {
             // A priming event: an id to resume from, and how long to wait before reconnecting.
             let id = stream.next_id();
-            stream
-                .ready
-                .push_back(sse::priming_event(&id.unwrap_or_default(), RETRY_MS));
+            let priming = sse::priming_event(id.as_ref().map_or("", EventId::as_str), RETRY_MS);
+            match ids {
+                EventIds::Request(_) => stream.priming = Some(priming),
+                _ => stream.ready.push_back(priming),
+            }
         }
         stream
     }
 
-    fn next_id(&mut self) -> Option<String> {
+    fn is_ended(&self) -> bool {
+        matches!(self.source, Source::Ended)
+    }
+
+    /// The priming event (if still held) and every ready event, as one piece.
+    fn take_ready(&mut self) -> Bytes {
+        let size = self.priming.as_ref().map_or(0, Bytes::len)
+            + self.ready.iter().map(Bytes::len).sum::<usize>();
+        if self.priming.is_none() && self.ready.len() == 1 {
+            return self.ready.pop_front().unwrap_or_default();
+        }
+        let mut out = Vec::with_capacity(size);
+        if let Some(priming) = self.priming.take() {
+            out.extend_from_slice(&priming);
+        }
+        for event in self.ready.drain(..) {
+            out.extend_from_slice(&event);
+        }
+        out.into()
+    }
+
+    fn next_id(&mut self) -> Option<EventId> {
         let index = self.next_index;
         self.next_index += 1;
         match self.ids {
             EventIds::None => None,
-            EventIds::Request(stream) => Some(format!("{index}/{stream}")),
-            EventIds::Standalone => Some(index.to_string()),
+            EventIds::Request(stream) => Some(EventId::new(index, Some(stream))),
+            EventIds::Standalone => Some(EventId::new(index, None)),
         }
     }
 
     fn push_message(&mut self, message: &[u8]) {
         let id = self.next_id();
-        self.ready
-            .push_back(sse::message_event(id.as_deref(), message));
+        self.ready.push_back(sse::message_event(
+            id.as_ref().map(EventId::as_str),
+            message,
+        ));
     }
 
     /// The reply that streams this body.
@@ -253,23 +360,36 @@ impl http_body::Body for EventStream {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         loop {
-            if let Some(event) = this.ready.pop_front() {
+            // Everything the source has now goes out together.
+            while !this.is_ended() && this.poll_source(cx).is_ready() {}
+            if !this.ready.is_empty() || (this.is_ended() && this.priming.is_some()) {
                 this.keep_alive = None;
-                return Poll::Ready(Some(Ok(Frame::data(event))));
+                return Poll::Ready(Some(Ok(Frame::data(this.take_ready()))));
             }
-            if matches!(this.source, Source::Ended) {
+            if this.is_ended() {
                 return Poll::Ready(None);
-            }
-            if this.poll_source(cx).is_ready() {
-                continue;
             }
             let keep_alive = this
                 .keep_alive
                 .get_or_insert_with(|| Box::pin(tokio::time::sleep(KEEP_ALIVE)));
             ready!(keep_alive.as_mut().poll(cx));
             this.keep_alive = None;
-            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)))));
+            this.ready.push_back(Bytes::from_static(sse::KEEP_ALIVE));
         }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.is_ended() && self.ready.is_empty() && self.priming.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        if !self.is_ended() {
+            return http_body::SizeHint::default();
+        }
+        // All there is is ready: its length is known, and no chunked encoding is needed.
+        let len = self.priming.as_ref().map_or(0, Bytes::len)
+            + self.ready.iter().map(Bytes::len).sum::<usize>();
+        http_body::SizeHint::with_exact(len as u64)
     }
 }
 

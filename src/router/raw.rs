@@ -492,6 +492,7 @@ impl Exchanging<'_> {
             match step {
                 Step::Answer(answer) => {
                     abandon.id = None;
+                    exchange.finish();
                     return Ok(answer);
                 }
                 Step::Message(message) => {

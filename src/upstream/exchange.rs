@@ -17,6 +17,7 @@ use std::{
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
+use futures::FutureExt;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -37,6 +38,8 @@ const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 const RESUME_ATTEMPTS: usize = 2;
 /// The wait before resuming when the upstream gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_millis(250);
+/// How long the end of an answered stream is awaited (see `Exchange::finish`).
+const FINISH_WAIT: Duration = Duration::from_secs(1);
 /// The most of an error body kept for the error message.
 const ERROR_BODY_PREVIEW: usize = 300;
 const JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
@@ -433,6 +436,27 @@ impl<'a> Exchange<'a> {
                 }
             }
         }
+    }
+
+    /// Reads the rest of the stream after the answer (its end, normally), so that the
+    /// connection goes back to the pool for the next request: a connection whose answer was
+    /// not read to its end is closed. What has arrived is read now; if the end is still on its
+    /// way, it is awaited apart (`FINISH_WAIT` at most), for the client's answer must not wait.
+    pub fn finish(self) {
+        let Body::Stream(mut stream) = self.body else {
+            return;
+        };
+        loop {
+            match stream.frame().now_or_never() {
+                Some(Some(Ok(_))) => continue,
+                Some(None | Some(Err(_))) => return,
+                None => break,
+            }
+        }
+        tokio::spawn(async move {
+            let drained = async { while let Some(Ok(_)) = stream.frame().await {} };
+            let _ = tokio::time::timeout(FINISH_WAIT, drained).await;
+        });
     }
 
     /// Reads on where the stream broke off, if the upstream gave its events ids.

@@ -10,6 +10,7 @@
 
 mod asks;
 mod outlet;
+mod pipe;
 
 use std::sync::{
     Arc,
@@ -20,6 +21,7 @@ use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken};
 
 pub use asks::{Asks, ask_client, cannot_forward, check_capability, kind};
 pub use outlet::{Attached, Closed, Outlet, Standalone};
+pub use pipe::{PipeReceiver, PipeSender, pipe};
 
 use crate::principal::Principal;
 

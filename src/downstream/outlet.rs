@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use super::pipe::{PipeSender, Refused};
+
 /// The stream a message was meant for is not open (any more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the client has no open stream to send this on")]
@@ -19,7 +21,7 @@ pub enum Outlet {
     /// What still concerns the request after that (an upstream giving up on what it asked, a
     /// URL elicitation completing) goes to the session's stream, if there is a session.
     Request {
-        stream: mpsc::Sender<Bytes>,
+        stream: PipeSender,
         session: Option<Arc<Standalone>>,
     },
     /// The session's standalone stream, for what is sent outside any request.
@@ -32,7 +34,7 @@ impl Outlet {
         match self {
             Outlet::Request { stream, session } => match stream.send(message).await {
                 Ok(()) => Ok(()),
-                Err(mpsc::error::SendError(message)) => match session {
+                Err(message) => match session {
                     Some(session) => session.send(message).await,
                     None => Err(Closed),
                 },
@@ -46,11 +48,12 @@ impl Outlet {
     pub fn offer(&self, message: Bytes) -> Result<(), Closed> {
         let sent = match self {
             Outlet::Request { stream, session } => match stream.try_send(message) {
-                Err(mpsc::error::TrySendError::Closed(message)) => match session {
+                Ok(()) => Ok(()),
+                Err(Refused::Full(message)) => Err(mpsc::error::TrySendError::Full(message)),
+                Err(Refused::Gone(message)) => match session {
                     Some(session) => session.offer(message),
                     None => Err(mpsc::error::TrySendError::Closed(message)),
                 },
-                other => other,
             },
             Outlet::Session(standalone) => standalone.offer(message),
         };

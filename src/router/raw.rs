@@ -345,7 +345,7 @@ pub fn upstream_request(
         &[],
     );
     out.push(b'}');
-    out.into()
+    wire::freeze(out)
 }
 
 /// `_meta` for the upstream: the progress token is the request's own id (so that progress

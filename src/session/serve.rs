@@ -18,13 +18,12 @@ use rmcp::{
     service::serve_directly_with_ct,
     transport::OneshotTransport,
 };
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Session, handler::SessionHandler, upstreams::Source};
 use crate::{
     catalog::ListKind,
-    downstream::{Downstream, LogLevel, Outlet},
+    downstream::{Downstream, LogLevel, Outlet, PipeReceiver, PipeSender, pipe},
     gateway::Gateway,
     principal::Principal,
     protocol::{
@@ -66,7 +65,7 @@ impl Caller {
 /// on the way.
 pub struct Served {
     pub work: futures::future::BoxFuture<'static, Bytes>,
-    pub messages: mpsc::Receiver<Bytes>,
+    pub messages: PipeReceiver,
 }
 
 /// Starts answering `request` of `caller`. `parts` are the HTTP request's (for the typed path,
@@ -77,7 +76,7 @@ pub fn serve(
     request: OwnedRequest,
     parts: http::request::Parts,
 ) -> Served {
-    let (sender, messages) = mpsc::channel(OUTLET_CAPACITY);
+    let (sender, messages) = pipe(OUTLET_CAPACITY);
     let gateway = gateway.clone();
     let work = Box::pin(async move {
         let in_flight = caller.session().map(|session| session.begin(request.id()));
@@ -97,7 +96,7 @@ async fn answer(
     caller: &Caller,
     request: &OwnedRequest,
     parts: http::request::Parts,
-    outlet: mpsc::Sender<Bytes>,
+    outlet: PipeSender,
     ct: &CancellationToken,
 ) -> Bytes {
     let method = request.method();
@@ -211,7 +210,7 @@ fn check_modern_meta(meta: Option<&Fields<'_>>) -> Result<(), MetaError> {
 }
 
 /// Where a request's messages go: its stream, then its session's.
-fn request_outlet(caller: &Caller, stream: mpsc::Sender<Bytes>) -> Outlet {
+fn request_outlet(caller: &Caller, stream: PipeSender) -> Outlet {
     Outlet::Request {
         stream,
         session: caller.session().map(|session| session.standalone().clone()),

@@ -10,4 +10,12 @@ pub mod write;
 
 pub use envelope::{EnvelopeError, Message, Notification, Request, parse, string};
 pub use object::{Edit, Fields};
+
+use bytes::Bytes;
+
+/// `bytes` as `Bytes`, without the bookkeeping allocation `Bytes` makes for a vector with
+/// room to spare (shrinking a buffer's allocation in place costs less than that).
+pub fn freeze(bytes: Vec<u8>) -> Bytes {
+    Bytes::from(bytes.into_boxed_slice())
+}
 pub use owned::OwnedRequest;

@@ -168,7 +168,7 @@ pub fn message_event(id: Option<&str>, data: &[u8]) -> Bytes {
         out.push(b'\n');
     }
     out.push(b'\n');
-    out.into()
+    super::freeze(out)
 }
 
 /// An event with only an id and a reconnection delay: it lets a client resume a stream from
@@ -180,7 +180,7 @@ pub fn priming_event(id: &str, retry_ms: u64) -> Bytes {
     out.extend_from_slice(b"\nretry: ");
     out.extend_from_slice(itoa::Buffer::new().format(retry_ms).as_bytes());
     out.extend_from_slice(b"\ndata: \n\n");
-    out.into()
+    super::freeze(out)
 }
 
 /// A comment line, which keeps an idle stream from being closed by proxies.

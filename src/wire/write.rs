@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::object::write_string;
+use super::{freeze, object::write_string};
 
 const VERSION: &[u8] = br#"{"jsonrpc":"2.0""#;
 
@@ -17,7 +17,7 @@ pub fn response(id: &str, result: &str) -> Bytes {
     out.extend_from_slice(br#","result":"#);
     out.extend_from_slice(result.as_bytes());
     out.push(b'}');
-    out.into()
+    freeze(out)
 }
 
 /// `{"jsonrpc":"2.0","id":ID,"error":ERROR}`, with `error` as JSON text; `id` `None` is `null`.
@@ -30,7 +30,7 @@ pub fn error_raw(id: Option<&str>, error: &str) -> Bytes {
     out.extend_from_slice(br#","error":"#);
     out.extend_from_slice(error.as_bytes());
     out.push(b'}');
-    out.into()
+    freeze(out)
 }
 
 /// A JSON-RPC error answer with `code`, `message` and optional `data`.
@@ -79,7 +79,7 @@ pub fn notification(method: &str, params: Option<&str>) -> Bytes {
         out.extend_from_slice(params.as_bytes());
     }
     out.push(b'}');
-    out.into()
+    freeze(out)
 }
 
 #[cfg(test)]

@@ -41,6 +41,21 @@ pub fn accepts(headers: &HeaderMap, media: &str) -> bool {
     accepted(headers).any(|essence| essence.eq_ignore_ascii_case(media))
 }
 
+/// Whether the request accepts both JSON and event streams, as every POST must.
+pub fn accepts_both(headers: &HeaderMap) -> bool {
+    // What clients send nearly always, recognized without taking the header apart.
+    let mut lines = headers.get_all(header::ACCEPT).iter();
+    if let (Some(only), None) = (lines.next(), lines.next())
+        && matches!(
+            only.as_bytes(),
+            b"application/json, text/event-stream" | b"text/event-stream, application/json"
+        )
+    {
+        return true;
+    }
+    accepts(headers, JSON) && accepts(headers, EVENT_STREAM)
+}
+
 /// Whether the body is declared JSON.
 pub fn is_json(headers: &HeaderMap) -> bool {
     headers
@@ -219,7 +234,13 @@ mod tests {
 
     #[test]
     fn accept_lists_are_read_in_any_order_without_refused_types() {
+        assert!(accepts_both(&headers(&[(
+            "accept",
+            "application/json, text/event-stream"
+        )])));
+        assert!(!accepts_both(&headers(&[("accept", "application/json")])));
         let both = headers(&[("accept", "text/event-stream, application/json;q=0.9")]);
+        assert!(accepts_both(&both));
         assert!(accepts(&both, JSON) && accepts(&both, EVENT_STREAM));
         let split = headers(&[
             ("accept", "application/json"),

@@ -13,7 +13,7 @@ use rmcp::model::{InitializeRequestParams, RequestId, ServerJsonRpcMessage, Serv
 
 use super::{
     Endpoint,
-    checks::{self, EVENT_STREAM, JSON, VersionHeader},
+    checks::{self, VersionHeader},
     reply::{self, Begun, EventIds, EventStream, Refused},
 };
 use crate::{
@@ -35,8 +35,7 @@ struct Classified {
 impl Endpoint {
     pub(super) async fn post(&self, request: Request<Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
-        if !checks::accepts(&parts.headers, JSON) || !checks::accepts(&parts.headers, EVENT_STREAM)
-        {
+        if !checks::accepts_both(&parts.headers) {
             return reply::text(
                 StatusCode::NOT_ACCEPTABLE,
                 "Not Acceptable: Client must accept both application/json and text/event-stream",

@@ -18,6 +18,7 @@ use http_body::Frame;
 use tokio::{sync::mpsc, time::Sleep};
 
 use super::checks::{EVENT_STREAM, JSON};
+use crate::downstream::PipeReceiver;
 use crate::wire::{self, Fields, sse};
 
 /// How long a stream may stay silent before a comment keeps it open.
@@ -103,7 +104,7 @@ pub enum Begun {
 /// content, so that a quick answer goes out with them in one write. A session's stream
 /// begins after `HEADERS_GRACE` at the latest: its client may count requests in flight until
 /// their replies begin (rmcp's client allows 16), and must not wait for slow calls to end.
-pub async fn begin(ids: EventIds, mut work: Work, mut messages: mpsc::Receiver<Bytes>) -> Begun {
+pub async fn begin(ids: EventIds, mut work: Work, mut messages: PipeReceiver) -> Begun {
     let grace = async {
         match ids {
             EventIds::Request(_) => tokio::time::sleep(HEADERS_GRACE).await,
@@ -118,7 +119,7 @@ pub async fn begin(ids: EventIds, mut work: Work, mut messages: mpsc::Receiver<B
         answer = &mut work => {
             // What the request sent just before it finished goes out before its answer.
             let mut sent = Vec::new();
-            while let Ok(message) = messages.try_recv() {
+            while let Some(message) = messages.try_recv() {
                 sent.push(message);
             }
             if sent.is_empty() {
@@ -196,7 +197,7 @@ enum Source {
     /// A request being served: what it sends the client, then its answer.
     Request {
         work: Option<Work>,
-        messages: mpsc::Receiver<Bytes>,
+        messages: PipeReceiver,
     },
     /// A standalone stream: messages until the session lets go of it.
     Channel(mpsc::Receiver<Bytes>),
@@ -210,7 +211,7 @@ impl EventStream {
         ids: EventIds,
         first: Option<Bytes>,
         work: Work,
-        messages: mpsc::Receiver<Bytes>,
+        messages: PipeReceiver,
     ) -> Self {
         let mut stream = Self::new(
             ids,
@@ -281,7 +282,7 @@ impl EventStream {
         for event in self.ready.drain(..) {
             out.extend_from_slice(&event);
         }
-        out.into()
+        wire::freeze(out)
     }
 
     fn next_id(&mut self) -> Option<EventId> {
@@ -336,7 +337,7 @@ impl EventStream {
                 let answer = ready!(pending.as_mut().poll(cx));
                 // What the request sent just before it finished goes out before its answer.
                 let mut sent = Vec::new();
-                while let Ok(message) = messages.try_recv() {
+                while let Some(message) = messages.try_recv() {
                     sent.push(message);
                 }
                 self.source = Source::Ended;
@@ -412,7 +413,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_stream_primes_then_passes_messages_then_the_answer() {
-        let (sender, messages) = mpsc::channel(4);
+        let (sender, messages) = crate::downstream::pipe(4);
         let work: Work = Box::pin(async move {
             sender.send(Bytes::from_static(b"{\"n\":1}")).await.unwrap();
             sender.send(Bytes::from_static(b"{\"n\":2}")).await.unwrap();
@@ -436,7 +437,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_modern_stream_has_no_priming_and_no_ids() {
-        let (_sender, messages) = mpsc::channel(1);
+        let (_sender, messages) = crate::downstream::pipe(1);
         let work: Work = Box::pin(async { Bytes::from_static(b"{}") });
         let first = Some(Bytes::from_static(b"{\"first\":1}"));
         let events = events(EventStream::request(EventIds::None, first, work, messages)).await;

@@ -2,9 +2,12 @@
 //! and `params`, `result` and `error` stay borrowed slices of the bytes they came in, so what a
 //! request carries can be passed on as it is.
 
-use std::borrow::Cow;
+use std::{borrow::Cow, fmt};
 
-use serde::Deserialize;
+use serde::{
+    Deserialize, Deserializer,
+    de::{self, MapAccess, Visitor},
+};
 use serde_json::value::RawValue;
 
 use super::object::CowStr;
@@ -62,20 +65,61 @@ pub struct Notification<'a> {
 }
 
 /// The fields of a message as they come; `parse` checks how they combine.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Fields<'a> {
-    #[serde(borrow)]
     jsonrpc: Option<CowStr<'a>>,
-    #[serde(borrow, default)]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     method: Option<CowStr<'a>>,
-    #[serde(borrow, default)]
     params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
+/// Reads the envelope's fields by name as they come, and skips any other (cheaper than a
+/// derived visitor on the hot path).
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        fn once<T, E: de::Error>(
+            slot: &mut Option<T>,
+            value: Option<T>,
+            name: &'static str,
+        ) -> Result<(), E> {
+            if slot.is_some() {
+                return Err(E::duplicate_field(name));
+            }
+            *slot = value;
+            Ok(())
+        }
+        let mut fields = Fields::default();
+        while let Some(CowStr(key)) = map.next_key()? {
+            match key.as_ref() {
+                "jsonrpc" => once(&mut fields.jsonrpc, Some(map.next_value()?), "jsonrpc")?,
+                "id" => once(&mut fields.id, map.next_value()?, "id")?,
+                "method" => once(&mut fields.method, Some(map.next_value()?), "method")?,
+                "params" => once(&mut fields.params, map.next_value()?, "params")?,
+                "result" => once(&mut fields.result, map.next_value()?, "result")?,
+                "error" => once(&mut fields.error, map.next_value()?, "error")?,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(fields)
+    }
 }
 
 /// Method names never need escapes; one that has them (and so cannot be borrowed) is refused.

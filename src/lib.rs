@@ -69,6 +69,7 @@
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
+pub mod admin;
 pub mod bench;
 pub mod catalog;
 pub mod config;
@@ -78,10 +79,12 @@ pub mod error;
 pub mod front;
 pub mod gateway;
 pub mod hook;
+pub mod metrics;
 pub mod names;
 pub mod oauth;
 pub mod principal;
 pub mod protocol;
+pub mod reload;
 pub mod router;
 pub mod session;
 pub mod upstream;

@@ -7,13 +7,16 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use switchyard::{Gateway, bench, config, demo, front};
+use switchyard::{
+    Gateway, admin, bench, config, demo, front::Front, gateway::Written, metrics::Metrics, reload,
+};
+use tokio_util::sync::CancellationToken;
 
 /// The configuration loaded when `-c` is not given.
 const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
 /// How long shutdown waits for upstream sessions to end (processes to exit, HTTP sessions to be
-/// deleted upstream).
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// deleted upstream), once calls in flight are done.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[derive(Parser)]
 #[command(
@@ -26,6 +29,15 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     run: RunArgs,
+    /// Log lines as text (the default) or as JSON objects, one per line.
+    #[arg(long, value_name = "FORMAT", default_value = "text", global = true)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(clap::Args, Clone)]
@@ -36,6 +48,9 @@ struct RunArgs {
     /// Address to listen on, overriding the configuration (e.g. 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
+    /// Address of the admin listener (API, status page, /metrics), overriding `[admin] listen`.
+    #[arg(long, value_name = "ADDR")]
+    admin_listen: Option<SocketAddr>,
 }
 
 impl RunArgs {
@@ -44,6 +59,7 @@ impl RunArgs {
         RunArgs {
             config: self.config.or(other.config),
             listen: self.listen.or(other.listen),
+            admin_listen: self.admin_listen.or(other.admin_listen),
         }
     }
 }
@@ -95,7 +111,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(cli.log_format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -137,36 +153,84 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
 }
 
 /// Logs go to stderr (stdout is the protocol channel of `demo-server`); `RUST_LOG` filters them.
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let path = args.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     let mut config = config::load(&path)?;
+    let written = Written {
+        listen: config.server.listen,
+        admin_listen: config.admin.listen,
+    };
     if let Some(listen) = args.listen {
         config.server.listen = listen;
+    }
+    if let Some(listen) = args.admin_listen {
+        config.admin.listen = Some(listen);
     }
     let listen = config.server.listen;
     let endpoint = config.server.endpoint_path.clone();
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    // The address actually bound (port 0 picks one), for the OAuth redirect URI.
+        .with_context(|| format!("cannot listen on {listen} (server.listen)"))?;
+    let admin_listener = match config.admin.listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (admin.listen)"))?,
+        ),
+        None => None,
+    };
+    // The addresses actually bound (port 0 picks one), for the OAuth redirect URI and reports.
     config.server.listen = listener.local_addr()?;
-    let gateway = Gateway::start(config);
+    if let Some(admin) = &admin_listener {
+        config.admin.listen = Some(admin.local_addr()?);
+    }
+    let metrics = Metrics::new(prometheus::Registry::new())
+        .map(std::sync::Arc::new)
+        .context("cannot register the metrics")?;
+    let gateway = Gateway::start_with(config, metrics);
+    gateway.set_written(written).await;
+    let stopping = CancellationToken::new();
+    reload::spawn_watcher(gateway.clone(), stopping.clone());
+    reload::spawn_sighup(gateway.clone(), stopping.clone());
+    let front = Front::new(gateway.clone());
+    if let Some(admin_listener) = admin_listener {
+        tracing::info!(
+            "admin API, status page and metrics on http://{}/",
+            admin_listener.local_addr()?
+        );
+        let admin_stop = stopping.clone();
+        tokio::spawn(admin::serve(
+            admin_listener,
+            gateway.clone(),
+            front.mcp.clone(),
+            async move { admin_stop.cancelled().await },
+        ));
+    }
     tracing::info!(
         config = %path.display(),
         "serving MCP on http://{}{endpoint}",
         listener.local_addr()?
     );
-    front::serve(listener, gateway.clone(), shutdown_signal()).await?;
-    gateway.close(SHUTDOWN_GRACE).await;
+    let stop = stopping.clone();
+    front
+        .serve(listener, gateway.clone(), async move {
+            shutdown_signal().await;
+            stop.cancel();
+        })
+        .await?;
+    gateway.close(CLOSE_GRACE).await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -15,7 +15,11 @@ use tokio_util::sync::CancellationToken;
 pub fn session_lookup(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _entered = runtime.enter();
-    let table = SessionTable::new(Duration::from_secs(3600), CancellationToken::new());
+    let table = SessionTable::new(
+        Duration::from_secs(3600),
+        &switchyard::metrics::standalone(),
+        CancellationToken::new(),
+    );
     let client = InitializeRequestParams::new(
         ClientCapabilities::default(),
         Implementation::new("bench", "1"),

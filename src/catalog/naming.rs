@@ -19,7 +19,7 @@ use crate::{config::PrefixMode, names::UpstreamName};
 const URI_JOINER: char = '+';
 
 /// How this catalog names things; derived from the config and the number of upstreams.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameScheme {
     /// `None` when names pass through unprefixed.
     separator: Option<Arc<str>>,

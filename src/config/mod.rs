@@ -37,10 +37,22 @@ pub struct Config {
     /// Enabled upstreams, in file order (which is also the catalog order).
     pub upstreams: Vec<UpstreamConfig>,
     pub oauth: OAuthSettings,
+    pub admin: AdminSettings,
+}
+
+/// `[admin]`: the listener of the admin API, the status page and `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminSettings {
+    /// `None`: no admin listener.
+    pub listen: Option<SocketAddr>,
+    /// Required of every admin request when set (it must be when `listen` is not loopback).
+    pub token: Option<String>,
+    /// Whether `/metrics` is served on the MCP listener too.
+    pub metrics_on_main_listener: bool,
 }
 
 /// `[oauth]`: Switchyard as the OAuth client of the upstreams that require authorization.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OAuthSettings {
     /// Where browsers and authorization servers reach Switchyard (the redirect URI is
     /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`, with the loopback
@@ -62,7 +74,7 @@ pub struct OAuthSettings {
 }
 
 /// The key that encrypts the token store.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum OAuthKey {
     /// 32 bytes, given in the configuration (from the environment, normally).
     Inline([u8; 32]),
@@ -81,7 +93,7 @@ impl fmt::Debug for OAuthKey {
 
 /// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one HTTP upstream. Its
 /// `Debug` shows whether there is a client secret, never the secret.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct UpstreamOAuth {
     /// False: a 401 from the upstream is a plain failure.
     pub enabled: bool,
@@ -165,7 +177,7 @@ impl AuthMethod {
 }
 
 /// A private key that signs client assertions.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct PrivateKey {
     pub pem: String,
     pub algorithm: jsonwebtoken::Algorithm,
@@ -190,7 +202,7 @@ pub enum AllowedOrigins {
 }
 
 /// The downstream MCP endpoint.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerSettings {
     pub listen: SocketAddr,
     pub endpoint_path: String,
@@ -201,10 +213,15 @@ pub struct ServerSettings {
     /// A session with no traffic for this long is closed with its upstream sessions.
     pub session_idle_timeout: Duration,
     pub max_request_body_bytes: usize,
+    /// How long calls in flight may take to finish at shutdown, and on a removed or replaced
+    /// upstream at a reload, before they are cut.
+    pub shutdown_grace: Duration,
+    /// Whether the configuration file is watched and reloaded when it changes.
+    pub watch_config: bool,
 }
 
 /// How upstream catalogs are merged into one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CatalogSettings {
     pub prefix_mode: PrefixMode,
     /// Between the upstream name and the tool or prompt name; never empty, and always holds a
@@ -224,7 +241,7 @@ pub enum PrefixMode {
 }
 
 /// One upstream MCP server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamConfig {
     pub name: UpstreamName,
     pub transport: TransportConfig,
@@ -232,14 +249,14 @@ pub struct UpstreamConfig {
     pub policy: UpstreamPolicy,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TransportConfig {
     Stdio(StdioConfig),
     Http(HttpConfig),
 }
 
 /// Timeouts, failure handling and limits of one upstream.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamPolicy {
     /// Starting the upstream and its handshake.
     pub connect_timeout: Duration,
@@ -290,7 +307,7 @@ pub struct RestartPolicy {
 }
 
 /// A local server started as a child process speaking newline-delimited JSON-RPC.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StdioConfig {
     pub command: String,
     pub args: Vec<String>,
@@ -303,7 +320,7 @@ pub struct StdioConfig {
 }
 
 /// A remote server over HTTP.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpConfig {
     pub url: Url,
     /// Sent on every request to this upstream.

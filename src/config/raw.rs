@@ -24,6 +24,17 @@ pub struct RawConfig {
     pub upstreams: Entries<RawUpstream>,
     #[serde(default)]
     pub oauth: RawOAuth,
+    #[serde(default)]
+    pub admin: RawAdmin,
+}
+
+/// `[admin]`: the operators' listener (API, status page, metrics).
+#[derive(Debug, Default, Deserialize)]
+pub struct RawAdmin {
+    pub enabled: Option<bool>,
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    pub metrics_on_main_listener: Option<bool>,
 }
 
 /// `[oauth]`: Switchyard as the OAuth client of upstream servers.
@@ -63,6 +74,8 @@ pub struct RawServer {
     pub allowed_origins: Option<Vec<String>>,
     pub session_idle_timeout_seconds: Option<f64>,
     pub max_request_body_bytes: Option<u64>,
+    pub shutdown_grace_seconds: Option<f64>,
+    pub watch_config: Option<bool>,
 }
 
 /// `[catalog]`: how upstream names are merged.

@@ -10,10 +10,10 @@ use std::{
 use url::Url;
 
 use super::{
-    AllowedOrigins, CatalogSettings, Config, PrefixMode, Problem, ServerSettings,
+    AdminSettings, AllowedOrigins, CatalogSettings, Config, PrefixMode, Problem, ServerSettings,
     expand::{Vars, expand},
     parse::Parsed,
-    raw::{RawCatalog, RawServer},
+    raw::{RawAdmin, RawCatalog, RawServer},
     upstream::default_policy,
 };
 
@@ -22,6 +22,8 @@ pub const DEFAULT_ENDPOINT_PATH: &str = "/mcp";
 pub const DEFAULT_SEPARATOR: &str = "__";
 const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const DEFAULT_MAX_REQUEST_BODY_BYTES: u64 = 4 * 1024 * 1024;
+const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9090";
 const MAX_SEPARATOR_LEN: usize = 8;
 const DEFAULT_PAGE_SIZE: u64 = 500;
 const MAX_PAGE_SIZE: u64 = 10_000;
@@ -47,6 +49,7 @@ pub fn validate(parsed: Parsed, path: &Path, vars: &dyn Vars) -> Result<Config, 
     );
     let upstreams = check.upstreams(&raw.upstreams, upstreams_key, &defaults);
     let oauth = check.oauth(&raw.oauth);
+    let admin = check.admin(&raw.admin);
     if check.problems.is_empty() {
         Ok(Config {
             source: path.to_owned(),
@@ -54,6 +57,7 @@ pub fn validate(parsed: Parsed, path: &Path, vars: &dyn Vars) -> Result<Config, 
             catalog,
             upstreams,
             oauth,
+            admin,
         })
     } else {
         Err(check.problems)
@@ -100,19 +104,24 @@ impl Checker<'_> {
         }
     }
 
-    fn server(&mut self, raw: &RawServer) -> ServerSettings {
-        let listen_text = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-        let fallback = SocketAddr::from(([127, 0, 0, 1], 8080));
-        let listen = match self.expand("server.listen", listen_text) {
+    /// A socket address at `key`; on a problem, records it and returns `fallback`.
+    fn address(&mut self, key: &str, text: &str, fallback: SocketAddr) -> SocketAddr {
+        match self.expand(key, text) {
             Some(text) => SocketAddr::from_str(&text).unwrap_or_else(|_| {
                 self.problem(
-                    "server.listen",
+                    key,
                     format!("`{text}` is not an address like `127.0.0.1:8080` or `[::1]:8080`"),
                 );
                 fallback
             }),
             None => fallback,
-        };
+        }
+    }
+
+    fn server(&mut self, raw: &RawServer) -> ServerSettings {
+        let listen_text = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let fallback = SocketAddr::from(([127, 0, 0, 1], 8080));
+        let listen = self.address("server.listen", listen_text, fallback);
         let endpoint_path = raw
             .endpoint_path
             .clone()
@@ -154,6 +163,47 @@ impl Checker<'_> {
                 DEFAULT_SESSION_IDLE_TIMEOUT,
             ),
             max_request_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
+            shutdown_grace: self.seconds(
+                "server.shutdown_grace_seconds",
+                raw.shutdown_grace_seconds,
+                DEFAULT_SHUTDOWN_GRACE,
+            ),
+            watch_config: raw.watch_config.unwrap_or(true),
+        }
+    }
+
+    fn admin(&mut self, raw: &RawAdmin) -> AdminSettings {
+        let fallback = SocketAddr::from(([127, 0, 0, 1], 9090));
+        let listen = raw.enabled.unwrap_or(true).then(|| {
+            let text = raw.listen.as_deref().unwrap_or(DEFAULT_ADMIN_LISTEN);
+            self.address("admin.listen", text, fallback)
+        });
+        let token = match raw.token.as_deref() {
+            Some(text) => match self.expand("admin.token", text) {
+                Some(token) if token.len() < 16 => {
+                    self.problem("admin.token", "must be at least 16 characters long");
+                    None
+                }
+                token => token,
+            },
+            None => None,
+        };
+        if let Some(addr) = listen
+            && !addr.ip().is_loopback()
+            && token.is_none()
+        {
+            self.problem(
+                "admin.token",
+                format!(
+                    "is required when admin.listen ({addr}) is not a loopback address: \
+                     the admin API can change what the gateway serves"
+                ),
+            );
+        }
+        AdminSettings {
+            listen,
+            token,
+            metrics_on_main_listener: raw.metrics_on_main_listener.unwrap_or(false),
         }
     }
 

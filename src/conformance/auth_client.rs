@@ -82,7 +82,7 @@ async fn exercise(
         let upstream = gateway
             .upstream(UPSTREAM)
             .context("the upstream is configured")?;
-        until_ready(upstream).await?;
+        until_ready(&upstream).await?;
         use_tools(&endpoint).await
     }
     .await;

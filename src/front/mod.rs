@@ -27,11 +27,17 @@ struct AppState {
     mcp: McpEndpoint,
 }
 
-/// The whole HTTP application for `gateway`.
-pub fn app(gateway: Arc<Gateway>, shutdown: CancellationToken) -> Router {
-    let mcp = McpEndpoint::new(gateway.clone(), shutdown);
+/// The whole HTTP application for `gateway`, around its MCP endpoint `mcp`.
+pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
     let path = gateway.config().server.endpoint_path.clone();
-    Router::new()
+    let metrics_here = gateway.config().admin.metrics_on_main_listener;
+    let router = Router::new();
+    let router = if metrics_here {
+        router.route("/metrics", get(metrics))
+    } else {
+        router
+    };
+    router
         .route_service(&path, mcp.clone())
         .route("/healthz", get(health::health))
         .route("/oauth/callback", get(oauth::callback))
@@ -41,19 +47,81 @@ pub fn app(gateway: Arc<Gateway>, shutdown: CancellationToken) -> Router {
         .with_state(AppState { gateway, mcp })
 }
 
+/// `/metrics` on the MCP listener (`admin.metrics_on_main_listener`).
+async fn metrics(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> impl axum::response::IntoResponse {
+    (
+        [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.gateway.render_metrics(),
+    )
+}
+
+/// The front of one gateway: its MCP endpoint, and the token that ends every event stream.
+pub struct Front {
+    pub mcp: McpEndpoint,
+    streams: CancellationToken,
+}
+
+impl Front {
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        let streams = CancellationToken::new();
+        Self {
+            mcp: McpEndpoint::new(gateway, streams.clone()),
+            streams,
+        }
+    }
+
+    /// Serves the front on `listener` until `shutdown` resolves; then requests in flight have
+    /// `server.shutdown_grace_seconds` to be answered before they are cut.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        gateway: Arc<Gateway>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let mcp = self.mcp.clone();
+        let app = app(gateway.clone(), self.mcp);
+        let stopping = CancellationToken::new();
+        let stop = {
+            let stopping = stopping.clone();
+            async move {
+                shutdown.await;
+                stopping.cancel();
+            }
+        };
+        let streams = self.streams;
+        let drain = tokio::spawn(async move {
+            stopping.cancelled().await;
+            // Standalone streams would hold the shutdown open; calls in flight may finish
+            // within the grace period, and are cut after it.
+            mcp.end_standalone_streams();
+            tokio::time::sleep(gateway.config().server.shutdown_grace).await;
+            streams.cancel();
+        });
+        let served = serve_app(listener, app, stop).await;
+        drain.abort();
+        served
+    }
+}
+
 /// Serves `gateway` on `listener` until `shutdown` resolves, then drains open requests.
 pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let streams = CancellationToken::new();
-    let app = app(gateway, streams.clone());
-    let stop = async move {
-        shutdown.await;
-        // Long-lived SSE streams would hold graceful shutdown open forever; end them first.
-        streams.cancel();
-    };
+    Front::new(gateway.clone())
+        .serve(listener, gateway, shutdown)
+        .await
+}
+
+/// Serves `app` until `stop` resolves, then until its open requests are answered.
+async fn serve_app(
+    listener: TcpListener,
+    app: Router,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     // Replies go out at once rather than waiting for the client's delayed ACK.
     let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
         let _ = stream.set_nodelay(true);

@@ -1,14 +1,19 @@
-//! The gateway's shared state: the configuration it runs, its upstreams, and the merged catalog
-//! snapshot that every request reads.
+//! The gateway's shared state: the configuration it runs and its upstreams (one `Live`
+//! snapshot, which a reload swaps whole), and the merged catalog snapshot that every request
+//! reads.
 //!
 //! Upstream supervisors report changes here; each change rebuilds the catalog from the ready
-//! upstreams and swaps it in whole. Readers never lock: they load the current snapshot.
+//! upstreams and swaps it in whole. Readers never lock: they load the current snapshots.
 
+mod journal;
+mod reload;
+mod scrape;
 mod subscriptions;
 
 use std::{
-    collections::VecDeque,
+    collections::{HashMap, VecDeque},
     sync::{Arc, Mutex, Weak},
+    time::SystemTime,
 };
 
 use arc_swap::{ArcSwap, Guard};
@@ -21,6 +26,7 @@ use crate::{
     catalog::{Catalog, Cursor, ListChanges, ListKind, NameScheme},
     config::Config,
     error::GatewayError,
+    metrics::Metrics,
     names::UpstreamName,
     oauth::{Link, OAuth},
     principal::Principal,
@@ -28,16 +34,49 @@ use crate::{
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
+pub use journal::{Journal, JournalError, ReloadEntry, ReloadOutcome, Trigger, unix_seconds};
 pub use subscriptions::{OUTBOX_CAPACITY, Outbox, Subscription, Subscriptions};
 
 /// How many earlier catalog snapshots pagination cursors may refer to.
 const RECENT_SNAPSHOTS: usize = 8;
 
+/// What a reload swaps: the configuration in force and the upstreams it names.
+pub struct Live {
+    pub config: Arc<Config>,
+    /// In config order.
+    pub upstreams: Vec<Arc<Upstream>>,
+    /// How names are prefixed with this set of upstreams.
+    pub scheme: NameScheme,
+    /// Bumped by every reload that changed something.
+    pub generation: u64,
+}
+
+impl Live {
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.iter().find(|u| u.name().as_str() == name)
+    }
+}
+
+/// The listen addresses a configuration file gave, before they were overridden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub listen: std::net::SocketAddr,
+    pub admin_listen: Option<std::net::SocketAddr>,
+}
+
 /// Everything requests share. Cheap to reach through an `Arc`.
 pub struct Gateway {
-    config: Arc<Config>,
-    /// In config order.
-    upstreams: Vec<Arc<Upstream>>,
+    live: ArcSwap<Live>,
+    /// Stops each upstream's supervisor (by upstream name), when a reload retires it.
+    supervisors: Mutex<HashMap<UpstreamName, CancellationToken>>,
+    /// Serializes reloads; holds the listen addresses as the file wrote them, when they were
+    /// overridden at start (`--listen`, or port 0 bound to a real port), so that a reload
+    /// compares the file with the file.
+    reloading: tokio::sync::Mutex<Option<Written>>,
+    /// Recent reloads and upstream failures, for operators.
+    journal: Journal,
+    started: SystemTime,
+    metrics: Arc<Metrics>,
     catalog: ArcSwap<Catalog>,
     /// Serializes rebuilds so the last one stored reflects the latest upstream state; holds
     /// the last few snapshots, which open pagination cursors may still refer to.
@@ -53,27 +92,27 @@ pub struct Gateway {
 impl Gateway {
     /// Creates the gateway for `config` and starts connecting every upstream in the background.
     pub fn start(config: Config) -> Arc<Self> {
+        Self::start_with(config, crate::metrics::standalone())
+    }
+
+    /// `start`, counting in `metrics` (made on the registry the caller exposes).
+    pub fn start_with(config: Config, metrics: Arc<Metrics>) -> Arc<Self> {
         let page_size = config.catalog.page_size;
-        let scheme = NameScheme::new(
-            config.catalog.prefix_mode,
-            &config.catalog.separator,
-            config.upstreams.len(),
-        );
+        let scheme = scheme_of(&config);
         let public_url = config.oauth.public_url_or(config.server.listen);
         let oauth = OAuth::new(config.oauth.clone(), public_url);
-        let mut receivers = Vec::new();
-        let upstreams = config
-            .upstreams
-            .iter()
-            .map(|upstream| {
-                let (upstream, events) = Upstream::new(upstream.clone(), &oauth);
-                receivers.push(events);
-                upstream
-            })
-            .collect();
         let gateway = Arc::new(Self {
-            config: Arc::new(config),
-            upstreams,
+            live: ArcSwap::from_pointee(Live {
+                config: Arc::new(config),
+                upstreams: Vec::new(),
+                scheme: scheme.clone(),
+                generation: 0,
+            }),
+            supervisors: Mutex::default(),
+            reloading: tokio::sync::Mutex::new(None),
+            journal: Journal::default(),
+            started: SystemTime::now(),
+            metrics,
             catalog: ArcSwap::from_pointee(Catalog::empty(scheme).paged(page_size)),
             recent: Mutex::new(VecDeque::with_capacity(RECENT_SNAPSHOTS)),
             catalog_version: watch::Sender::new(0),
@@ -81,20 +120,73 @@ impl Gateway {
             oauth,
             shutdown: CancellationToken::new(),
         });
-        let hooks: Hooks = Arc::new(GatewayHooks(Arc::downgrade(&gateway)));
-        for (upstream, events) in gateway.upstreams.iter().zip(receivers) {
-            spawn_supervisor(
-                upstream.clone(),
-                events,
-                hooks.clone(),
-                gateway.shutdown.child_token(),
-            );
-        }
+        let live = gateway.live.load_full();
+        let upstreams = live
+            .config
+            .upstreams
+            .iter()
+            .map(|upstream| gateway.launch(upstream.clone()))
+            .collect();
+        gateway.live.store(Arc::new(Live {
+            config: live.config.clone(),
+            upstreams,
+            scheme: live.scheme.clone(),
+            generation: 1,
+        }));
         gateway
     }
 
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// Creates the upstream for `config` and starts its supervisor.
+    fn launch(self: &Arc<Self>, config: crate::config::UpstreamConfig) -> Arc<Upstream> {
+        let (upstream, events) = Upstream::new(config, &self.oauth);
+        let hooks: Hooks = Arc::new(GatewayHooks(Arc::downgrade(self)));
+        let stop = self.shutdown.child_token();
+        // A replaced upstream's supervisor stops here.
+        if let Some(previous) = self
+            .lock_supervisors()
+            .insert(upstream.name().clone(), stop.clone())
+        {
+            previous.cancel();
+        }
+        spawn_supervisor(upstream.clone(), events, hooks, stop);
+        upstream
+    }
+
+    fn lock_supervisors(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<UpstreamName, CancellationToken>> {
+        self.supervisors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The configuration and upstreams in force. Load it once per request.
+    pub fn live(&self) -> Guard<Arc<Live>> {
+        self.live.load()
+    }
+
+    /// Notes the listen addresses the file gave, where the running ones differ from them.
+    pub async fn set_written(&self, written: Written) {
+        *self.reloading.lock().await = Some(written);
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.live.load().config.clone()
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Recent reloads and upstream failures.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// When the gateway started.
+    pub fn started(&self) -> SystemTime {
+        self.started
     }
 
     /// The current catalog snapshot. Hold it briefly: clone what you need before awaiting.
@@ -102,22 +194,27 @@ impl Gateway {
         self.catalog.load()
     }
 
-    pub fn upstreams(&self) -> &[Arc<Upstream>] {
-        &self.upstreams
+    /// The upstreams in force, in config order.
+    pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.live.load().upstreams.clone()
     }
 
-    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.upstreams.iter().find(|u| u.name().as_str() == name)
+    pub fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.live.load().upstream(name).cloned()
     }
 
     /// The upstream a route points to, or why it cannot serve (it is down, and listed still
-    /// because of `failure_mode = "closed"`).
-    pub fn serving_upstream(&self, name: &UpstreamName) -> Result<&Arc<Upstream>, GatewayError> {
-        let upstream = self.upstream(name.as_str()).ok_or_else(|| {
-            GatewayError::Internal(format!("upstream `{name}` is not configured"))
-        })?;
+    /// because of `failure_mode = "closed"`, or a reload has just removed it).
+    pub fn serving_upstream(&self, name: &UpstreamName) -> Result<Arc<Upstream>, GatewayError> {
+        let live = self.live.load();
+        let upstream = live
+            .upstream(name.as_str())
+            .ok_or_else(|| GatewayError::Unavailable {
+                upstream: name.clone(),
+                reason: "it is no longer configured".into(),
+            })?;
         if upstream.is_ready() {
-            Ok(upstream)
+            Ok(upstream.clone())
         } else {
             Err(unavailable(upstream))
         }
@@ -133,7 +230,7 @@ impl Gateway {
             .and_then(|(upstream, _)| self.upstream(upstream));
         match owner {
             Some(upstream) if upstream.status().state != UpstreamState::Ready => {
-                unavailable(upstream)
+                unavailable(&upstream)
             }
             _ => unknown(name.to_owned()),
         }
@@ -150,14 +247,15 @@ impl Gateway {
             .recent
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let parts: Vec<_> = self
+        let live = self.live.load_full();
+        let parts: Vec<_> = live
             .upstreams
             .iter()
             .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
             .collect();
         let previous = self.catalog.load_full();
-        let next = Catalog::build(previous.scheme().clone(), &parts)
-            .paged(self.config.catalog.page_size)
+        let next = Catalog::build(live.scheme.clone(), &parts)
+            .paged(live.config.catalog.page_size)
             .succeeding(&previous, announced);
         let generation = next.generation();
         self.catalog.store(Arc::new(next));
@@ -220,7 +318,8 @@ impl Gateway {
 
     /// Resolves once every upstream has been tried at least once (ready or failed).
     pub async fn wait_settled(&self) {
-        futures::future::join_all(self.upstreams.iter().map(|u| u.wait_settled())).await;
+        let upstreams = self.upstreams();
+        futures::future::join_all(upstreams.iter().map(|u| u.wait_settled())).await;
     }
 
     /// What Switchyard announces about itself to clients.
@@ -254,7 +353,8 @@ impl Gateway {
     /// up to `grace` (stdio processes are asked to exit, HTTP sessions are deleted upstream).
     pub async fn close(&self, grace: std::time::Duration) {
         self.shutdown();
-        futures::future::join_all(self.upstreams.iter().map(|u| u.close_all(grace))).await;
+        let upstreams = self.upstreams();
+        futures::future::join_all(upstreams.iter().map(|u| u.close_all(grace))).await;
     }
 }
 
@@ -278,6 +378,11 @@ impl SupervisorHooks for GatewayHooks {
         let Some(gateway) = self.0.upgrade() else {
             return;
         };
+        if let Some(catalog) = upstream.catalog() {
+            let tools = catalog.tools.iter().map(|tool| &*tool.name);
+            let table = gateway.metrics.tool_table(upstream.name().as_str(), tools);
+            upstream.set_tool_series(table);
+        }
         let upstream = upstream.clone();
         tokio::spawn(async move { gateway.subscriptions.renew(&upstream).await });
     }
@@ -287,6 +392,25 @@ impl SupervisorHooks for GatewayHooks {
             gateway.subscriptions.deliver(upstream.name(), uri);
         }
     }
+
+    fn failed(&self, upstream: &Upstream, reason: &str) {
+        if let Some(gateway) = self.0.upgrade()
+            && !upstream.is_retired()
+        {
+            gateway
+                .journal
+                .error(Some(upstream.name().as_str()), reason.to_owned());
+        }
+    }
+}
+
+/// How names are prefixed under `config`.
+fn scheme_of(config: &Config) -> NameScheme {
+    NameScheme::new(
+        config.catalog.prefix_mode,
+        &config.catalog.separator,
+        config.upstreams.len(),
+    )
 }
 
 /// The error for a request to an upstream that a user must authorize first.

@@ -69,6 +69,8 @@ pub struct Authorizer {
     /// The last discovery, which the client credentials grant reuses.
     discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
     pub(super) grants: DashMap<Principal, Arc<Grant>>,
+    /// Token refreshes that succeeded, and those that failed (for metrics).
+    refreshes: [std::sync::atomic::AtomicU64; 2],
 }
 
 impl Authorizer {
@@ -85,6 +87,7 @@ impl Authorizer {
             config,
             discovered: tokio::sync::Mutex::new(None),
             grants: DashMap::new(),
+            refreshes: Default::default(),
         }
     }
 
@@ -262,9 +265,20 @@ impl Authorizer {
 
     pub(super) async fn refresh(&self, token: &TokenSet) -> Result<TokenSet, OAuthError> {
         let refresh_token = token.refresh_token.as_deref().unwrap_or_default();
-        self.exchange(&token.endpoint, &token.client)
+        let refreshed = self
+            .exchange(&token.endpoint, &token.client)
             .refresh(refresh_token, &token.scopes)
-            .await
+            .await;
+        self.refreshes[usize::from(refreshed.is_err())]
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        refreshed
+    }
+
+    /// Token refreshes so far: (succeeded, failed).
+    pub fn refresh_counts(&self) -> (u64, u64) {
+        let [ok, failed] = &self.refreshes;
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+        (load(ok), load(failed))
     }
 
     /// A token by the client credentials grant, for `scopes` (else the configured ones, else

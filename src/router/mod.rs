@@ -36,9 +36,10 @@ use crate::{
     downstream::Downstream,
     error::{GatewayError, Side},
     gateway::{Gateway, authorization_required, unavailable},
+    metrics::ToolOutcome,
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
-    upstream::{Admitted, Connection, Upstream},
+    upstream::{Connection, InFlight, Upstream},
 };
 
 /// Where a request gets its upstream connection: the shared one, or the downstream session's own.
@@ -65,7 +66,22 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         params: CallToolRequestParams,
     ) -> Result<CallToolResponse, GatewayError> {
-        self.answer(self.call_tool_routed(params).await)
+        let route = self.gateway.catalog().tool(&params.name).cloned();
+        let started = std::time::Instant::now();
+        let result = self.call_tool_routed(params).await;
+        if let Some(route) = route
+            && let Some(upstream) = self.gateway.upstream(route.upstream.as_str())
+        {
+            let outcome = match &result {
+                Ok(CallToolResponse::Complete(done)) if done.is_error == Some(true) => {
+                    ToolOutcome::ToolError
+                }
+                Ok(_) => ToolOutcome::Success,
+                Err(_) => ToolOutcome::Error,
+            };
+            record_tool(&upstream, &route.original, outcome, started);
+        }
+        self.answer(result)
     }
 
     async fn call_tool_routed(
@@ -197,7 +213,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
         let upstream = self.gateway.serving_upstream(&owner)?;
-        match self.send(upstream, request, None, meta.as_ref()).await? {
+        match self.send(&upstream, request, None, meta.as_ref()).await? {
             ServerResult::CompleteResult(result) => Ok(result),
             other => Err(unexpected(&owner, &other)),
         }
@@ -221,12 +237,12 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<ServerResult, GatewayError> {
         let serving = self.gateway.serving_upstream(upstream)?;
         if self.downstream.is_stateless() || !serving.speaks_only_modern() {
-            return self.send(serving, request(params), tool, meta).await;
+            return self.send(&serving, request(params), tool, meta).await;
         }
         let mut params = params;
         for _ in 0..mrtr::MAX_ROUNDS {
             match self
-                .send(serving, request(params.clone()), tool, meta)
+                .send(&serving, request(params.clone()), tool, meta)
                 .await?
             {
                 ServerResult::InputRequiredResult(required) => {
@@ -311,18 +327,18 @@ impl<S: ConnectionSource> Call<'_, S> {
 }
 
 impl<S: ConnectionSource> Call<'_, S> {
-    /// A place under the upstream's `max_concurrent_requests`, if it has one, waited for within
-    /// the request's time.
+    /// Counts the request in flight to `upstream`, after a place under its
+    /// `max_concurrent_requests`, if it has one, waited for within the request's time.
     async fn admit<'u>(
         &self,
         upstream: &'u Upstream,
         timer: &mut Timer<'_>,
-    ) -> Result<Option<Admitted<'u>>, GatewayError> {
+    ) -> Result<InFlight<'u>, GatewayError> {
         let Some(admission) = upstream.admission() else {
-            return Ok(None);
+            return Ok(upstream.begin(None));
         };
         tokio::select! {
-            admitted = admission.admit() => admitted.map(Some).map_err(|overloaded| {
+            admitted = admission.admit() => admitted.map(|a| upstream.begin(Some(a))).map_err(|overloaded| {
                 GatewayError::Unavailable {
                     upstream: upstream.name().clone(),
                     reason: overloaded.to_string(),
@@ -427,6 +443,13 @@ fn options(meta: Option<&RequestMetaObject>, era: Era) -> PeerRequestOptions {
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
     PeerRequestOptions::no_options().with_meta(RequestMetaObject(MetaObject(meta)))
+}
+
+/// Counts a tool call of `upstream` (its own name for the tool) in the upstream's series.
+fn record_tool(upstream: &Upstream, tool: &str, outcome: ToolOutcome, started: std::time::Instant) {
+    if let Some(series) = upstream.tool_series() {
+        series.get(tool).record(outcome, started);
+    }
 }
 
 /// The owner of an exposed URI, the URI it knows, and the naming scheme in force.

@@ -33,6 +33,7 @@ use crate::{
     downstream::Downstream,
     error::GatewayError,
     gateway::unavailable,
+    metrics::ToolOutcome,
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
     upstream::{
@@ -93,11 +94,23 @@ impl<S: ConnectionSource> Call<'_, S> {
                     Ok(upstream) => upstream,
                     Err(error) => return Some(self.failed(id, error, era)),
                 };
-                if !takes_raw(upstream, kind, &target, era) {
+                if !takes_raw(&upstream, kind, &target, era) {
                     return None;
                 }
-                self.forward(upstream, kind, &target, id, params?, era)
-                    .await
+                let started = std::time::Instant::now();
+                let result = self
+                    .forward(&upstream, kind, &target, id, params?, era)
+                    .await;
+                if kind == Routed::Tool {
+                    let outcome = match &result {
+                        Ok(answer) if wire::is_error_answer(answer) => ToolOutcome::Error,
+                        Ok(answer) if reports_tool_error(answer) => ToolOutcome::ToolError,
+                        Ok(_) => ToolOutcome::Success,
+                        Err(_) => ToolOutcome::Error,
+                    };
+                    super::record_tool(&upstream, &target.original, outcome, started);
+                }
+                result
             }
             Err(error) => Err(error),
         };
@@ -279,6 +292,17 @@ pub fn client_answer(
     let result = mapped.as_deref().unwrap_or(result);
     let shaped = shape_for(result, kind, era);
     wire::write::response(id, shaped.as_deref().unwrap_or(result))
+}
+
+/// Whether a tool's answer says the tool failed (`"isError":true`, as JSON writers put it,
+/// found from the end, where serializers write it).
+fn reports_tool_error(answer: &[u8]) -> bool {
+    memchr::memmem::rfind(answer, br#""isError":"#).is_some_and(|at| {
+        answer[at + 10..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b == b't')
+    })
 }
 
 /// Whether a routed request can take the raw path (see the module's documentation).

@@ -199,7 +199,7 @@ impl ServerHandler for SessionHandler {
         let subscription = self
             .gateway
             .subscriptions()
-            .subscribe(upstream, original, request.uri.clone(), outbox)
+            .subscribe(&upstream, original, request.uri.clone(), outbox)
             .await?;
         session.subscribed().insert(request.uri, subscription);
         Ok(())

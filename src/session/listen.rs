@@ -26,7 +26,7 @@ pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Resu
         let upstream = gateway.serving_upstream(&owner)?;
         let subscription = gateway
             .subscriptions()
-            .subscribe(upstream, original, uri, Outbox::Channel(outbox.clone()))
+            .subscribe(&upstream, original, uri, Outbox::Channel(outbox.clone()))
             .await?;
         subscriptions.push(subscription);
     }

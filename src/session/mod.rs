@@ -64,6 +64,8 @@ pub struct Session {
     lists: [AtomicU64; 3],
     /// Cancelled when the session ends: stops its requests and its streams.
     closed: CancellationToken,
+    /// When the client initialized it.
+    opened: std::time::SystemTime,
 }
 
 impl Session {
@@ -98,7 +100,13 @@ impl Session {
             last_active: AtomicU64::new(now),
             lists: [lists.tools, lists.prompts, lists.resources].map(AtomicU64::new),
             closed: CancellationToken::new(),
+            opened: std::time::SystemTime::now(),
         })
+    }
+
+    /// When the client initialized the session.
+    pub fn opened(&self) -> std::time::SystemTime {
+        self.opened
     }
 
     pub fn id(&self) -> &Arc<str> {

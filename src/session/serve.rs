@@ -25,6 +25,7 @@ use crate::{
     catalog::ListKind,
     downstream::{Downstream, LogLevel, Outlet, PipeReceiver, PipeSender, pipe},
     gateway::Gateway,
+    metrics::Outcome,
     principal::Principal,
     protocol::{
         Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION,
@@ -84,7 +85,13 @@ pub fn serve(
             Some(in_flight) => in_flight.token.clone(),
             None => CancellationToken::new(),
         };
+        let timer = gateway.metrics().request(request.method());
         let answer = answer(&gateway, &caller, &request, parts, sender, &ct).await;
+        timer.finish(if wire::is_error_answer(&answer) {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        });
         drop(in_flight);
         answer
     });

@@ -3,11 +3,17 @@
 //! and nothing else: no task, no channel, no upstream session until it makes a request.
 
 use std::{
-    sync::{Arc, Weak},
+    sync::{
+        Arc, Weak,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
 use dashmap::DashMap;
+use prometheus::{IntCounter, IntGauge};
+
+use crate::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
@@ -17,20 +23,36 @@ pub struct SessionTable {
     sessions: DashMap<Arc<str>, Arc<Session>>,
     /// When the table was made; sessions note their last request as milliseconds since.
     epoch: Instant,
-    idle_timeout: Duration,
+    /// Milliseconds; a reload may change it.
+    idle_timeout_ms: AtomicU64,
+    /// Sessions open, and opened so far (metrics).
+    active: IntGauge,
+    opened: IntCounter,
 }
 
 impl SessionTable {
     /// A table whose sessions close after `idle_timeout` without a request; its sweeper runs
     /// until `shutdown`.
-    pub fn new(idle_timeout: Duration, shutdown: CancellationToken) -> Arc<Self> {
+    pub fn new(
+        idle_timeout: Duration,
+        metrics: &Metrics,
+        shutdown: CancellationToken,
+    ) -> Arc<Self> {
         let table = Arc::new(Self {
             sessions: DashMap::new(),
             epoch: Instant::now(),
-            idle_timeout,
+            idle_timeout_ms: AtomicU64::new(idle_timeout.as_millis() as u64),
+            active: metrics.sessions_active.clone(),
+            opened: metrics.sessions_opened.clone(),
         });
         spawn_sweeper(Arc::downgrade(&table), shutdown);
         table
+    }
+
+    /// Sessions idle longer than `timeout` close from now on (the sweep keeps its pace).
+    pub fn set_idle_timeout(&self, timeout: Duration) {
+        self.idle_timeout_ms
+            .store(timeout.as_millis() as u64, Ordering::Relaxed);
     }
 
     pub fn len(&self) -> usize {
@@ -47,6 +69,8 @@ impl SessionTable {
     }
 
     pub fn insert(&self, session: Arc<Session>) {
+        self.active.inc();
+        self.opened.inc();
         self.sessions.insert(session.id().clone(), session);
     }
 
@@ -61,6 +85,7 @@ impl SessionTable {
     /// when its last request has finished.
     pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
         let (_, session) = self.sessions.remove(id)?;
+        self.active.dec();
         session.close();
         Some(session)
     }
@@ -76,7 +101,7 @@ impl SessionTable {
     /// Closes every session idle for longer than the timeout.
     fn sweep(&self) {
         let now = self.now();
-        let limit = self.idle_timeout.as_millis() as u64;
+        let limit = self.idle_timeout_ms.load(Ordering::Relaxed);
         let idle: Vec<Arc<str>> = self
             .sessions
             .iter()
@@ -89,6 +114,7 @@ impl SessionTable {
                 now.saturating_sub(session.last_active()) > limit
             });
             if let Some((_, session)) = removed {
+                self.active.dec();
                 tracing::debug!("closing a client session idle for {}s", limit / 1000);
                 session.close();
             }
@@ -99,7 +125,8 @@ impl SessionTable {
 /// Sweeps `table` for idle sessions a few times per idle timeout, while it exists.
 fn spawn_sweeper(table: Weak<SessionTable>, shutdown: CancellationToken) {
     let Some(interval) = table.upgrade().map(|table| {
-        (table.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30))
+        (Duration::from_millis(table.idle_timeout_ms.load(Ordering::Relaxed)) / 4)
+            .clamp(Duration::from_millis(50), Duration::from_secs(30))
     }) else {
         return;
     };

@@ -27,6 +27,19 @@ use crate::{
 /// One lazily opened connection slot; the cell makes concurrent first requests open it once.
 type Slot = Arc<OnceCell<Arc<Connection>>>;
 
+/// A slot, with the upstream it was opened for: a reload may replace an upstream under the
+/// same name, and the new one must not be reached through the old one's session.
+struct Entry {
+    upstream: std::sync::Weak<Upstream>,
+    slot: Slot,
+}
+
+impl Entry {
+    fn is_for(&self, upstream: &Upstream) -> bool {
+        std::ptr::eq(self.upstream.as_ptr(), upstream)
+    }
+}
+
 /// A downstream session's own upstream connections. Dropping it closes them all.
 pub struct SessionUpstreams {
     /// How the client introduced itself; upstream sessions are opened in its name.
@@ -34,7 +47,7 @@ pub struct SessionUpstreams {
     /// The session itself, for what its upstream sessions send outside any request.
     home: Arc<Downstream>,
     /// Per-session lock, held only to find or insert a slot, never across an await.
-    slots: Mutex<HashMap<UpstreamName, Slot>>,
+    slots: Mutex<HashMap<UpstreamName, Entry>>,
     /// The log level the client asked for: applied to each upstream session it opens, and
     /// by Switchyard to what shared upstream sessions send it.
     log_level: Arc<SessionLogLevel>,
@@ -79,7 +92,16 @@ impl SessionUpstreams {
     fn open_connections(&self) -> Vec<Arc<Connection>> {
         self.lock()
             .values()
-            .filter_map(|slot| slot.get().cloned())
+            .filter_map(|entry| entry.slot.get().cloned())
+            .collect()
+    }
+
+    /// The upstreams this session has its own sessions with.
+    pub fn open_names(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, entry)| entry.slot.initialized())
+            .map(|(name, _)| name.to_string())
             .collect()
     }
 
@@ -87,11 +109,11 @@ impl SessionUpstreams {
     pub fn open_count(&self) -> usize {
         self.lock()
             .values()
-            .filter(|slot| slot.initialized())
+            .filter(|entry| entry.slot.initialized())
             .count()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<UpstreamName, Slot>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<UpstreamName, Entry>> {
         self.slots
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -100,19 +122,30 @@ impl SessionUpstreams {
     /// This session's connection to `upstream` if it is open.
     fn open_connection(&self, upstream: &Upstream) -> Option<Arc<Connection>> {
         let slots = self.lock();
-        let connection = slots.get(upstream.name())?.get()?;
+        let entry = slots.get(upstream.name()).filter(|e| e.is_for(upstream))?;
+        let connection = entry.slot.get()?;
         (!connection.is_closed()).then(|| connection.clone())
     }
 
     /// This session's connection to `upstream`, opening it if needed. A connection that has
     /// closed (the upstream restarted, say) is replaced once.
-    async fn own_connection(&self, upstream: &Upstream) -> Result<Arc<Connection>, GatewayError> {
+    async fn own_connection(
+        &self,
+        upstream: &Arc<Upstream>,
+    ) -> Result<Arc<Connection>, GatewayError> {
         for _ in 0..2 {
-            let slot = self
-                .lock()
-                .entry(upstream.name().clone())
-                .or_default()
-                .clone();
+            let slot = {
+                let mut slots = self.lock();
+                let fresh = || Entry {
+                    upstream: Arc::downgrade(upstream),
+                    slot: Slot::default(),
+                };
+                let entry = slots.entry(upstream.name().clone()).or_insert_with(fresh);
+                if !entry.is_for(upstream) {
+                    *entry = fresh();
+                }
+                entry.slot.clone()
+            };
             let connection = slot
                 .get_or_try_init(|| async {
                     let connection = upstream
@@ -135,7 +168,7 @@ impl SessionUpstreams {
             let mut slots = self.lock();
             if slots
                 .get(upstream.name())
-                .is_some_and(|s| Arc::ptr_eq(s, &slot))
+                .is_some_and(|e| Arc::ptr_eq(&e.slot, &slot))
             {
                 slots.remove(upstream.name());
             }

@@ -30,7 +30,7 @@ use std::{
     collections::BTreeSet,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicU8, Ordering},
+        atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -55,6 +55,9 @@ use crate::{
     oauth::{Authorizer, Link, Need, OAuth},
     principal::Principal,
 };
+
+/// How long closing an upstream's sessions may take once its calls are done or cut.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// Why an upstream could not be reached or listed.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +132,33 @@ pub struct Upstream {
     tasks: TaskTracker,
     /// Set once the first connection attempt has ended, either way.
     settled: watch::Sender<bool>,
+    /// Requests in flight to this upstream (admitted, on the way or waiting for the answer).
+    in_flight: AtomicUsize,
+    /// Notified when `in_flight` drops to zero, for a drain.
+    drained: Notify,
+    /// Set once a reload removed or replaced this upstream: it finishes its calls, then closes.
+    retired: AtomicBool,
+    /// Times the upstream was connected again after a failure, and health checks it failed
+    /// (for metrics).
+    restarts: AtomicU64,
+    health_failures: AtomicU64,
+    /// The metric series of its tools, made when it was discovered.
+    tool_series: ArcSwapOption<crate::metrics::ToolTable>,
+}
+
+/// A request counted in flight to an upstream (and its place under the upstream's limit, if it
+/// has one); uncounted when dropped.
+pub struct InFlight<'u> {
+    upstream: &'u Upstream,
+    _admitted: Option<Admitted<'u>>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.upstream.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.upstream.drained.notify_waiters();
+        }
+    }
 }
 
 impl Upstream {
@@ -176,6 +206,12 @@ impl Upstream {
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
             settled: watch::Sender::new(false),
+            in_flight: AtomicUsize::new(0),
+            drained: Notify::new(),
+            retired: AtomicBool::new(false),
+            restarts: AtomicU64::new(0),
+            health_failures: AtomicU64::new(0),
+            tool_series: ArcSwapOption::empty(),
         });
         (upstream, receiver)
     }
@@ -239,6 +275,70 @@ impl Upstream {
                 Err(UpstreamError::NotConnected(reason))
             }
         }
+    }
+
+    /// Counts a request in flight, with `admitted`, its place under the limit if any.
+    pub fn begin<'u>(&'u self, admitted: Option<Admitted<'u>>) -> InFlight<'u> {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight {
+            upstream: self,
+            _admitted: admitted,
+        }
+    }
+
+    /// Requests in flight to this upstream now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Times reconnected after a failure, and failed health checks, so far.
+    pub fn restart_counts(&self) -> (u64, u64) {
+        (
+            self.restarts.load(Ordering::Relaxed),
+            self.health_failures.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Requests waiting for a place under `max_concurrent_requests`.
+    pub fn queued(&self) -> usize {
+        self.admission.as_ref().map_or(0, Admission::waiting)
+    }
+
+    /// The metric series of the tool the upstream calls `tool`, once discovered.
+    pub fn tool_series(&self) -> Option<Arc<crate::metrics::ToolTable>> {
+        self.tool_series.load_full()
+    }
+
+    pub fn set_tool_series(&self, table: crate::metrics::ToolTable) {
+        self.tool_series.store(Some(Arc::new(table)));
+    }
+
+    /// Whether a reload removed or replaced this upstream.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// Retires the upstream after a reload removed or replaced it: no new request finds it
+    /// (the gateway no longer lists it), those in flight get up to `grace` to finish, then
+    /// every connection is closed (processes asked to exit, HTTP sessions deleted).
+    pub async fn retire(&self, grace: Duration) {
+        self.retired.store(true, Ordering::Release);
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let drained = self.drained.notified();
+            if self.in_flight() == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, drained).await.is_err() {
+                tracing::warn!(
+                    upstream = %self.name(),
+                    in_flight = self.in_flight(),
+                    "calls still in flight after the grace period; cutting them"
+                );
+                break;
+            }
+        }
+        self.close_all(CLOSE_GRACE).await;
     }
 
     /// Ends every connection of this upstream, shared and per-client (stdio processes are

@@ -7,7 +7,7 @@
 
 use std::{
     pin::{Pin, pin},
-    sync::Arc,
+    sync::{Arc, atomic::Ordering},
     time::{Duration, Instant},
 };
 
@@ -45,6 +45,8 @@ pub trait SupervisorHooks: Send + Sync + 'static {
     fn ready(&self, upstream: &Arc<Upstream>);
     /// A resource the gateway subscribed to changed (its URI as the upstream knows it).
     fn resource_updated(&self, upstream: &Upstream, uri: &str);
+    /// An upstream failed (to connect, or after it was up), for `reason`.
+    fn failed(&self, upstream: &Upstream, reason: &str);
 }
 
 pub type Hooks = Arc<dyn SupervisorHooks>;
@@ -83,7 +85,10 @@ pub fn spawn_supervisor(
                     let reason = match ended {
                         Ended::Shutdown => return,
                         Ended::Closed => "the connection closed".to_owned(),
-                        Ended::Unhealthy(reason) => reason,
+                        Ended::Unhealthy(reason) => {
+                            upstream.health_failures.fetch_add(1, Ordering::Relaxed);
+                            reason
+                        }
                     };
                     failures = if up_since.elapsed() < STABLE {
                         failures.saturating_add(1)
@@ -105,6 +110,7 @@ pub fn spawn_supervisor(
                     failures = failures.saturating_add(1);
                     upstream.forget_discovered();
                     upstream.set_status(upstream.status().failed(&reason, failures));
+                    hooks.failed(&upstream, &reason);
                     upstream.mark_settled();
                     hooks.changed(ListChanges::default());
                 }
@@ -115,6 +121,7 @@ pub fn spawn_supervisor(
                     format!("gave up after {failures} failed attempts; the last: {error}");
                 tracing::error!(upstream = %upstream.name(), error = %error, attempts = failures, "upstream unavailable; not retrying");
                 upstream.set_status(upstream.status().failed(&gave_up, failures));
+                hooks.failed(&upstream, &gave_up);
                 hooks.changed(ListChanges::default());
                 return;
             }
@@ -138,6 +145,9 @@ pub fn spawn_supervisor(
 /// Puts a newly connected upstream in service: its lists go into the catalog first, so that
 /// by the time it shows as ready its tools are served.
 fn publish(upstream: &Arc<Upstream>, connection: &Arc<Connection>, hooks: &Hooks) {
+    if upstream.status().last_error.is_some() {
+        upstream.restarts.fetch_add(1, Ordering::Relaxed);
+    }
     upstream.shared.store(Some(connection.clone()));
     upstream.raw_ready.store(
         connection.raw().is_some(),
@@ -161,6 +171,7 @@ async fn withdraw(
     hooks: &Hooks,
 ) {
     upstream.set_status(upstream.status().failed(reason, failures));
+    hooks.failed(upstream, reason);
     upstream.set_serving(false);
     upstream.shared.store(None);
     // An HTTP server that went away fails every session with it; a stdio upstream's

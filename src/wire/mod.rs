@@ -19,3 +19,18 @@ pub fn freeze(bytes: Vec<u8>) -> Bytes {
     Bytes::from(bytes.into_boxed_slice())
 }
 pub use owned::OwnedRequest;
+
+/// Whether `answer`, a JSON-RPC response as Switchyard writes them (`jsonrpc`, `id`, then
+/// `result` or `error`), is an error. Only its head is looked at: inside the id, a string,
+/// `,"` cannot occur unescaped. (An id of over 200 bytes hides the answer's kind: taken as
+/// a result.)
+pub fn is_error_answer(answer: &[u8]) -> bool {
+    let answer = &answer[..answer.len().min(256)];
+    let error = memchr::memmem::find(answer, br#","error":"#);
+    let result = memchr::memmem::find(answer, br#","result":"#);
+    match (error, result) {
+        (Some(error), Some(result)) => error < result,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}

@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, path::Path};
 /// Top-level modules by layer, the request's entry first. A module may use the modules of
 /// the layers after its own.
 const LAYERS: &[&[&str]] = &[
+    &["admin", "reload"],
     &["front"],
     &["session"],
     &["router"],
@@ -14,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["upstream"],
     &["catalog", "downstream", "oauth"],
     &["error"],
-    &["config", "hook", "protocol", "wire"],
+    &["config", "hook", "metrics", "protocol", "wire"],
     &["names", "principal"],
 ];
 

@@ -305,7 +305,8 @@ async fn a_full_upstream_queues_then_refuses_with_an_overload_error() {
         )
         .start()
         .await;
-    let admission = || gw.gateway.upstream("remote").unwrap().admission().unwrap();
+    let remote = gw.gateway.upstream("remote").unwrap();
+    let admission = || remote.admission().unwrap();
     let first = gw.client().await;
     let second = gw.client().await;
     let third = gw.client().await;

@@ -37,7 +37,9 @@ impl Endpoint {
         }
         match session.standalone().attach() {
             Attached::Live(messages) | Attached::Shadow(messages) => {
-                EventStream::channel(EventIds::Standalone, messages).into_response()
+                EventStream::channel(EventIds::Standalone, messages)
+                    .counted(&self.gateway.metrics().streams_open)
+                    .into_response()
             }
             Attached::Closed => reply::text(StatusCode::NOT_FOUND, "Not Found: Session not found"),
         }

@@ -19,13 +19,14 @@ use std::{
     task::{Context, Poll},
 };
 
+use arc_swap::ArcSwap;
 use axum::body::Body;
 use futures::future::BoxFuture;
 use http::{Method, Request, Response};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    gateway::Gateway,
+    gateway::{Gateway, Live},
     session::{SessionTable, spawn_list_notifier},
 };
 
@@ -39,18 +40,40 @@ pub struct McpEndpoint {
 struct Endpoint {
     gateway: Arc<Gateway>,
     sessions: Arc<SessionTable>,
+    /// The endpoint's settings, as of a configuration generation (a reload changes them).
+    settings: ArcSwap<Settings>,
+}
+
+/// The settings of `[server]` that requests check, prepared once per configuration.
+struct Settings {
+    generation: u64,
     guard: guard::Guard,
     max_body: usize,
+}
+
+impl Settings {
+    fn of(live: &Live) -> Self {
+        let server = &live.config.server;
+        Self {
+            generation: live.generation,
+            guard: guard::Guard::new(server),
+            max_body: server.max_request_body_bytes,
+        }
+    }
 }
 
 impl McpEndpoint {
     /// The endpoint for `gateway`; `shutdown` ends every session and stream.
     pub fn new(gateway: Arc<Gateway>, shutdown: CancellationToken) -> Self {
-        let settings = &gateway.config().server;
-        let sessions = SessionTable::new(settings.session_idle_timeout, shutdown.clone());
+        let live = gateway.live();
+        let sessions = SessionTable::new(
+            live.config.server.session_idle_timeout,
+            gateway.metrics(),
+            shutdown.clone(),
+        );
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
-        let guard = guard::Guard::new(settings);
-        let max_body = settings.max_request_body_bytes;
+        let settings = ArcSwap::from_pointee(Settings::of(&live));
+        drop(live);
         let sessions_at_shutdown = sessions.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
@@ -62,10 +85,21 @@ impl McpEndpoint {
             inner: Arc::new(Endpoint {
                 gateway,
                 sessions,
-                guard,
-                max_body,
+                settings,
             }),
         }
+    }
+
+    /// Ends every session's standalone stream (at shutdown: they never end by themselves).
+    pub fn end_standalone_streams(&self) {
+        for session in self.inner.sessions.sessions() {
+            session.standalone().close_all();
+        }
+    }
+
+    /// The session table (for the admin API).
+    pub fn sessions(&self) -> &Arc<SessionTable> {
+        &self.inner.sessions
     }
 
     /// How many client sessions are open.
@@ -75,12 +109,27 @@ impl McpEndpoint {
 }
 
 impl Endpoint {
+    /// The settings in force, prepared again after a reload changed the configuration.
+    fn settings(&self) -> Arc<Settings> {
+        let settings = self.settings.load_full();
+        let live = self.gateway.live();
+        if settings.generation == live.generation {
+            return settings;
+        }
+        self.sessions
+            .set_idle_timeout(live.config.server.session_idle_timeout);
+        let fresh = Arc::new(Settings::of(&live));
+        self.settings.store(fresh.clone());
+        fresh
+    }
+
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
-        if let Err((status, message)) = self.guard.check(request.uri(), request.headers()) {
+        let settings = self.settings();
+        if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
             return reply::text(status, message);
         }
         match *request.method() {
-            Method::POST => self.post(request).await,
+            Method::POST => self.post(request, settings.max_body).await,
             Method::GET => self.get(request),
             Method::DELETE => self.delete(request),
             _ => reply::method_not_allowed("GET, POST, DELETE"),

@@ -33,7 +33,7 @@ struct Classified {
 }
 
 impl Endpoint {
-    pub(super) async fn post(&self, request: Request<Body>) -> Response<Body> {
+    pub(super) async fn post(&self, request: Request<Body>, max_body: usize) -> Response<Body> {
         let (parts, body) = request.into_parts();
         if !checks::accepts_both(&parts.headers) {
             return reply::text(
@@ -47,13 +47,10 @@ impl Endpoint {
                 "Unsupported Media Type: Content-Type must be application/json",
             );
         }
-        let body = match Limited::new(body, self.max_body).collect().await {
+        let body = match Limited::new(body, max_body).collect().await {
             Ok(body) => body.to_bytes(),
             Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-                let message = format!(
-                    "Payload Too Large: request body exceeds {} bytes",
-                    self.max_body
-                );
+                let message = format!("Payload Too Large: request body exceeds {max_body} bytes");
                 return reply::text(StatusCode::PAYLOAD_TOO_LARGE, &message);
             }
             Err(_) => {
@@ -142,7 +139,9 @@ impl Endpoint {
                 // A session's client is always answered on a stream (it may resume one).
                 match reply::begin(ids, work, messages).await {
                     Begun::Answered(answer) => EventStream::single(ids, answer),
-                    Begun::Streaming(stream) => stream,
+                    Begun::Streaming(stream) => {
+                        stream.counted(&self.gateway.metrics().streams_open)
+                    }
                 }
                 .into_response()
             }

@@ -191,6 +191,16 @@ pub struct EventStream {
     ids: EventIds,
     next_index: u64,
     keep_alive: Option<Pin<Box<Sleep>>>,
+    /// The open-streams gauge, while this stream is counted in it.
+    counted: Option<prometheus::IntGauge>,
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        if let Some(gauge) = &self.counted {
+            gauge.dec();
+        }
+    }
 }
 
 enum Source {
@@ -251,6 +261,7 @@ impl EventStream {
             ids,
             next_index: 0,
             keep_alive: None,
+            counted: None,
         };
         if !matches!(ids, EventIds::None) {
             // A priming event: an id to resume from, and how long to wait before reconnecting.
@@ -262,6 +273,13 @@ impl EventStream {
             }
         }
         stream
+    }
+
+    /// Counts this stream in `gauge` while it is open.
+    pub fn counted(mut self, gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        self.counted = Some(gauge.clone());
+        self
     }
 
     fn is_ended(&self) -> bool {

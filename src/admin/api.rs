@@ -1,0 +1,285 @@
+//! The admin API's handlers: the state of the gateway (status, servers in the shape of the
+//! Cloudflare Agents SDK's `getMcpServers()`, the merged catalog, sessions), and what an
+//! operator may do (reload, start or forget an upstream's authorization). JSON in and out;
+//! every refusal is a status with `{"error": "..."}`.
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::{IntoResponse, Response},
+};
+use http::StatusCode;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::Admin;
+use crate::{
+    config::TransportConfig,
+    gateway::{JournalError, ReloadEntry, ReloadOutcome, Trigger, unix_seconds},
+    principal::Principal,
+    upstream::Upstream,
+};
+
+/// An error answer: `status` and `{"error": message}`.
+pub fn error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
+pub async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "no such admin resource; see the README's admin API section",
+    )
+}
+
+/// One upstream as operators see it.
+#[derive(Serialize)]
+pub struct Server {
+    name: String,
+    state: &'static str,
+    since: u64,
+    transport: Option<&'static str>,
+    target: String,
+    session: &'static str,
+    protocol_version: Option<String>,
+    last_error: Option<String>,
+    retries: u32,
+    auth_url: Option<String>,
+    counts: Counts,
+    in_flight: usize,
+}
+
+#[derive(Serialize)]
+struct Counts {
+    tools: usize,
+    prompts: usize,
+    resources: usize,
+    resource_templates: usize,
+}
+
+fn server(upstream: &Upstream) -> Server {
+    let status = upstream.status();
+    let config = upstream.config();
+    let catalog = upstream.catalog().unwrap_or_default();
+    let target = match &config.transport {
+        TransportConfig::Http(http) => http.url.to_string(),
+        TransportConfig::Stdio(stdio) => std::iter::once(stdio.command.as_str())
+            .chain(stdio.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    Server {
+        name: upstream.name().to_string(),
+        state: if upstream.is_retired() {
+            "draining"
+        } else {
+            status.state.as_str()
+        },
+        since: unix_seconds(status.since),
+        transport: status.transport,
+        target,
+        session: match config.session {
+            crate::config::SessionMode::Shared => "shared",
+            crate::config::SessionMode::PerClient => "per_client",
+        },
+        protocol_version: status.protocol_version.clone(),
+        last_error: status.last_error.clone(),
+        retries: status.retries,
+        auth_url: status.authorization_url.clone(),
+        counts: Counts {
+            tools: catalog.tools.len(),
+            prompts: catalog.prompts.len(),
+            resources: catalog.resources.len(),
+            resource_templates: catalog.templates.len(),
+        },
+        in_flight: upstream.in_flight(),
+    }
+}
+
+#[derive(Serialize)]
+pub struct Status {
+    version: &'static str,
+    started: u64,
+    config: ConfigInfo,
+    traffic: Traffic,
+    servers: Vec<Server>,
+    recent_errors: Vec<JournalError>,
+    reloads: Vec<ReloadEntry>,
+}
+
+#[derive(Serialize)]
+struct ConfigInfo {
+    path: String,
+    generation: u64,
+}
+
+#[derive(Serialize)]
+struct Traffic {
+    requests_total: u64,
+    errors_total: u64,
+    tool_calls_total: u64,
+    requests_in_flight: i64,
+    sessions: usize,
+    streams: i64,
+}
+
+/// `GET /api/status`: what the status page shows.
+pub async fn status(State(admin): State<Admin>) -> Json<Status> {
+    let gateway = &admin.gateway;
+    let live = gateway.live();
+    let totals = gateway.metrics().totals();
+    Json(Status {
+        version: env!("CARGO_PKG_VERSION"),
+        started: unix_seconds(gateway.started()),
+        config: ConfigInfo {
+            path: live.config.source.display().to_string(),
+            generation: live.generation,
+        },
+        traffic: Traffic {
+            requests_total: totals.requests,
+            errors_total: totals.errors,
+            tool_calls_total: totals.tool_calls,
+            requests_in_flight: totals.in_flight,
+            sessions: admin.mcp.session_count(),
+            streams: totals.streams,
+        },
+        servers: live.upstreams.iter().map(|u| server(u)).collect(),
+        recent_errors: gateway.journal().errors(),
+        reloads: gateway.journal().reloads(),
+    })
+}
+
+/// `GET /api/servers`: servers by name, with their tools, prompts and resources.
+pub async fn servers(State(admin): State<Admin>) -> Json<Value> {
+    let live = admin.gateway.live();
+    let mut servers = serde_json::Map::new();
+    let (mut tools, mut prompts, mut resources) = (Vec::new(), Vec::new(), Vec::new());
+    for upstream in &live.upstreams {
+        let name = upstream.name().to_string();
+        servers.insert(name.clone(), json!(server(upstream)));
+        let Some(catalog) = upstream.catalog() else {
+            continue;
+        };
+        tools.extend(catalog.tools.iter().map(
+            |tool| json!({"name": tool.name, "server": name, "description": tool.description}),
+        ));
+        prompts.extend(catalog.prompts.iter().map(|prompt| {
+            json!({"name": prompt.name, "server": name, "description": prompt.description})
+        }));
+        resources.extend(
+            catalog
+                .resources
+                .iter()
+                .map(|r| json!({"uri": r.uri, "name": r.name, "server": name})),
+        );
+    }
+    Json(json!({
+        "servers": servers,
+        "tools": tools,
+        "prompts": prompts,
+        "resources": resources,
+    }))
+}
+
+/// `GET /api/catalog`: the merged catalog as clients see it.
+pub async fn catalog(State(admin): State<Admin>) -> Json<Value> {
+    let catalog = admin.gateway.catalog();
+    Json(json!({
+        "generation": catalog.generation(),
+        "tools": catalog.tools(),
+        "prompts": catalog.prompts(),
+        "resources": catalog.resources(),
+        "resource_templates": catalog.templates(),
+    }))
+}
+
+/// `GET /api/sessions`: client sessions, without their ids (a short hash instead) or anything
+/// secret.
+pub async fn sessions(State(admin): State<Admin>) -> Json<Value> {
+    let table = admin.mcp.sessions();
+    let now = table.now();
+    let sessions: Vec<Value> = table
+        .sessions()
+        .iter()
+        .map(|session| {
+            let client = &session.client().client_info;
+            json!({
+                "id_hash": short_hash(session.id()),
+                "age_seconds": session.opened().elapsed().map(|d| d.as_secs()).unwrap_or(0),
+                "idle_seconds": now.saturating_sub(session.last_active()) / 1000,
+                "protocol_version": session.version().to_string(),
+                "client": format!("{} {}", client.name, client.version),
+                "upstream_sessions": session.upstreams().open_names(),
+            })
+        })
+        .collect();
+    Json(json!({ "count": sessions.len(), "sessions": sessions }))
+}
+
+/// Eight hex digits of the SHA-256 of a session id: enough to tell sessions apart in logs and
+/// here, useless to take one over.
+pub fn short_hash(id: &str) -> String {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, id.as_bytes());
+    digest.as_ref()[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `POST /api/reload`: reloads the configuration file; 422 with the problems if it is invalid.
+pub async fn reload(State(admin): State<Admin>) -> Response {
+    let entry = admin.gateway.reload_from_file(Trigger::Admin).await;
+    let status = match entry.outcome {
+        ReloadOutcome::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::OK,
+    };
+    (status, Json(entry)).into_response()
+}
+
+fn upstream_named(admin: &Admin, name: &str) -> Result<Arc<Upstream>, Box<Response>> {
+    admin.gateway.upstream(name).ok_or_else(|| {
+        Box::new(error(
+            StatusCode::NOT_FOUND,
+            &format!("no upstream named `{name}` is configured"),
+        ))
+    })
+}
+
+/// `POST /api/upstreams/{name}/authorize`: the link to authorize Switchyard at an upstream
+/// (made now if there is none yet).
+pub async fn authorize(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    let upstream = match upstream_named(&admin, &name) {
+        Ok(upstream) => upstream,
+        Err(response) => return *response,
+    };
+    if upstream.auth().is_none() {
+        return error(
+            StatusCode::CONFLICT,
+            &format!("upstream `{name}` does not use OAuth"),
+        );
+    }
+    match upstream.authorization_link(&Principal::anonymous()).await {
+        Some(link) => Json(json!({ "url": link.url })).into_response(),
+        None => error(
+            StatusCode::CONFLICT,
+            &format!("upstream `{name}` needs no authorization now"),
+        ),
+    }
+}
+
+/// `DELETE /api/upstreams/{name}/authorization`: revokes and forgets an upstream's tokens.
+pub async fn forget(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    let upstream = match upstream_named(&admin, &name) {
+        Ok(upstream) => upstream,
+        Err(response) => return *response,
+    };
+    match admin.gateway.oauth().forget(upstream.name()).await {
+        Some(tokens) => Json(json!({ "forgotten": true, "tokens": tokens })).into_response(),
+        None => error(
+            StatusCode::CONFLICT,
+            &format!("upstream `{name}` does not use OAuth"),
+        ),
+    }
+}

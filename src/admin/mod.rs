@@ -1,0 +1,190 @@
+//! The admin listener: the operators' API (`api`), the live status page (`page`) and
+//! `/metrics`, on an address of their own (loopback by default, `[admin] listen`).
+//!
+//! Every request is checked before it is served: a bearer token when one is configured (it
+//! must be, to listen beyond loopback), and no cross-origin browser request at all (a page
+//! from elsewhere cannot drive the API through an operator's browser).
+
+mod api;
+mod page;
+
+use std::{future::Future, sync::Arc};
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{delete, get, post},
+};
+use http::{HeaderMap, StatusCode, header};
+use tokio::net::TcpListener;
+
+use crate::{front::McpEndpoint, gateway::Gateway};
+
+/// What the admin handlers share.
+#[derive(Clone)]
+struct Admin {
+    gateway: Arc<Gateway>,
+    mcp: McpEndpoint,
+    token: Option<Arc<str>>,
+}
+
+/// The admin application for `gateway`, whose MCP endpoint is `mcp`.
+pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
+    let token = gateway.config().admin.token.as_deref().map(Arc::from);
+    let state = Admin {
+        gateway,
+        mcp,
+        token,
+    };
+    Router::new()
+        .route("/", get(page::index))
+        .route("/page.js", get(page::script))
+        .route("/page.css", get(page::style))
+        .route("/metrics", get(metrics))
+        .route("/api/status", get(api::status))
+        .route("/api/servers", get(api::servers))
+        .route("/api/catalog", get(api::catalog))
+        .route("/api/sessions", get(api::sessions))
+        .route("/api/reload", post(api::reload))
+        .route("/api/upstreams/{name}/authorize", post(api::authorize))
+        .route("/api/upstreams/{name}/authorization", delete(api::forget))
+        .fallback(api::not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// Serves the admin application on `listener` until `shutdown`.
+pub async fn serve(
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+    mcp: McpEndpoint,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app(gateway, mcp))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn metrics(State(admin): State<Admin>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        admin.gateway.render_metrics(),
+    )
+        .into_response()
+}
+
+/// Refuses cross-origin browser requests and, with a token configured, requests without it.
+/// The status page itself (`/`, its script and style) loads without the token: it asks for
+/// one, and holds no data of its own.
+async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Response {
+    if let Some(refusal) = cross_origin(request.headers()) {
+        return api::error(StatusCode::FORBIDDEN, refusal);
+    }
+    let public = matches!(request.uri().path(), "/" | "/page.js" | "/page.css");
+    if let Some(token) = &admin.token
+        && !public
+        && !bearer_matches(request.headers(), token)
+    {
+        let mut response = api::error(
+            StatusCode::UNAUTHORIZED,
+            "the admin API needs `Authorization: Bearer TOKEN` (the token of `[admin] token`)",
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
+        return response;
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, "no-store".parse().expect("valid"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        "nosniff".parse().expect("valid"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, "DENY".parse().expect("valid"));
+    response
+}
+
+/// Why a request comes from a page of another origin, if it does: its `Origin` names another
+/// host than the one it was sent to, or `Sec-Fetch-Site` says it is cross-site.
+fn cross_origin(headers: &HeaderMap) -> Option<&'static str> {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+    };
+    if text("sec-fetch-site").is_some_and(|site| site == "cross-site" || site == "same-site") {
+        return Some("cross-origin requests to the admin API are refused");
+    }
+    let origin = text(header::ORIGIN.as_str())?;
+    let host = text(header::HOST.as_str()).unwrap_or_default();
+    let same = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|authority| authority.eq_ignore_ascii_case(host));
+    (!same).then_some("cross-origin requests to the admin API are refused")
+}
+
+/// Whether the request carries `Bearer {token}`, compared in constant time.
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (given, token) = (given.trim().as_bytes(), token.as_bytes());
+    given.len() == token.len()
+        && given
+            .iter()
+            .zip(token)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn pages_of_other_origins_are_refused() {
+        let same = headers(&[
+            ("host", "127.0.0.1:9090"),
+            ("origin", "http://127.0.0.1:9090"),
+        ]);
+        assert_eq!(cross_origin(&same), None);
+        let other = headers(&[
+            ("host", "127.0.0.1:9090"),
+            ("origin", "http://evil.example"),
+        ]);
+        assert!(cross_origin(&other).is_some());
+        let site = headers(&[("host", "127.0.0.1:9090"), ("sec-fetch-site", "cross-site")]);
+        assert!(cross_origin(&site).is_some());
+        // Command-line tools send neither header.
+        assert_eq!(cross_origin(&headers(&[("host", "127.0.0.1:9090")])), None);
+    }
+
+    #[test]
+    fn the_token_must_match_exactly() {
+        let token = "0123456789abcdef";
+        let with = |value: &str| headers(&[("authorization", value)]);
+        assert!(bearer_matches(&with("Bearer 0123456789abcdef"), token));
+        assert!(!bearer_matches(&with("Bearer 0123456789abcdeF"), token));
+        assert!(!bearer_matches(&with("Bearer 0123456789abcde"), token));
+        assert!(!bearer_matches(&with("Basic 0123456789abcdef"), token));
+        assert!(!bearer_matches(&HeaderMap::new(), token));
+    }
+}

@@ -1,0 +1,322 @@
+// Switchyard live status page: polls api/status every second and renders it into index.html.
+// Every server-provided string goes through textContent or an attribute, never innerHTML.
+// A `#token=...` in the address is kept in sessionStorage and sent as a Bearer token.
+(function () {
+  "use strict";
+
+  const POLL_MS = 1000;
+  const FETCH_TIMEOUT_MS = 4000;
+  const MIN_RATE_WINDOW_S = 0.5; // a poll right after another (after a reload) would give noisy rates
+  const TOKEN_KEY = "switchyard.admin.token";
+  const STATES = ["connecting", "connected", "discovering", "ready", "authenticating", "failed", "draining"];
+  const OUTCOMES = ["applied", "rejected", "unchanged"];
+  const COLUMNS = ["name", "state", "transport", "target", "session", "protocol",
+    "tools", "prompts", "resources", "in_flight", "last_error", "retries"];
+  const NUMERIC = ["tools", "prompts", "resources", "in_flight", "retries"];
+  const LONG = ["target", "last_error"]; // cut with an ellipsis; the full text is the title
+  const RATES = [["t-rps", "requests_total"], ["t-eps", "errors_total"], ["t-tps", "tool_calls_total"]];
+  const GAUGES = [["t-inflight", "requests_in_flight"], ["t-sessions", "sessions"], ["t-streams", "streams"]];
+
+  const byId = (id) => document.getElementById(id);
+  const rows = new Map(); // upstream name -> {tr, cells, badge, since, auth}
+  const listKeys = {}; // list id -> JSON of what it shows, so lists are rebuilt only on change
+  let token = null;
+  let prev = null; // {at, traffic} of the last poll, for the rates
+  let timer = null;
+  let polling = false;
+
+  // === Helpers ===
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  // Touches the DOM only on change, so aria-live regions announce real changes only.
+  function setText(node, value) {
+    const text = value === undefined || value === null ? "" : String(value);
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  const isMissing = (value) => value === undefined || value === null || value === "";
+  const show = (value) => (isMissing(value) ? "–" : value);
+  const nowSeconds = () => Date.now() / 1000;
+  const badgeClass = (kind, value, known) => "badge " + kind + "-" + (known.includes(value) ? value : "unknown");
+
+  // 4000 -> "1 h 6 min", or "1 h" when coarse.
+  function human(seconds, coarse) {
+    const s = Math.max(0, Math.floor(seconds));
+    for (const [size, name, sub, subName] of [[86400, "d", 3600, "h"], [3600, "h", 60, "min"], [60, "min", 1, "s"]]) {
+      if (s >= size) return Math.floor(s / size) + " " + name + (coarse ? "" : " " + Math.floor((s % size) / sub) + " " + subName);
+    }
+    return s + " s";
+  }
+
+  // A <time> that refreshTimes() keeps current: "12 s ago", or "for 12 s" with class "for".
+  function setTime(node, at) {
+    const seconds = at === null ? NaN : Number(at);
+    if (!Number.isFinite(seconds)) { delete node.dataset.at; setText(node, ""); return node; }
+    if (node.dataset.at !== String(seconds)) {
+      node.dataset.at = String(seconds);
+      node.dateTime = new Date(seconds * 1000).toISOString();
+      node.title = new Date(seconds * 1000).toLocaleString();
+    }
+    const age = nowSeconds() - seconds;
+    setText(node, node.classList.contains("for") ? "for " + human(age, false) : human(age, true) + " ago");
+    return node;
+  }
+
+  function refreshTimes() {
+    for (const node of document.querySelectorAll("time[data-at]")) setTime(node, node.dataset.at);
+  }
+
+  // Only http(s) URLs become an Authorize link: the URL comes from the server and ends up in href.
+  function safeUrl(text) {
+    if (typeof text !== "string" || text === "") return null;
+    let url;
+    try { url = new URL(text, location.href); } catch (_) { return null; }
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  }
+
+  // === Auth and fetching ===
+
+  function takeTokenFromHash() {
+    const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+    if (!match) return;
+    try { token = decodeURIComponent(match[1]); } catch (_) { token = match[1]; }
+    try { sessionStorage.setItem(TOKEN_KEY, token); } catch (_) { /* no storage: kept in this page only */ }
+    history.replaceState(null, "", location.pathname + location.search); // out of the address bar
+  }
+
+  async function api(method, path) {
+    const headers = { Accept: "application/json" };
+    if (token) headers.Authorization = "Bearer " + token;
+    const abort = new AbortController();
+    const timeout = setTimeout(() => abort.abort(), FETCH_TIMEOUT_MS);
+    try {
+      const res = await fetch(path, { method, headers, cache: "no-store", signal: abort.signal });
+      const body = await res.json().catch(() => null);
+      return { status: res.status, body };
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+
+  const isAuthFailure = (status) => status === 401 || status === 403;
+
+  function showAuthNotice(visible) {
+    byId("auth-notice").hidden = !visible;
+    if (!visible) return;
+    setText(byId("auth-detail"), token ? "The token this tab sent was refused." : "This tab has no token yet.");
+    setText(byId("auth-example"), location.origin + location.pathname + "#token=YOUR_TOKEN");
+  }
+
+  // kind: pending | live | down | auth, exposed as #conn[data-conn] for CSS and tests.
+  function setConnection(kind, text) {
+    const conn = byId("conn");
+    conn.dataset.conn = kind;
+    setText(conn.querySelector(".conn-text"), text);
+    document.body.classList.toggle("stale", kind !== "live");
+    if (kind !== "live") prev = null; // rates restart from the next good poll
+  }
+
+  // === Rendering ===
+
+  function rate(now, before, dt) {
+    if (!Number.isFinite(now) || !Number.isFinite(before) || now < before) return "–"; // counters reset on restart
+    const perSecond = (now - before) / dt;
+    return perSecond >= 10 ? perSecond.toFixed(0) : perSecond.toFixed(1);
+  }
+
+  function renderTraffic(t) {
+    const at = performance.now();
+    const dt = prev ? (at - prev.at) / 1000 : 0;
+    if (!prev || dt >= MIN_RATE_WINDOW_S) {
+      for (const [id, key] of RATES) setText(byId(id), prev ? rate(t[key], prev.traffic[key], dt) : "–");
+      byId("t-eps").classList.toggle("bad", Number(byId("t-eps").textContent) > 0);
+      prev = { at, traffic: t };
+    }
+    for (const [id, key] of GAUGES) setText(byId(id), show(t[key]));
+  }
+
+  function makeRow(name) {
+    const row = { tr: el("tr"), cells: {}, badge: el("span", "badge"), since: el("time", "since for"), auth: null };
+    row.tr.dataset.upstream = name;
+    for (const col of COLUMNS) {
+      const cell = el(col === "name" ? "th" : "td", "col-" + col.replace("_", "-"));
+      if (col === "name") cell.scope = "row";
+      if (NUMERIC.includes(col)) cell.classList.add("num");
+      row.cells[col] = cell;
+      row.tr.append(cell);
+    }
+    row.cells.state.append(row.badge, " ", row.since);
+    return row;
+  }
+
+  // The Authorize link exists only while the upstream waits for a person to authorize it.
+  function updateAuthorize(row, server) {
+    const url = server.state === "authenticating" ? safeUrl(server.auth_url) : null;
+    if (!url) { row.auth?.remove(); row.auth = null; return; }
+    if (!row.auth) {
+      row.auth = el("a", "authorize", "Authorize");
+      row.auth.target = "_blank";
+      row.auth.rel = "noopener";
+      row.cells.state.append(row.auth);
+    }
+    if (row.auth.getAttribute("href") !== url) row.auth.href = url;
+    row.auth.title = "Open the authorization page of " + new URL(url).host;
+  }
+
+  function updateRow(row, s) {
+    const state = typeof s.state === "string" ? s.state : "unknown";
+    if (row.tr.dataset.state !== state) row.tr.dataset.state = state;
+    const cls = badgeClass("state", state, STATES);
+    if (row.badge.className !== cls) row.badge.className = cls;
+    setText(row.badge, state);
+    setTime(row.since, s.since);
+    updateAuthorize(row, s);
+    const counts = s.counts || {};
+    const values = {
+      name: s.name, transport: s.transport, target: s.target, session: s.session,
+      protocol: s.protocol_version, tools: counts.tools, prompts: counts.prompts, resources: counts.resources,
+      in_flight: s.in_flight, last_error: s.last_error, retries: s.retries,
+    };
+    for (const [col, value] of Object.entries(values)) setText(row.cells[col], show(value));
+    for (const col of LONG) row.cells[col].title = isMissing(values[col]) ? "" : String(values[col]);
+    row.cells.resources.title = counts.resource_templates ? "and " + counts.resource_templates + " resource templates" : "";
+    row.cells.retries.classList.toggle("warn", Number(s.retries) > 0);
+  }
+
+  // Rows are keyed by name and updated in place, in the order the server gives.
+  function renderServers(servers) {
+    const body = byId("upstreams");
+    const seen = new Set();
+    servers.forEach((server, i) => {
+      const name = String(server.name);
+      const row = rows.get(name) || makeRow(name);
+      rows.set(name, row);
+      seen.add(name);
+      updateRow(row, server);
+      if (body.children[i] !== row.tr) body.insertBefore(row.tr, body.children[i] || null);
+    });
+    for (const [name, row] of rows) if (!seen.has(name)) { row.tr.remove(); rows.delete(name); }
+    const ready = servers.filter((s) => s.state === "ready").length;
+    byId("upstreams-empty").hidden = servers.length > 0;
+    setText(byId("upstreams-summary"), servers.length ? ready + " of " + servers.length + " ready" : "");
+  }
+
+  function renderList(id, items, build) {
+    const key = JSON.stringify(items);
+    if (listKeys[id] === key) return;
+    listKeys[id] = key;
+    byId(id).replaceChildren(...items.map(build));
+    byId(id + "-empty").hidden = items.length > 0;
+  }
+
+  function errorItem(e) {
+    const li = el("li");
+    li.append(setTime(el("time"), e.at));
+    if (!isMissing(e.upstream)) li.append(el("span", "tag", e.upstream));
+    li.append(el("span", "message", e.message));
+    return li;
+  }
+
+  function reloadItem(r) {
+    const li = el("li");
+    li.dataset.outcome = String(r.outcome);
+    li.append(setTime(el("time"), r.at), el("span", "tag", r.trigger),
+      el("span", badgeClass("outcome", r.outcome, OUTCOMES), r.outcome));
+    if (r.summary) li.append(el("span", "message", r.summary));
+    const errors = Array.isArray(r.errors) ? r.errors : [];
+    if (errors.length) {
+      const ul = el("ul", "reload-errors");
+      ul.append(...errors.map((e) => el("li", null, e)));
+      li.append(ul);
+    }
+    return li;
+  }
+
+  function render(s) {
+    const config = s.config || {};
+    setText(byId("version"), s.version ? "v" + s.version : "");
+    setText(byId("config-path"), show(config.path));
+    setText(byId("config-generation"), show(config.generation));
+    setText(byId("uptime"), Number.isFinite(s.started) ? human(nowSeconds() - s.started, false) : "–");
+    renderTraffic(s.traffic || {});
+    renderServers(Array.isArray(s.servers) ? s.servers : []);
+    renderList("errors", Array.isArray(s.recent_errors) ? s.recent_errors : [], errorItem);
+    renderList("reloads", Array.isArray(s.reloads) ? s.reloads : [], reloadItem);
+  }
+
+  // === Polling and actions ===
+
+  function showStatus(res) {
+    if (isAuthFailure(res.status)) {
+      setConnection("auth", "admin token needed");
+      showAuthNotice(true);
+    } else if (res.status !== 200 || !res.body || typeof res.body !== "object") {
+      const why = (res.body && res.body.error) || "no status in the answer";
+      setConnection("down", "admin API error: HTTP " + res.status + ", " + why);
+    } else {
+      showAuthNotice(false);
+      try {
+        render(res.body);
+        setConnection("live", "live");
+      } catch (err) {
+        console.error(err); // a bug here, or a status shape this page does not know
+        setConnection("down", "cannot show the status: " + err.message);
+      }
+    }
+  }
+
+  async function poll() {
+    if (polling) return; // the poll under way schedules the next one
+    polling = true;
+    clearTimeout(timer);
+    try {
+      showStatus(await api("GET", "api/status"));
+    } catch (_) {
+      setConnection("down", "admin API unreachable"); // network error or timeout
+    } finally {
+      refreshTimes();
+      polling = false;
+      timer = setTimeout(poll, POLL_MS);
+    }
+  }
+
+  // The outcome is shown in #reload-result, with data-outcome = applied|unchanged|rejected|error|pending.
+  async function reload() {
+    const button = byId("reload");
+    const out = byId("reload-result");
+    const report = (outcome, text) => { out.dataset.outcome = outcome; setText(out, text); };
+    button.disabled = true;
+    report("pending", "Reloading…");
+    try {
+      const res = await api("POST", "api/reload");
+      const b = res.body || {};
+      const at = new Date().toLocaleTimeString();
+      if (isAuthFailure(res.status)) {
+        showAuthNotice(true);
+        report("error", "Not authorized: the admin API needs a token.");
+      } else if (typeof b.outcome === "string") {
+        const errors = Array.isArray(b.errors) && b.errors.length ? " — " + b.errors.join("; ") : "";
+        report(b.outcome, "Reload " + b.outcome + " at " + at + (b.summary ? ": " + b.summary : "") + errors);
+      } else {
+        report("error", "Reload failed at " + at + ": " + (b.error || "HTTP " + res.status));
+      }
+    } catch (_) {
+      report("error", "Reload failed: admin API unreachable");
+    } finally {
+      button.disabled = false;
+      poll();
+    }
+  }
+
+  try { token = sessionStorage.getItem(TOKEN_KEY); } catch (_) { /* no storage */ }
+  takeTokenFromHash();
+  window.addEventListener("hashchange", () => { takeTokenFromHash(); poll(); });
+  byId("reload").addEventListener("click", reload);
+  poll();
+})();

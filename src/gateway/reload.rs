@@ -1,0 +1,240 @@
+//! Applying a new configuration to the running gateway, as a diff by upstream name.
+//!
+//! Unchanged upstreams are kept as they are, with their connections and every client session
+//! that uses them. Added ones start; removed and changed ones are retired (their calls in flight
+//! get `server.shutdown_grace_seconds` to finish, then their sessions and processes close), and
+//! a changed one starts again under its new configuration. Settings that can change live
+//! (catalog naming and paging, the endpoint's limits and guards) change at once; those that
+//! cannot (the listen addresses, the endpoint path, `[oauth]`, `[admin]`) keep their running
+//! values and are reported as needing a restart. Clients are told which lists changed.
+
+use std::sync::Arc;
+
+use super::{
+    Gateway, Live, Written,
+    journal::{ReloadEntry, ReloadOutcome, Trigger, unix_now},
+    scheme_of,
+};
+use crate::{
+    catalog::ListChanges,
+    config::{Config, ConfigError},
+};
+
+impl Gateway {
+    /// Reloads the configuration from its file (`config().source`).
+    pub async fn reload_from_file(self: &Arc<Self>, trigger: Trigger) -> ReloadEntry {
+        let path = self.config().source.clone();
+        let loaded = tokio::task::spawn_blocking(move || crate::config::load(&path))
+            .await
+            .unwrap_or_else(|panic| {
+                std::panic::resume_unwind(panic.into_panic());
+            });
+        self.reload(loaded, trigger).await
+    }
+
+    /// Applies `loaded` (or records why it could not be loaded, changing nothing).
+    pub async fn reload(
+        self: &Arc<Self>,
+        loaded: Result<Config, ConfigError>,
+        trigger: Trigger,
+    ) -> ReloadEntry {
+        let written = self.reloading.lock().await;
+        let entry = match loaded {
+            Ok(next) => self.apply(next, trigger, &written),
+            Err(error) => ReloadEntry {
+                at: unix_now(),
+                trigger,
+                outcome: ReloadOutcome::Rejected,
+                summary: "the configuration is invalid; the running one is kept".into(),
+                errors: problems(&error),
+                needs_restart: Vec::new(),
+            },
+        };
+        log(&entry);
+        self.metrics.reloaded(entry.outcome.as_str());
+        if entry.outcome == ReloadOutcome::Rejected {
+            self.journal.error(None, entry.errors.join("; "));
+        }
+        self.journal.reload(entry.clone());
+        entry
+    }
+
+    fn apply(
+        self: &Arc<Self>,
+        mut next: Config,
+        trigger: Trigger,
+        written: &Option<Written>,
+    ) -> ReloadEntry {
+        let live = self.live.load_full();
+        let old = &live.config;
+        let needs_restart = keep_fixed(old, &mut next, written);
+        let mut added = Vec::new();
+        let mut changed = Vec::new();
+        let upstreams: Vec<_> = next
+            .upstreams
+            .iter()
+            .map(|config| match live.upstream(config.name.as_str()) {
+                Some(running) if running.config() == config => running.clone(),
+                Some(_) => {
+                    changed.push(config.name.to_string());
+                    self.launch(config.clone())
+                }
+                None => {
+                    added.push(config.name.to_string());
+                    self.launch(config.clone())
+                }
+            })
+            .collect();
+        let retired: Vec<_> = live
+            .upstreams
+            .iter()
+            .filter(|running| !upstreams.iter().any(|kept| Arc::ptr_eq(kept, running)))
+            .cloned()
+            .collect();
+        let removed: Vec<_> = retired
+            .iter()
+            .map(|u| u.name().to_string())
+            .filter(|name| !changed.contains(name))
+            .collect();
+        let settings_changed = next.server != old.server || next.catalog != old.catalog;
+        if added.is_empty() && changed.is_empty() && removed.is_empty() && !settings_changed {
+            return ReloadEntry {
+                at: unix_now(),
+                trigger,
+                outcome: ReloadOutcome::Unchanged,
+                summary: "nothing changed".into(),
+                errors: Vec::new(),
+                needs_restart,
+            };
+        }
+        let scheme = scheme_of(&next);
+        let renamed = scheme != live.scheme;
+        let grace = next.server.shutdown_grace;
+        self.live.store(Arc::new(Live {
+            config: Arc::new(next),
+            upstreams,
+            scheme,
+            generation: live.generation + 1,
+        }));
+        for upstream in retired {
+            // A changed upstream's supervisor was stopped when `launch` replaced it.
+            if !changed.iter().any(|name| name == upstream.name().as_str())
+                && let Some(stop) = self.lock_supervisors().remove(upstream.name())
+            {
+                stop.cancel();
+            }
+            let gateway = self.clone();
+            tokio::spawn(async move {
+                upstream.retire(grace).await;
+                // Its series go with it, unless an upstream of that name is back.
+                let name = upstream.name().as_str();
+                if gateway.upstream(name).is_none()
+                    && let Some(table) = upstream.tool_series()
+                {
+                    gateway.metrics.forget_upstream(name, &table);
+                }
+            });
+        }
+        // New names for everything if the scheme changed; otherwise the catalog diff tells
+        // clients which lists changed.
+        self.rebuild_catalog_announcing(if renamed {
+            ListChanges {
+                tools: true,
+                prompts: true,
+                resources: true,
+            }
+        } else {
+            ListChanges::default()
+        });
+        let mut summary = Vec::new();
+        for (verb, names) in [
+            ("added", &added),
+            ("removed", &removed),
+            ("changed", &changed),
+        ] {
+            if !names.is_empty() {
+                summary.push(format!("{verb} {}", names.join(", ")));
+            }
+        }
+        if settings_changed {
+            summary.push("server or catalog settings changed".into());
+        }
+        ReloadEntry {
+            at: unix_now(),
+            trigger,
+            outcome: ReloadOutcome::Applied,
+            summary: summary.join("; "),
+            errors: Vec::new(),
+            needs_restart,
+        }
+    }
+}
+
+/// Keeps in `next` the settings that cannot change while running, returning the keys of those
+/// that the new file changes.
+/// The listen addresses are compared with those the file gave at start (`written`), as the
+/// running ones may differ from them (`--listen`, port 0); a change stays reported until a
+/// restart applies it.
+fn keep_fixed(old: &Config, next: &mut Config, written: &Option<Written>) -> Vec<String> {
+    let mut needs_restart = Vec::new();
+    let before = written.unwrap_or(Written {
+        listen: old.server.listen,
+        admin_listen: old.admin.listen,
+    });
+    if next.server.listen != before.listen {
+        needs_restart.push("server.listen".to_owned());
+    }
+    if next.admin.listen != before.admin_listen {
+        needs_restart.push("admin.listen".to_owned());
+    }
+    next.server.listen = old.server.listen;
+    next.admin.listen = old.admin.listen;
+    if next.server.endpoint_path != old.server.endpoint_path {
+        needs_restart.push("server.endpoint_path".to_owned());
+        next.server.endpoint_path = old.server.endpoint_path.clone();
+    }
+    if next.oauth != old.oauth {
+        needs_restart.push("oauth".to_owned());
+        next.oauth = old.oauth.clone();
+    }
+    if next.admin != old.admin {
+        needs_restart.push("admin".to_owned());
+        next.admin = old.admin.clone();
+    }
+    needs_restart.dedup();
+    needs_restart
+}
+
+/// Every problem of a configuration that could not be loaded, each with its file.
+fn problems(error: &ConfigError) -> Vec<String> {
+    match error {
+        ConfigError::Invalid { path, problems } => problems
+            .iter()
+            .map(|problem| format!("{}: {problem}", path.display()))
+            .collect(),
+        other => vec![other.to_string()],
+    }
+}
+
+fn log(entry: &ReloadEntry) {
+    let trigger = format!("{:?}", entry.trigger).to_lowercase();
+    match entry.outcome {
+        ReloadOutcome::Rejected => tracing::error!(
+            %trigger,
+            problems = %entry.errors.join("\n  "),
+            "configuration rejected; the running one is kept"
+        ),
+        outcome => tracing::info!(
+            %trigger,
+            outcome = outcome.as_str(),
+            summary = %entry.summary,
+            "configuration reloaded"
+        ),
+    }
+    if !entry.needs_restart.is_empty() {
+        tracing::warn!(
+            settings = %entry.needs_restart.join(", "),
+            "these settings changed in the file but take effect only after a restart"
+        );
+    }
+}

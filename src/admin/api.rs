@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Admin;
+use crate::session::short_hash;
 use crate::{
     config::TransportConfig,
     gateway::{JournalError, ReloadEntry, ReloadOutcome, Trigger, unix_seconds},
@@ -216,16 +217,6 @@ pub async fn sessions(State(admin): State<Admin>) -> Json<Value> {
         })
         .collect();
     Json(json!({ "count": sessions.len(), "sessions": sessions }))
-}
-
-/// Eight hex digits of the SHA-256 of a session id: enough to tell sessions apart in logs and
-/// here, useless to take one over.
-pub fn short_hash(id: &str) -> String {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, id.as_bytes());
-    digest.as_ref()[..4]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// `POST /api/reload`: reloads the configuration file; 422 with the problems if it is invalid.

@@ -97,6 +97,11 @@ impl<S: ConnectionSource> Call<'_, S> {
                 if !takes_raw(&upstream, kind, &target, era) {
                     return None;
                 }
+                let span = tracing::Span::current();
+                span.record("upstream", upstream.name().as_str());
+                if kind == Routed::Tool {
+                    span.record("tool", target.original.as_str());
+                }
                 let started = std::time::Instant::now();
                 let result = self
                     .forward(&upstream, kind, &target, id, params?, era)

@@ -79,22 +79,34 @@ pub fn serve(
 ) -> Served {
     let (sender, messages) = pipe(OUTLET_CAPACITY);
     let gateway = gateway.clone();
-    let work = Box::pin(async move {
-        let in_flight = caller.session().map(|session| session.begin(request.id()));
-        let ct = match &in_flight {
-            Some(in_flight) => in_flight.token.clone(),
-            None => CancellationToken::new(),
-        };
-        let timer = gateway.metrics().request(request.method());
-        let answer = answer(&gateway, &caller, &request, parts, sender, &ct).await;
-        timer.finish(if wire::is_error_answer(&answer) {
-            Outcome::Error
-        } else {
-            Outcome::Ok
-        });
-        drop(in_flight);
-        answer
-    });
+    // Built only when debug logs are on (its fields are not evaluated otherwise); the router
+    // records the upstream and tool. Never the session id itself, nor the arguments.
+    let span = tracing::debug_span!(
+        "request",
+        method = request.method(),
+        session = caller.session().map(|s| super::short_hash(s.id())),
+        upstream = tracing::field::Empty,
+        tool = tracing::field::Empty,
+    );
+    let work = Box::pin(tracing::Instrument::instrument(
+        async move {
+            let in_flight = caller.session().map(|session| session.begin(request.id()));
+            let ct = match &in_flight {
+                Some(in_flight) => in_flight.token.clone(),
+                None => CancellationToken::new(),
+            };
+            let timer = gateway.metrics().request(request.method());
+            let answer = answer(&gateway, &caller, &request, parts, sender, &ct).await;
+            timer.finish(if wire::is_error_answer(&answer) {
+                Outcome::Error
+            } else {
+                Outcome::Ok
+            });
+            drop(in_flight);
+            answer
+        },
+        span,
+    ));
     Served { work, messages }
 }
 

@@ -18,7 +18,7 @@ use crate::harness::{GatewayBuilder, SWITCHYARD};
 const RUN_LIMIT: Duration = Duration::from_secs(90);
 
 /// The demo server over streamable HTTP, in this process.
-async fn demo_http() -> String {
+pub async fn demo_http() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(switchyard::demo::serve_http(listener));
@@ -26,14 +26,14 @@ async fn demo_http() -> String {
 }
 
 /// What a finished `switchyard bench` run left.
-struct Run {
+pub struct Run {
     success: bool,
     stdout: String,
     stderr: String,
 }
 
 impl Run {
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         assert!(
             self.success,
             "bench failed:\n{}\n{}",
@@ -45,7 +45,7 @@ impl Run {
 }
 
 /// Runs `switchyard bench ARGS` (whitespace-separated) to its end.
-async fn bench(args: &str) -> Run {
+pub async fn bench(args: &str) -> Run {
     let child = Command::new(SWITCHYARD)
         .arg("bench")
         .args(args.split_whitespace())

@@ -125,7 +125,7 @@ async fn the_binary_serves_and_stops_cleanly() {
     let mut child = Command::new(SWITCHYARD)
         .args(["run", "-c"])
         .arg(&path)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stderr(Stdio::piped())

@@ -106,10 +106,11 @@ impl GatewayBuilder {
     }
 }
 
-/// A gateway serving on 127.0.0.1 at an ephemeral port.
+/// A gateway serving on 127.0.0.1 at an ephemeral port, with its admin listener on another.
 pub struct TestGateway {
     pub gateway: Arc<Gateway>,
     pub addr: SocketAddr,
+    pub admin: SocketAddr,
     stop: CancellationToken,
 }
 
@@ -133,18 +134,32 @@ impl TestGateway {
         config.server.listen = addr;
         let gateway = Gateway::start(config);
         let stop = CancellationToken::new();
+        let front = switchyard::front::Front::new(gateway.clone());
+        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin = admin_listener.local_addr().unwrap();
         let shutdown = stop.clone();
-        tokio::spawn(switchyard::front::serve(
-            listener,
+        tokio::spawn(switchyard::admin::serve(
+            admin_listener,
             gateway.clone(),
+            front.mcp.clone(),
             async move { shutdown.cancelled().await },
         ));
+        let shutdown = stop.clone();
+        tokio::spawn(front.serve(listener, gateway.clone(), async move {
+            shutdown.cancelled().await
+        }));
         assert_eq!(path, gateway.config().server.endpoint_path);
         Self {
             gateway,
             addr,
+            admin,
             stop,
         }
+    }
+
+    /// `http://ADMIN/PATH`.
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin)
     }
 
     pub fn url(&self) -> String {

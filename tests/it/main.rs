@@ -11,6 +11,7 @@ mod interop;
 mod layers;
 mod notifications;
 mod oauth;
+mod operate;
 mod relay;
 mod resilience;
 mod routing;

@@ -1,0 +1,191 @@
+//! The bytes of the raw path: the upstream's request written from the client's (name or URI
+//! restored, `_meta` rewritten only where it must be), and the client's answer from the
+//! upstream's (id put back, URIs mapped, shaped for the client's era). Only what must change
+//! is parsed; the rest is copied.
+
+use bytes::Bytes;
+use rmcp::model::ErrorCode;
+use serde_json::value::RawValue;
+
+use super::{Routed, uris};
+use crate::{
+    catalog::NameScheme,
+    names::UpstreamName,
+    protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
+    wire::{self, Edit, Fields, object::write_string},
+};
+
+/// The answer to request `id` (JSON text) of a client of `era`, from the `result` (JSON
+/// text) an upstream gave: its resource URIs mapped as the catalog maps them, and in the shape
+/// of the client's era. Only what must change is parsed; the rest is copied.
+pub fn client_answer(
+    kind: Routed,
+    id: &str,
+    result: &str,
+    scheme: &NameScheme,
+    upstream: &UpstreamName,
+    era: Era,
+) -> Bytes {
+    let mapped = uris::expose_raw(scheme, upstream, kind, result);
+    let result = mapped.as_deref().unwrap_or(result);
+    let shaped = shape_for(result, kind, era);
+    wire::write::response(id, shaped.as_deref().unwrap_or(result))
+}
+
+/// Whether a tool's answer says the tool failed (`"isError":true`, as JSON writers put it,
+/// found from the end, where serializers write it).
+pub(super) fn reports_tool_error(answer: &[u8]) -> bool {
+    memchr::memmem::rfind(answer, br#""isError":"#).is_some_and(|at| {
+        answer[at + 10..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b == b't')
+    })
+}
+
+/// What a routed request's `_meta` must lose on its way upstream.
+#[derive(Debug, Clone, Copy)]
+pub struct Rewrite {
+    /// The era of the upstream session: a legacy one must not see the 2026-07-28 lifecycle keys
+    /// (it announced its client at `initialize`).
+    pub era: Era,
+    /// The client asked for progress: its token is replaced by the request's own id, so that
+    /// progress comes back under a token no other client uses.
+    pub has_progress: bool,
+}
+
+/// The upstream request `number` for a routed request of `kind` whose params are `params`:
+/// the client's params as they came but for the name (or URI), which is the upstream's
+/// `original`, and `_meta`, rewritten as `rewrite` says. Written into one buffer.
+pub fn upstream_request(
+    kind: Routed,
+    number: i64,
+    original: &str,
+    params: &Fields<'_>,
+    rewrite: Rewrite,
+) -> Bytes {
+    let mut id = itoa::Buffer::new();
+    let id = id.format(number);
+    let meta = params.get("_meta");
+    let rewrite_meta = meta.is_some_and(|meta| {
+        rewrite.has_progress || (rewrite.era == Era::Legacy && meta.get().contains(META_PREFIX))
+    });
+    let new_meta = rewrite_meta
+        .then(|| meta.and_then(|meta| rewritten_meta(meta, rewrite.era, id)))
+        .flatten();
+    let size: usize = params
+        .iter()
+        .map(|(k, v)| k.len() + v.get().len() + 4)
+        .sum();
+    let mut out = Vec::with_capacity(size + original.len() + 64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(br#","method":""#);
+    out.extend_from_slice(kind.method().as_bytes());
+    out.extend_from_slice(br#"","params":"#);
+    let mut name = Vec::with_capacity(original.len() + 2);
+    write_string(&mut name, original);
+    let name = std::str::from_utf8(&name).unwrap_or("\"\"");
+    params.write(
+        &mut out,
+        |key| match key {
+            key if key == kind.field() => Edit::Value(name),
+            "_meta" => match &new_meta {
+                Some(meta) => Edit::Value(meta),
+                None if rewrite_meta => Edit::Drop,
+                None => Edit::Keep,
+            },
+            _ => Edit::Keep,
+        },
+        &[],
+    );
+    out.push(b'}');
+    wire::freeze(out)
+}
+
+/// `_meta` for the upstream: the progress token is the request's own id (so that progress
+/// comes back under it), and on a legacy session the lifecycle keys are left out. `None` if
+/// nothing remains.
+fn rewritten_meta(meta: &RawValue, era: Era, id_text: &str) -> Option<String> {
+    let fields = Fields::of(meta)?;
+    let mut out = Vec::with_capacity(meta.get().len());
+    fields.write(
+        &mut out,
+        |key| match key {
+            META_PROGRESS_TOKEN => Edit::Value(id_text),
+            key if era == Era::Legacy && key.starts_with(META_PREFIX) => Edit::Drop,
+            _ => Edit::Keep,
+        },
+        &[],
+    );
+    (out.len() > 2).then(|| String::from_utf8(out).unwrap_or_default())
+}
+
+/// The upstream's error, for the client: as it came, but for the 2026-07-28 code of a missing
+/// resource.
+pub(super) fn relay_error(id: &str, error: &str, upstream: &UpstreamName, era: Era) -> Bytes {
+    let code = Fields::of_text(error)
+        .and_then(|fields| fields.get("code"))
+        .and_then(|code| code.get().parse::<i32>().ok());
+    tracing::debug!(side = "upstream", %upstream, code, "request failed: the upstream answered with an error");
+    if era == Era::Modern && code == Some(ErrorCode::RESOURCE_NOT_FOUND.0) {
+        let fields = Fields::of_text(error);
+        if let Some(fields) = fields {
+            let mut out = Vec::with_capacity(error.len());
+            let invalid = ErrorCode::INVALID_PARAMS.0.to_string();
+            fields.write(
+                &mut out,
+                |key| match key {
+                    "code" => Edit::Value(&invalid),
+                    _ => Edit::Keep,
+                },
+                &[],
+            );
+            return wire::write::error_raw(Some(id), std::str::from_utf8(&out).unwrap_or("{}"));
+        }
+    }
+    wire::write::error_raw(Some(id), error)
+}
+
+/// The result as a client of `era` expects it, if it must change: a legacy client gets no
+/// `resultType: "complete"`; a 2026-07-28 client gets caching hints on `resources/read`.
+fn shape_for(result: &str, kind: Routed, era: Era) -> Option<String> {
+    match era {
+        Era::Legacy if result.contains("\"resultType\"") => {
+            let fields = Fields::of_text(result)?;
+            let complete = fields
+                .get("resultType")
+                .is_some_and(|t| t.get() == "\"complete\"");
+            if !complete {
+                return None;
+            }
+            let mut out = Vec::with_capacity(result.len());
+            fields.write(
+                &mut out,
+                |key| match key {
+                    "resultType" => Edit::Drop,
+                    _ => Edit::Keep,
+                },
+                &[],
+            );
+            String::from_utf8(out).ok()
+        }
+        Era::Modern if kind == Routed::Resource && !result.contains("\"ttlMs\"") => {
+            let fields = Fields::of_text(result)?;
+            let incomplete = fields
+                .get("resultType")
+                .is_some_and(|t| t.get() != "\"complete\"");
+            if incomplete {
+                return None;
+            }
+            let mut out = Vec::with_capacity(result.len() + 40);
+            let mut added = vec![("ttlMs", "0")];
+            if fields.get("cacheScope").is_none() {
+                added.push(("cacheScope", "\"private\""));
+            }
+            fields.write(&mut out, |_| Edit::Keep, &added);
+            String::from_utf8(out).ok()
+        }
+        _ => None,
+    }
+}

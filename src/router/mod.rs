@@ -67,11 +67,15 @@ impl<S: ConnectionSource> Call<'_, S> {
         params: CallToolRequestParams,
     ) -> Result<CallToolResponse, GatewayError> {
         let route = self.gateway.catalog().tool(&params.name).cloned();
+        let Some(route) = route else {
+            let unknown = self
+                .gateway
+                .missing_name(&params.name, GatewayError::UnknownTool);
+            return self.answer(Err(unknown));
+        };
         let started = std::time::Instant::now();
-        let result = self.call_tool_routed(params).await;
-        if let Some(route) = route
-            && let Some(upstream) = self.gateway.upstream(route.upstream.as_str())
-        {
+        let result = self.call_tool_routed(params, &route).await;
+        if let Some(upstream) = self.gateway.upstream(route.upstream.as_str()) {
             let outcome = match &result {
                 Ok(CallToolResponse::Complete(done)) if done.is_error == Some(true) => {
                     ToolOutcome::ToolError
@@ -87,13 +91,9 @@ impl<S: ConnectionSource> Call<'_, S> {
     async fn call_tool_routed(
         &self,
         mut params: CallToolRequestParams,
+        route: &Route,
     ) -> Result<CallToolResponse, GatewayError> {
         let meta = params.meta.take();
-        let route = self.gateway.catalog().tool(&params.name).cloned();
-        let route = route.ok_or_else(|| {
-            self.gateway
-                .missing_name(&params.name, GatewayError::UnknownTool)
-        })?;
         params.name = Cow::Owned(route.original.to_string());
         let scheme = self.gateway.catalog().scheme().clone();
         let request = |params| ClientRequest::CallToolRequest(CallToolRequest::new(params));

@@ -18,9 +18,9 @@ use super::Admin;
 use crate::session::short_hash;
 use crate::{
     config::TransportConfig,
-    gateway::{JournalError, ReloadEntry, ReloadOutcome, Trigger, unix_seconds},
+    gateway::{JournalError, ReloadEntry, ReloadOutcome, Trigger},
     principal::Principal,
-    upstream::Upstream,
+    upstream::{Upstream, seconds_since_epoch as unix_seconds},
 };
 
 /// An error answer: `status` and `{"error": message}`.

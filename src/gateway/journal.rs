@@ -1,13 +1,11 @@
 //! What operators look back at: the last reloads (what each changed, or why it was refused)
 //! and the last upstream failures. Bounded, kept in memory, written rarely.
 
-use std::{
-    collections::VecDeque,
-    sync::Mutex,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::{collections::VecDeque, sync::Mutex, time::SystemTime};
 
 use serde::Serialize;
+
+use crate::upstream::seconds_since_epoch;
 
 /// How many reloads are kept.
 const RELOADS: usize = 20;
@@ -118,11 +116,5 @@ fn newest_first<T: Clone>(list: &Mutex<VecDeque<T>>) -> Vec<T> {
 
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
-    unix_seconds(SystemTime::now())
-}
-
-pub fn unix_seconds(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    seconds_since_epoch(SystemTime::now())
 }

@@ -34,7 +34,7 @@ use crate::{
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
-pub use journal::{Journal, JournalError, ReloadEntry, ReloadOutcome, Trigger, unix_seconds};
+pub use journal::{Journal, JournalError, ReloadEntry, ReloadOutcome, Trigger};
 pub use subscriptions::{OUTBOX_CAPACITY, Outbox, Subscription, Subscriptions};
 
 /// How many earlier catalog snapshots pagination cursors may refer to.

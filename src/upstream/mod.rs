@@ -45,7 +45,7 @@ pub use connection::{Connection, Dial, Era};
 pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
 pub use relay::{Registration, Relay};
 pub use sse::{SseError, SseTransport};
-pub use status::{UpstreamState, UpstreamStatus, escape_for_display};
+pub use status::{UpstreamState, UpstreamStatus, escape_for_display, seconds_since_epoch};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
 
 use crate::{
@@ -304,7 +304,7 @@ impl Upstream {
         self.admission.as_ref().map_or(0, Admission::waiting)
     }
 
-    /// The metric series of the tool the upstream calls `tool`, once discovered.
+    /// The metric series of the upstream's tools, once it has been discovered.
     pub fn tool_series(&self) -> Option<Arc<crate::metrics::ToolTable>> {
         self.tool_series.load_full()
     }

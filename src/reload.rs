@@ -10,7 +10,7 @@ use std::{
     hash::{Hash, Hasher},
     path::{Path, PathBuf},
     sync::Arc,
-    time::{Duration, SystemTime},
+    time::Duration,
 };
 
 use tokio_util::sync::CancellationToken;
@@ -22,24 +22,12 @@ const POLL: Duration = Duration::from_millis(500);
 /// How long the file must stay the same before it is read (editors write in several steps).
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// What identifies one version of the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fingerprint {
-    modified: Option<SystemTime>,
-    len: u64,
-    content: u64,
-}
-
-fn fingerprint(path: &Path) -> Option<Fingerprint> {
-    let meta = std::fs::metadata(path).ok()?;
+/// The hash of the file's content, if it can be read.
+fn fingerprint(path: &Path) -> Option<u64> {
     let content = std::fs::read(path).ok()?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     content.hash(&mut hasher);
-    Some(Fingerprint {
-        modified: meta.modified().ok(),
-        len: meta.len(),
-        content: hasher.finish(),
-    })
+    Some(hasher.finish())
 }
 
 /// Reloads `gateway` whenever its configuration file changes, until `shutdown`.
@@ -54,9 +42,13 @@ pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
                 _ = ticks.tick() => {}
                 _ = shutdown.cancelled() => return,
             }
+            // Turned off (`watch_config = false`): SIGHUP and the admin API still reload.
+            if !gateway.config().server.watch_config {
+                continue;
+            }
             let now = fingerprint(&path);
             // A file briefly missing (being replaced) is not a change yet.
-            if now.is_none() || now.map(|f| f.content) == seen.map(|f| f.content) {
+            if now.is_none() || now == seen {
                 seen = now.or(seen);
                 continue;
             }
@@ -71,9 +63,6 @@ pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
                 settled = again;
             }
             seen = settled;
-            if !gateway.config().server.watch_config {
-                continue;
-            }
             tracing::info!(config = %path.display(), "the configuration file changed; reloading");
             gateway.reload_from_file(Trigger::File).await;
         }

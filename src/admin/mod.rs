@@ -14,7 +14,7 @@ use axum::{
     Router,
     extract::{Request, State},
     middleware::{self, Next},
-    response::{IntoResponse, Response},
+    response::Response,
     routing::{delete, get, post},
 };
 use http::{HeaderMap, StatusCode, header};
@@ -68,14 +68,7 @@ pub async fn serve(
 }
 
 async fn metrics(State(admin): State<Admin>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        admin.gateway.render_metrics(),
-    )
-        .into_response()
+    crate::front::metrics_response(&admin.gateway)
 }
 
 /// Refuses cross-origin browser requests and, with a token configured, requests without it.

@@ -11,6 +11,8 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use axum::{
     Router,
+    extract::State,
+    response::{IntoResponse, Response},
     routing::{get, post},
 };
 use tokio::net::TcpListener;
@@ -48,13 +50,21 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
 }
 
 /// `/metrics` on the MCP listener (`admin.metrics_on_main_listener`).
-async fn metrics(
-    axum::extract::State(state): axum::extract::State<AppState>,
-) -> impl axum::response::IntoResponse {
+async fn metrics(State(state): State<AppState>) -> Response {
+    metrics_response(&state.gateway)
+}
+
+/// `gateway`'s metrics in the Prometheus text format, as `/metrics` serves them (here and on
+/// the admin listener).
+pub fn metrics_response(gateway: &Gateway) -> Response {
     (
-        [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.gateway.render_metrics(),
+        [(
+            http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        gateway.render_metrics(),
     )
+        .into_response()
 }
 
 /// The front of one gateway: its MCP endpoint, and the token that ends every event stream.

@@ -1,5 +1,5 @@
-//! What starts a reload: the configuration file changing on disk (watched, debounced) and
-//! `SIGHUP`. (The admin API starts one too.) Each reads the file again and hands the result
+//! What starts a reload: the configuration file or its overlay changing on disk (watched,
+//! debounced) and `SIGHUP`. (The admin API starts one too.) Each reads the file again and hands the result
 //! to `Gateway::reload`, which keeps the running state if the file is invalid.
 //!
 //! The file is watched by polling its metadata and content: that follows editors that write
@@ -22,11 +22,13 @@ const POLL: Duration = Duration::from_millis(500);
 /// How long the file must stay the same before it is read (editors write in several steps).
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// The hash of the file's content, if it can be read.
-fn fingerprint(path: &Path) -> Option<u64> {
+/// The hash of the file's content and its overlay's (which may not exist), if the file can be
+/// read.
+fn fingerprint(path: &Path, overlay: &Path) -> Option<u64> {
     let content = std::fs::read(path).ok()?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     content.hash(&mut hasher);
+    std::fs::read(overlay).ok().hash(&mut hasher);
     Some(hasher.finish())
 }
 
@@ -34,7 +36,8 @@ fn fingerprint(path: &Path) -> Option<u64> {
 pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
     let path: PathBuf = gateway.config().source.clone();
     tokio::spawn(async move {
-        let mut seen = fingerprint(&path);
+        let overlay = || gateway.config().overlay.path.clone();
+        let mut seen = fingerprint(&path, &overlay());
         let mut ticks = tokio::time::interval(POLL);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -46,7 +49,7 @@ pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
             if !gateway.config().server.watch_config {
                 continue;
             }
-            let now = fingerprint(&path);
+            let now = fingerprint(&path, &overlay());
             // A file briefly missing (being replaced) is not a change yet.
             if now.is_none() || now == seen {
                 seen = now.or(seen);
@@ -56,7 +59,7 @@ pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
             let mut settled = now;
             loop {
                 tokio::time::sleep(SETTLE).await;
-                let again = fingerprint(&path);
+                let again = fingerprint(&path, &overlay());
                 if again == settled {
                     break;
                 }

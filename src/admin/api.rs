@@ -18,7 +18,7 @@ use super::Admin;
 use crate::session::short_hash;
 use crate::{
     config::TransportConfig,
-    gateway::{JournalError, ReloadEntry, ReloadOutcome, Trigger},
+    gateway::{JournalError, Live, ReloadEntry, ReloadOutcome, Trigger},
     principal::Principal,
     upstream::{Upstream, seconds_since_epoch as unix_seconds},
 };
@@ -39,6 +39,8 @@ pub async fn not_found() -> Response {
 #[derive(Serialize)]
 pub struct Server {
     name: String,
+    /// `file` or `overlay` (added through this API).
+    defined_in: &'static str,
     state: &'static str,
     since: u64,
     transport: Option<&'static str>,
@@ -60,7 +62,7 @@ struct Counts {
     resource_templates: usize,
 }
 
-fn server(upstream: &Upstream) -> Server {
+fn server(upstream: &Upstream, live: &Live) -> Server {
     let status = upstream.status();
     let config = upstream.config();
     let catalog = upstream.catalog().unwrap_or_default();
@@ -73,6 +75,17 @@ fn server(upstream: &Upstream) -> Server {
     };
     Server {
         name: upstream.name().to_string(),
+        defined_in: if live
+            .config
+            .overlay
+            .added
+            .iter()
+            .any(|n| n == upstream.name().as_str())
+        {
+            "overlay"
+        } else {
+            "file"
+        },
         state: if upstream.is_retired() {
             "draining"
         } else {
@@ -146,7 +159,7 @@ pub async fn status(State(admin): State<Admin>) -> Json<Status> {
             sessions: admin.mcp.session_count(),
             streams: totals.streams,
         },
-        servers: live.upstreams.iter().map(|u| server(u)).collect(),
+        servers: live.upstreams.iter().map(|u| server(u, &live)).collect(),
         recent_errors: gateway.journal().errors(),
         reloads: gateway.journal().reloads(),
     })
@@ -159,7 +172,7 @@ pub async fn servers(State(admin): State<Admin>) -> Json<Value> {
     let (mut tools, mut prompts, mut resources) = (Vec::new(), Vec::new(), Vec::new());
     for upstream in &live.upstreams {
         let name = upstream.name().to_string();
-        servers.insert(name.clone(), json!(server(upstream)));
+        servers.insert(name.clone(), json!(server(upstream, &live)));
         let Some(catalog) = upstream.catalog() else {
             continue;
         };

@@ -7,6 +7,7 @@
 
 mod api;
 mod page;
+mod upstreams;
 
 use std::{future::Future, sync::Arc};
 
@@ -28,6 +29,8 @@ struct Admin {
     gateway: Arc<Gateway>,
     mcp: McpEndpoint,
     token: Option<Arc<str>>,
+    /// Held while the overlay is being changed, so that edits apply one after the other.
+    editing: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The admin application for `gateway`, whose MCP endpoint is `mcp`.
@@ -37,6 +40,7 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
         gateway,
         mcp,
         token,
+        editing: Arc::default(),
     };
     Router::new()
         .route("/", get(page::index))
@@ -48,6 +52,8 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
         .route("/api/catalog", get(api::catalog))
         .route("/api/sessions", get(api::sessions))
         .route("/api/reload", post(api::reload))
+        .route("/api/upstreams", post(upstreams::add))
+        .route("/api/upstreams/{name}", delete(upstreams::remove))
         .route("/api/upstreams/{name}/authorize", post(api::authorize))
         .route("/api/upstreams/{name}/authorization", delete(api::forget))
         .fallback(api::not_found)

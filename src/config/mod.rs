@@ -6,6 +6,7 @@
 mod expand;
 mod mcp_json;
 mod oauth;
+mod overlay;
 mod parse;
 mod raw;
 mod upstream;
@@ -23,6 +24,7 @@ use http::{HeaderName, HeaderValue};
 use url::Url;
 
 pub use expand::{ProcessVars, Vars};
+pub use overlay::{Overlay, overlay_path};
 pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
 
 use crate::names::UpstreamName;
@@ -38,6 +40,19 @@ pub struct Config {
     pub upstreams: Vec<UpstreamConfig>,
     pub oauth: OAuthSettings,
     pub admin: AdminSettings,
+    /// Upstreams added and removed through the admin API, merged into the file's.
+    pub overlay: OverlayInfo,
+}
+
+/// The overlay merged into a configuration (see `Overlay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlayInfo {
+    /// Where it is kept (it may not exist yet).
+    pub path: PathBuf,
+    /// The upstreams it adds, enabled or not, in the order added.
+    pub added: Vec<String>,
+    /// The upstreams of the configuration file it removes.
+    pub removed: Vec<String>,
 }
 
 /// `[admin]`: the listener of the admin API, the status page and `/metrics`.
@@ -362,6 +377,19 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// Every problem as one line with its file: `FILE: KEY: MESSAGE`.
+    pub fn problem_lines(&self) -> Vec<String> {
+        match self {
+            ConfigError::Invalid { path, problems } => problems
+                .iter()
+                .map(|problem| format!("{}: {problem}", path.display()))
+                .collect(),
+            other => vec![other.to_string()],
+        }
+    }
+}
+
 /// One thing wrong with a configuration, located by its key path (`upstreams.github.url`) or,
 /// for syntax errors, by line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -418,27 +446,47 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     load_with(path, &ProcessVars)
 }
 
-/// Loads and validates `path`, taking placeholder values from `vars`.
+/// Loads and validates `path` merged with its overlay, taking placeholder values from `vars`.
 pub fn load_with(path: &Path, vars: &dyn Vars) -> Result<Config, ConfigError> {
+    load_overlaid(path, None, vars)
+}
+
+/// Loads and validates `path` merged with `overlay`, or with its overlay file if `None` (the
+/// admin API checks an overlay this way before writing it).
+pub fn load_overlaid(
+    path: &Path,
+    overlay: Option<&Overlay>,
+    vars: &dyn Vars,
+) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,
     })?;
-    parse_str(path, &text, vars)
+    let parsed = parse_text(path, &text)?;
+    let at = overlay_path(path, parsed.raw.admin.overlay_file.as_deref());
+    let raw = match overlay {
+        Some(overlay) => overlay.raw(&at),
+        None => Overlay::read(&at)?.raw(&at),
+    };
+    validate::validate(parsed, path, raw, vars)
 }
 
-/// Validates configuration `text` as if it had been read from `path`.
+/// Validates configuration `text` as if it had been read from `path`, with no overlay.
 pub fn parse_str(path: &Path, text: &str, vars: &dyn Vars) -> Result<Config, ConfigError> {
-    let invalid = |problems| ConfigError::Invalid {
-        path: path.to_owned(),
-        problems,
-    };
-    let parsed = match Format::detect(path, text) {
+    let parsed = parse_text(path, text)?;
+    let at = overlay_path(path, parsed.raw.admin.overlay_file.as_deref());
+    validate::validate(parsed, path, Overlay::default().raw(&at), vars)
+}
+
+fn parse_text(path: &Path, text: &str) -> Result<parse::Parsed, ConfigError> {
+    match Format::detect(path, text) {
         Format::Toml => parse::parse_toml(text),
         Format::McpJson => mcp_json::parse(text),
     }
-    .map_err(invalid)?;
-    validate::validate(parsed, path, vars).map_err(invalid)
+    .map_err(|problems| ConfigError::Invalid {
+        path: path.to_owned(),
+        problems,
+    })
 }
 
 #[cfg(test)]

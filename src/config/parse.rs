@@ -17,14 +17,19 @@ pub struct Parsed {
 
 /// Parses Switchyard's TOML format.
 pub fn parse_toml(text: &str) -> Result<Parsed, Vec<Problem>> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        vec![syntax_problem(text, e.span().map(|s| s.start), e.message())]
-    })?;
+    let table = parse_toml_table(text)?;
     let (raw, problems) = deserialize_collecting(toml::Value::Table(table))?;
     Ok(Parsed {
         raw,
         upstreams_key: "upstreams",
         problems,
+    })
+}
+
+/// Parses TOML text into a table, or the syntax error located by line and column.
+pub fn parse_toml_table(text: &str) -> Result<toml::Table, Vec<Problem>> {
+    text.parse().map_err(|e: toml::de::Error| {
+        vec![syntax_problem(text, e.span().map(|s| s.start), e.message())]
     })
 }
 

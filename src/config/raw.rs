@@ -35,6 +35,7 @@ pub struct RawAdmin {
     pub listen: Option<String>,
     pub token: Option<String>,
     pub metrics_on_main_listener: Option<bool>,
+    pub overlay_file: Option<String>,
 }
 
 /// `[oauth]`: Switchyard as the OAuth client of upstream servers.

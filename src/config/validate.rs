@@ -10,9 +10,11 @@ use std::{
 use url::Url;
 
 use super::{
-    AdminSettings, AllowedOrigins, CatalogSettings, Config, PrefixMode, Problem, ServerSettings,
+    AdminSettings, AllowedOrigins, CatalogSettings, Config, ConfigError, OverlayInfo, PrefixMode,
+    Problem, ServerSettings,
     expand::{Vars, expand},
-    parse::Parsed,
+    overlay::RawOverlay,
+    parse::{Parsed, key_segment},
     raw::{RawAdmin, RawCatalog, RawServer},
     upstream::default_policy,
 };
@@ -28,13 +30,22 @@ const MAX_SEPARATOR_LEN: usize = 8;
 const DEFAULT_PAGE_SIZE: u64 = 500;
 const MAX_PAGE_SIZE: u64 = 10_000;
 
-/// Checks `parsed` and builds the runtime config, or returns every problem found.
-pub fn validate(parsed: Parsed, path: &Path, vars: &dyn Vars) -> Result<Config, Vec<Problem>> {
+/// Checks `parsed` merged with `overlay` and builds the runtime config, or returns every
+/// problem found: those of the file if it has any, else those of the overlay.
+pub fn validate(
+    parsed: Parsed,
+    path: &Path,
+    overlay: RawOverlay,
+    vars: &dyn Vars,
+) -> Result<Config, ConfigError> {
     let Parsed {
-        raw,
+        mut raw,
         upstreams_key,
         problems,
     } = parsed;
+    raw.upstreams
+        .items
+        .retain(|(name, _)| !overlay.removed.contains(name));
     let mut check = Checker {
         problems,
         vars,
@@ -47,21 +58,56 @@ pub fn validate(parsed: Parsed, path: &Path, vars: &dyn Vars) -> Result<Config, 
         raw.upstream_defaults.policy(),
         &default_policy(),
     );
-    let upstreams = check.upstreams(&raw.upstreams, upstreams_key, &defaults);
+    let mut upstreams = check.upstreams(&raw.upstreams, upstreams_key, &defaults);
     let oauth = check.oauth(&raw.oauth);
     let admin = check.admin(&raw.admin);
-    if check.problems.is_empty() {
-        Ok(Config {
-            source: path.to_owned(),
-            server,
-            catalog,
-            upstreams,
-            oauth,
-            admin,
-        })
-    } else {
-        Err(check.problems)
+
+    // The overlay's upstreams, checked the same way, their problems kept apart.
+    let file_problems = std::mem::replace(&mut check.problems, overlay.problems);
+    for (name, _) in overlay.upstreams.iter() {
+        if raw.upstreams.iter().any(|(defined, _)| defined == name) {
+            check.problem(
+                format!("upstreams.{}", key_segment(name)),
+                format!(
+                    "is also defined in {}; an upstream added through the admin API needs a \
+                     name of its own",
+                    path.display()
+                ),
+            );
+        }
     }
+    upstreams.extend(check.upstreams(&overlay.upstreams, "upstreams", &defaults));
+    let overlay_problems = std::mem::take(&mut check.problems);
+    if !file_problems.is_empty() {
+        return Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            problems: file_problems,
+        });
+    }
+    if !overlay_problems.is_empty() {
+        return Err(ConfigError::Invalid {
+            path: overlay.path,
+            problems: overlay_problems,
+        });
+    }
+    Ok(Config {
+        source: path.to_owned(),
+        server,
+        catalog,
+        upstreams,
+        oauth,
+        admin,
+        overlay: OverlayInfo {
+            path: overlay.path,
+            added: overlay
+                .upstreams
+                .items
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+            removed: overlay.removed,
+        },
+    })
 }
 
 /// Walks the raw config, recording problems and substituting defaults so checking can go on.

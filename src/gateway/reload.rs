@@ -46,7 +46,7 @@ impl Gateway {
                 trigger,
                 outcome: ReloadOutcome::Rejected,
                 summary: "the configuration is invalid; the running one is kept".into(),
-                errors: problems(&error),
+                errors: error.problem_lines(),
                 needs_restart: Vec::new(),
             },
         };
@@ -203,17 +203,6 @@ fn keep_fixed(old: &Config, next: &mut Config, written: &Option<Written>) -> Vec
     }
     needs_restart.dedup();
     needs_restart
-}
-
-/// Every problem of a configuration that could not be loaded, each with its file.
-fn problems(error: &ConfigError) -> Vec<String> {
-    match error {
-        ConfigError::Invalid { path, problems } => problems
-            .iter()
-            .map(|problem| format!("{}: {problem}", path.display()))
-            .collect(),
-        other => vec![other.to_string()],
-    }
 }
 
 fn log(entry: &ReloadEntry) {

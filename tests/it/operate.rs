@@ -357,3 +357,123 @@ async fn the_admin_token_is_required_when_set() {
     let page = http.get(gw.admin_url("/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
 }
+
+/// Upstreams added and removed through the admin API are checked like the file, applied at
+/// once, and kept in the overlay file, so that a restart (a fresh load) finds them.
+#[tokio::test]
+async fn upstreams_added_through_the_admin_api_survive_a_restart() {
+    let OnFile {
+        gw,
+        path,
+        url,
+        _dir,
+    } = on_file("").await;
+    let http = reqwest::Client::new();
+    let post = |body: Value| http.post(gw.admin_url("/api/upstreams")).json(&body).send();
+    let second = serde_json::json!({
+        "name": "second",
+        "command": SWITCHYARD,
+        "args": ["demo-server"],
+        "env": { "MARK": "added" },
+    });
+
+    let created = post(second.clone()).await.unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["reload"]["summary"], "added second", "{created}");
+    let added = eventually(Duration::from_secs(20), || has_tool(&gw, "second__echo")).await;
+    assert!(added, "the added upstream's tools appear");
+    let servers: Value = http
+        .get(gw.admin_url("/api/servers"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(servers["servers"]["second"]["defined_in"], "overlay");
+    assert_eq!(servers["servers"]["demo"]["defined_in"], "file");
+
+    // Refusals, each naming the problem; nothing changes.
+    let taken = post(second).await.unwrap();
+    assert_eq!(taken.status(), 409);
+    let not_json = http
+        .post(gw.admin_url("/api/upstreams"))
+        .body("upstream please")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_json.status(), 400);
+    assert!(
+        not_json.text().await.unwrap().contains("JSON object"),
+        "the refusal says what the body must be"
+    );
+    let invalid = post(serde_json::json!({
+        "name": "third", "transport": "streamable_http", "url": "not a url", "colour": "red",
+    }))
+    .await
+    .unwrap();
+    assert_eq!(invalid.status(), 422);
+    let invalid: Value = invalid.json().await.unwrap();
+    let problems = invalid["problems"].to_string();
+    assert!(
+        problems.contains("switchyard.overlay.toml: upstreams.third.url"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("upstreams.third.colour: unknown key"),
+        "{problems}"
+    );
+    let overlay_path = path.with_file_name("switchyard.overlay.toml");
+    let overlay = std::fs::read_to_string(&overlay_path).unwrap();
+    assert!(overlay.contains("[upstreams.second]") && !overlay.contains("third"));
+
+    // A restart loads the file and the overlay together.
+    let restarted = config::load(&path).unwrap();
+    let names: Vec<_> = restarted
+        .upstreams
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
+    assert_eq!(names, ["demo", "second"]);
+
+    // Removing an upstream of the file lists it in the overlay; one of the overlay goes from it.
+    let remove = |name: &str| {
+        http.delete(gw.admin_url(&format!("/api/upstreams/{name}")))
+            .send()
+    };
+    let removed = remove("demo").await.unwrap();
+    assert_eq!(removed.status(), 200);
+    assert!(!has_tool(&gw, "demo__echo"));
+    assert!(has_tool(&gw, "second__echo"));
+    assert_eq!(remove("nobody").await.unwrap().status(), 404);
+    let names = |config: config::Config| -> Vec<String> {
+        config
+            .upstreams
+            .iter()
+            .map(|u| u.name.to_string())
+            .collect()
+    };
+    assert_eq!(names(config::load(&path).unwrap()), ["second"]);
+    assert_eq!(remove("second").await.unwrap().status(), 200);
+    assert!(names(config::load(&path).unwrap()).is_empty());
+    let overlay = std::fs::read_to_string(&overlay_path).unwrap();
+    assert!(overlay.contains("removed = [\"demo\"]"), "{overlay}");
+    assert!(
+        !overlay.lines().any(|l| l.starts_with("[upstreams")),
+        "{overlay}"
+    );
+
+    // An upstream of the file's name may be added again: it takes the removed one's place.
+    let back = post(serde_json::json!({
+        "name": "demo", "transport": "streamable_http", "url": url,
+    }))
+    .await
+    .unwrap();
+    assert_eq!(back.status(), 201);
+    let back = eventually(Duration::from_secs(20), || has_tool(&gw, "demo__echo")).await;
+    assert!(back, "demo is back");
+    let overlay = std::fs::read_to_string(&overlay_path).unwrap();
+    assert!(overlay.contains("removed = [\"demo\"]") && overlay.contains("[upstreams.demo]"));
+    assert_eq!(names(config::load(&path).unwrap()), ["demo"]);
+}

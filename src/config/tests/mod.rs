@@ -518,3 +518,51 @@ fn origins_default_to_pages_of_the_allowed_hosts() {
         "server.allowed_origins: `*` (any origin) cannot be combined",
     );
 }
+
+/// The overlay's problems are its own, reported with its path; a name of the file's cannot be
+/// added again unless the file's is removed; `admin.overlay_file` moves it.
+#[test]
+fn overlay_is_checked_like_the_file_and_reported_as_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gw.toml");
+    std::fs::write(&file, "[upstreams.a]\ncommand = \"a\"\n").unwrap();
+    let overlay_at = dir.path().join("gw.overlay.toml");
+    let mut overlay = super::Overlay::default();
+    let entry = |text: &str| -> toml::Table { text.parse().unwrap() };
+    overlay.add("a", entry("command = \"other\""));
+    overlay.add("b", entry("url = \"nope\""));
+    match super::load_overlaid(&file, Some(&overlay), &vars()) {
+        Err(ConfigError::Invalid { path, problems }) => {
+            assert_eq!(path, overlay_at);
+            let lines: Vec<_> = problems.iter().map(ToString::to_string).collect();
+            assert_has(&lines, "upstreams.a: is also defined in");
+            assert_has(&lines, "upstreams.b.url");
+        }
+        other => panic!("expected the overlay to be rejected, got {other:?}"),
+    }
+    let names = |overlay: &super::Overlay| -> Vec<String> {
+        overlay.write(&overlay_at).unwrap();
+        let config = super::load_with(&file, &vars()).unwrap();
+        config
+            .upstreams
+            .iter()
+            .map(|u| u.name.to_string())
+            .collect()
+    };
+    overlay.remove("a");
+    overlay.remove("b");
+    assert_eq!(
+        names(&overlay),
+        ["a"],
+        "the overlay's own went; the file's is back"
+    );
+    overlay.remove("a");
+    assert!(names(&overlay).is_empty(), "the file's is removed");
+    let config = super::load_with(&file, &vars()).unwrap();
+    assert_eq!(config.overlay.removed, ["a"]);
+    assert!(config.overlay.added.is_empty());
+
+    std::fs::write(&file, "[admin]\noverlay_file = \"state/extra.toml\"\n").unwrap();
+    let config = super::load_with(&file, &vars()).unwrap();
+    assert_eq!(config.overlay.path, dir.path().join("state/extra.toml"));
+}

@@ -1,0 +1,142 @@
+//! Adding and removing upstreams at runtime. A change is made to the overlay (see
+//! `config::Overlay`), checked merged with the configuration file exactly as a load would check
+//! it, written so that it survives a restart, and then applied as a reload.
+
+use std::path::PathBuf;
+
+use axum::{
+    Json,
+    body::Bytes,
+    extract::{Path, State},
+    response::{IntoResponse, Response},
+};
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use super::{Admin, api::error};
+use crate::{
+    config::{Config, ConfigError, Overlay, ProcessVars, load_overlaid},
+    gateway::Trigger,
+};
+
+/// `POST /api/upstreams`: adds an upstream. The body is `{"name": NAME, ...}` with the keys of
+/// an `[upstreams.NAME]` table. 201 with the reload; 400 for a body that is not such an
+/// object, 409 if the name is taken, 422 with every problem if the upstream is invalid.
+pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
+    let (name, entry) = match entry(&body) {
+        Ok(entry) => entry,
+        Err(message) => return error(StatusCode::BAD_REQUEST, &message),
+    };
+    let _editing = admin.editing.lock().await;
+    let config = admin.gateway.config();
+    if defines(&config, &name) {
+        return error(
+            StatusCode::CONFLICT,
+            &format!(
+                "an upstream named `{name}` already exists; remove it first \
+                 (DELETE /api/upstreams/{name})"
+            ),
+        );
+    }
+    let added = name.clone();
+    let answer = edit(&admin, &config, move |overlay| overlay.add(&added, entry)).await;
+    match answer {
+        Ok(reload) => (
+            StatusCode::CREATED,
+            Json(json!({ "name": name, "reload": reload })),
+        )
+            .into_response(),
+        Err(response) => response,
+    }
+}
+
+/// `DELETE /api/upstreams/{name}`: removes an upstream, whether the file or the overlay defines
+/// it; its calls in flight get the shutdown grace period. 404 if there is none of that name.
+pub async fn remove(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    let _editing = admin.editing.lock().await;
+    let config = admin.gateway.config();
+    if !defines(&config, &name) {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no upstream named `{name}` is configured"),
+        );
+    }
+    let removed = name.clone();
+    match edit(&admin, &config, move |overlay| overlay.remove(&removed)).await {
+        Ok(reload) => Json(json!({ "name": name, "reload": reload })).into_response(),
+        Err(response) => response,
+    }
+}
+
+/// Whether `config` has an upstream called `name` (one the overlay adds disabled included).
+fn defines(config: &Config, name: &str) -> bool {
+    config.upstreams.iter().any(|u| u.name.as_str() == name)
+        || config.overlay.added.iter().any(|added| added == name)
+}
+
+/// The name and the `[upstreams.NAME]` table of a request body.
+fn entry(body: &[u8]) -> Result<(String, toml::Table), String> {
+    let mut object: Map<String, Value> = serde_json::from_slice(body).map_err(|e| {
+        format!("the body must be a JSON object with `name` and the upstream's settings: {e}")
+    })?;
+    let name = match object.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => return Err("`name` must be a string".into()),
+        None => return Err("`name` is required".into()),
+    };
+    let table = toml::Table::try_from(object).map_err(|e| {
+        format!("the upstream's settings cannot be stored: {e} (leave out keys that are null)")
+    })?;
+    Ok((name, table))
+}
+
+/// Applies `change` to the overlay, checks the merged configuration, writes the overlay and
+/// reloads; the reload entry, or the refusal.
+async fn edit(
+    admin: &Admin,
+    config: &Config,
+    change: impl FnOnce(&mut Overlay) + Send + 'static,
+) -> Result<Value, Response> {
+    let source = config.source.clone();
+    let at = config.overlay.path.clone();
+    let checked = tokio::task::spawn_blocking(move || -> Result<Config, Refusal> {
+        let mut overlay = Overlay::read(&at).map_err(Refusal::Invalid)?;
+        change(&mut overlay);
+        let config =
+            load_overlaid(&source, Some(&overlay), &ProcessVars).map_err(Refusal::Invalid)?;
+        overlay
+            .write(&config.overlay.path)
+            .map_err(|e| Refusal::Write(config.overlay.path.clone(), e))?;
+        Ok(config)
+    })
+    .await
+    .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()));
+    let config = checked.map_err(Refusal::into_response)?;
+    let entry = admin.gateway.reload(Ok(config), Trigger::Admin).await;
+    Ok(json!(entry))
+}
+
+/// Why an edit was not made.
+enum Refusal {
+    Invalid(ConfigError),
+    Write(PathBuf, std::io::Error),
+}
+
+impl Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Invalid(problem) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({
+                    "error": "the change would make the configuration invalid; nothing was changed",
+                    "problems": problem.problem_lines(),
+                })),
+            )
+                .into_response(),
+            Refusal::Write(path, e) => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("cannot write the overlay file {}: {e}", path.display()),
+            ),
+        }
+    }
+}

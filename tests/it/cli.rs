@@ -112,7 +112,8 @@ async fn mcp_servers_json_configures_the_gateway() {
 }
 
 /// The binary itself: run on a JSON config with `--listen 127.0.0.1:0`, serve, and on SIGTERM
-/// close its upstream sessions before exiting.
+/// stop accepting, let the call in flight finish, and close its upstream sessions before
+/// exiting.
 #[tokio::test]
 async fn the_binary_serves_and_stops_cleanly() {
     let notes = NotesServer::start().await;
@@ -172,12 +173,30 @@ async fn the_binary_serves_and_stops_cleanly() {
     assert_eq!(text(&result), "notes: bin");
     assert_eq!(notes.open_sessions(), 2, "and the client's own");
 
-    // SIGTERM, as a service manager would send it.
+    // SIGTERM, as a service manager would send it, while a call runs.
+    let slow = connect_client(&url, "slow").await;
+    let in_flight = tokio::spawn(async move {
+        let result = call(&slow, "local__slow_task", json!({"seconds": 2})).await;
+        (result, slow)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
+    let mut refused = false;
+    for _ in 0..30 {
+        if reqwest::get(&url).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(refused, "no new connection is accepted once shutting down");
+    let (result, _slow) = in_flight.await.unwrap();
+    let result = result.expect("the call in flight finishes within the grace period");
+    assert_eq!(text(&result), "waited 2 seconds");
     let exit = tokio::task::spawn_blocking(move || child.wait())
         .await
         .unwrap()

@@ -291,6 +291,14 @@ pub struct UpstreamPolicy {
     pub max_queued_requests: usize,
     /// A per-client upstream session (a process, for stdio) unused this long is closed.
     pub idle_timeout: Option<Duration>,
+    /// How often a ready upstream is checked (a ping) while nothing else shows it is alive.
+    pub health_interval: Duration,
+    /// The longest a health check may take; also, with calls in flight, how long the upstream
+    /// may go without finishing one before it is checked at once.
+    pub health_timeout: Duration,
+    /// A stream from an HTTP upstream that brings nothing (no event, no keep-alive) this long
+    /// is taken for stalled: resumed where the upstream allows it, else ended.
+    pub stream_idle_timeout: Duration,
 }
 
 impl UpstreamPolicy {

@@ -99,6 +99,9 @@ pub struct RawUpstreamDefaults {
     pub max_concurrent_requests: Option<u32>,
     pub max_queued_requests: Option<u32>,
     pub idle_timeout_seconds: Option<f64>,
+    pub health_interval_seconds: Option<f64>,
+    pub health_timeout_seconds: Option<f64>,
+    pub stream_idle_timeout_seconds: Option<f64>,
 }
 
 /// `restart = { … }`: how a failed upstream is retried.
@@ -121,6 +124,9 @@ pub struct PolicyView<'a> {
     pub max_concurrent_requests: Option<u32>,
     pub max_queued_requests: Option<u32>,
     pub idle_timeout_seconds: Option<f64>,
+    pub health_interval_seconds: Option<f64>,
+    pub health_timeout_seconds: Option<f64>,
+    pub stream_idle_timeout_seconds: Option<f64>,
 }
 
 impl RawUpstreamDefaults {
@@ -135,6 +141,9 @@ impl RawUpstreamDefaults {
             max_concurrent_requests: self.max_concurrent_requests,
             max_queued_requests: self.max_queued_requests,
             idle_timeout_seconds: self.idle_timeout_seconds,
+            health_interval_seconds: self.health_interval_seconds,
+            health_timeout_seconds: self.health_timeout_seconds,
+            stream_idle_timeout_seconds: self.stream_idle_timeout_seconds,
         }
     }
 }
@@ -171,6 +180,9 @@ pub struct RawUpstream {
     pub max_concurrent_requests: Option<u32>,
     pub max_queued_requests: Option<u32>,
     pub idle_timeout_seconds: Option<f64>,
+    pub health_interval_seconds: Option<f64>,
+    pub health_timeout_seconds: Option<f64>,
+    pub stream_idle_timeout_seconds: Option<f64>,
 }
 
 impl RawUpstream {
@@ -185,6 +197,9 @@ impl RawUpstream {
             max_concurrent_requests: self.max_concurrent_requests,
             max_queued_requests: self.max_queued_requests,
             idle_timeout_seconds: self.idle_timeout_seconds,
+            health_interval_seconds: self.health_interval_seconds,
+            health_timeout_seconds: self.health_timeout_seconds,
+            stream_idle_timeout_seconds: self.stream_idle_timeout_seconds,
         }
     }
 }

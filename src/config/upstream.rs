@@ -34,6 +34,9 @@ pub fn default_policy() -> UpstreamPolicy {
         max_concurrent_requests: None,
         max_queued_requests: 100,
         idle_timeout: None,
+        health_interval: Duration::from_secs(15),
+        health_timeout: Duration::from_secs(10),
+        stream_idle_timeout: Duration::from_secs(120),
     }
 }
 
@@ -120,6 +123,21 @@ impl Checker<'_> {
                 None => inherited.idle_timeout,
                 Some(s) => Some(self.seconds(&at("idle_timeout_seconds"), Some(s), Duration::ZERO)),
             },
+            health_interval: self.seconds(
+                &at("health_interval_seconds"),
+                raw.health_interval_seconds,
+                inherited.health_interval,
+            ),
+            health_timeout: self.seconds(
+                &at("health_timeout_seconds"),
+                raw.health_timeout_seconds,
+                inherited.health_timeout,
+            ),
+            stream_idle_timeout: self.seconds(
+                &at("stream_idle_timeout_seconds"),
+                raw.stream_idle_timeout_seconds,
+                inherited.stream_idle_timeout,
+            ),
         }
     }
 

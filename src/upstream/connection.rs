@@ -80,6 +80,8 @@ pub struct Opening<'a> {
     pub era: Era,
     /// For starting the transport and the handshake together.
     pub timeout: Duration,
+    /// How long a stream from the upstream may bring nothing before it is taken for stalled.
+    pub stream_idle: Duration,
     /// The upstream's HTTP client (one connection pool per upstream).
     pub http: &'a reqwest::Client,
     /// The upstream's client for raw requests, and its URL, for streamable HTTP.
@@ -139,6 +141,7 @@ impl Connection {
                 Dial::StreamableHttp(config) => {
                     let transport = http::transport(
                         config,
+                        opening.stream_idle,
                         opening.http.clone(),
                         opening.hook,
                         session.clone(),
@@ -181,6 +184,7 @@ impl Connection {
                 server.protocol_version.as_str(),
                 session,
                 hook,
+                opening.stream_idle,
             ),
             _ => None,
         };

@@ -141,6 +141,8 @@ pub struct RawLink {
     session: Arc<SessionSlot>,
     hook: Arc<dyn RequestHook>,
     next_id: AtomicU64,
+    /// An answer stream that brings nothing this long has stalled: resumed, or failed.
+    stream_idle: Duration,
 }
 
 /// One request on its way: where it goes and what it is.
@@ -196,6 +198,7 @@ impl RawLink {
         version: &str,
         session: Arc<SessionSlot>,
         hook: Arc<dyn RequestHook>,
+        stream_idle: Duration,
     ) -> Option<Self> {
         Some(Self {
             client,
@@ -204,6 +207,7 @@ impl RawLink {
             version: HeaderValue::from_str(version).ok()?,
             session,
             hook,
+            stream_idle,
             next_id: AtomicU64::new(RAW_IDS),
         })
     }
@@ -423,16 +427,21 @@ impl<'a> Exchange<'a> {
                 }
                 return self.classify(event.data);
             }
-            match stream.frame().await {
-                Some(Ok(frame)) => {
+            let idle = self.link.stream_idle;
+            match tokio::time::timeout(idle, stream.frame()).await {
+                Ok(Some(Ok(frame))) => {
                     if let Some(data) = frame.data_ref() {
                         self.reader.push(data);
                     }
                 }
-                Some(Err(error)) => self.resume(describe(&error)).await?,
-                None => {
+                Ok(Some(Err(error))) => self.resume(describe(&error)).await?,
+                Ok(None) => {
                     self.resume("the stream ended before the answer".into())
                         .await?
+                }
+                Err(_) => {
+                    let stalled = format!("the stream brought nothing for {}s", idle.as_secs_f64());
+                    self.resume(stalled).await?
                 }
             }
         }

@@ -8,7 +8,7 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use futures::stream::BoxStream;
+use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue};
 use rmcp::{
     model::ClientJsonRpcMessage,
@@ -49,6 +49,9 @@ pub struct HookedClient {
     default_max_event: usize,
     /// Where the upstream session id in use is kept for the raw path.
     session: Arc<SessionSlot>,
+    /// A stream that brings no event this long is ended with an error (rmcp then resumes it
+    /// with `Last-Event-ID`, or fails what waited on it).
+    stream_idle: Duration,
 }
 
 /// The headers rmcp's worker passes with each request (protocol version and such).
@@ -159,7 +162,13 @@ impl StreamableHttpClient for HookedClient {
         {
             self.session.observe(Some(id));
         }
-        result
+        match result {
+            Ok(StreamableHttpPostResponse::Sse(stream, id)) => Ok(StreamableHttpPostResponse::Sse(
+                idle_limited(stream, self.stream_idle),
+                id,
+            )),
+            other => other,
+        }
     }
 
     async fn delete_session(
@@ -219,7 +228,8 @@ impl StreamableHttpClient for HookedClient {
                 max_sse_event_size,
             )
         };
-        self.retrying(custom_headers, send).await
+        let stream = self.retrying(custom_headers, send).await?;
+        Ok(idle_limited(stream, self.stream_idle))
     }
 }
 
@@ -299,6 +309,7 @@ pub fn http_client(connect_timeout: Duration) -> reqwest::Client {
 /// session id it uses in `session`.
 pub fn transport(
     config: &HttpConfig,
+    stream_idle: Duration,
     http: reqwest::Client,
     hook: Arc<dyn RequestHook>,
     session: Arc<SessionSlot>,
@@ -317,6 +328,55 @@ pub fn transport(
         hook,
         default_max_event: transport_config.max_sse_event_size,
         session,
+        stream_idle,
     };
     StreamableHttpClientTransport::with_client(client, transport_config)
+}
+
+/// The upstream's event stream, ended with an error when no event comes for `idle`: a stream
+/// that has stalled (its peer gone without closing it) is then resumed or given up, instead of
+/// being waited on for ever.
+fn idle_limited(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
+    idle: Duration,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    futures::stream::unfold(Some(stream), move |stream| async move {
+        let mut stream = stream?;
+        match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(item)) => Some((item, Some(stream))),
+            Ok(None) => None,
+            Err(_) => {
+                let stalled = format!("the stream brought nothing for {}s", idle.as_secs_f64());
+                Some((Err(SseError::Body(stalled.into())), None))
+            }
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data: &str) -> Result<Sse, SseError> {
+        Ok(Sse::default().data(data))
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_stalls_ends_with_an_error() {
+        let stalls = futures::stream::iter([event("1"), event("2")])
+            .chain(futures::stream::pending())
+            .boxed();
+        let mut limited = idle_limited(stalls, Duration::from_millis(50));
+        assert!(limited.next().await.unwrap().is_ok());
+        assert!(limited.next().await.unwrap().is_ok());
+        let error = limited.next().await.unwrap().unwrap_err();
+        assert!(error.to_string().contains("nothing for 0.05s"), "{error}");
+        assert!(limited.next().await.is_none(), "it ends after the error");
+
+        let ends = futures::stream::iter([event("1")]).boxed();
+        let mut limited = idle_limited(ends, Duration::from_millis(50));
+        assert!(limited.next().await.unwrap().is_ok());
+        assert!(limited.next().await.is_none(), "an ending stream just ends");
+    }
 }

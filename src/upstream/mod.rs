@@ -136,6 +136,10 @@ pub struct Upstream {
     in_flight: AtomicUsize,
     /// Notified when `in_flight` drops to zero, for a drain.
     drained: Notify,
+    /// When a request to it last finished, or the first of those in flight began, in
+    /// milliseconds since `born`: with requests in flight, how long it has been stuck.
+    progress: AtomicU64,
+    born: std::time::Instant,
     /// Set once a reload removed or replaced this upstream: it finishes its calls, then closes.
     retired: AtomicBool,
     /// Times the upstream was connected again after a failure, and health checks it failed
@@ -155,6 +159,7 @@ pub struct InFlight<'u> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        self.upstream.mark_progress();
         if self.upstream.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.upstream.drained.notify_waiters();
         }
@@ -208,6 +213,8 @@ impl Upstream {
             settled: watch::Sender::new(false),
             in_flight: AtomicUsize::new(0),
             drained: Notify::new(),
+            progress: AtomicU64::new(0),
+            born: std::time::Instant::now(),
             retired: AtomicBool::new(false),
             restarts: AtomicU64::new(0),
             health_failures: AtomicU64::new(0),
@@ -279,7 +286,9 @@ impl Upstream {
 
     /// Counts a request in flight, with `admitted`, its place under the limit if any.
     pub fn begin<'u>(&'u self, admitted: Option<Admitted<'u>>) -> InFlight<'u> {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.mark_progress();
+        }
         InFlight {
             upstream: self,
             _admitted: admitted,
@@ -289,6 +298,24 @@ impl Upstream {
     /// Requests in flight to this upstream now.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Records that the upstream is getting on with its requests (one finished, or it answered
+    /// a health check).
+    pub fn mark_progress(&self) {
+        let now = self.born.elapsed().as_millis() as u64;
+        self.progress.store(now, Ordering::Relaxed);
+    }
+
+    /// With requests in flight, how long since one finished (or the first began); `None` when
+    /// there are none.
+    pub fn stuck_for(&self) -> Option<Duration> {
+        if self.in_flight() == 0 {
+            return None;
+        }
+        let since = self.progress.load(Ordering::Relaxed);
+        let now = self.born.elapsed().as_millis() as u64;
+        Some(Duration::from_millis(now.saturating_sub(since)))
     }
 
     /// Times reconnected after a failure, and failed health checks, so far.

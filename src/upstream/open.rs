@@ -178,6 +178,7 @@ impl Upstream {
             dial: self.dial(hook.as_ref()).await?,
             era,
             timeout: self.config.policy.connect_timeout,
+            stream_idle: self.config.policy.stream_idle_timeout,
             http: &self.http,
             raw: self.raw.as_ref().map(|(client, uri)| (client, uri)),
             hook,

@@ -28,11 +28,8 @@ use crate::{
 
 /// A burst of list-change notifications within this window causes one rediscovery.
 const DEBOUNCE: Duration = Duration::from_millis(100);
-/// How often a ready upstream is checked (a ping, or `server/discover` for 2026-07-28), besides
-/// whenever a request saw its transport fail.
-const HEALTH_INTERVAL: Duration = Duration::from_secs(15);
-/// The longest a health check may take before the upstream is taken for gone.
-const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The least time between two looks at whether calls in flight are stuck.
+const LEAST_WATCH: Duration = Duration::from_millis(50);
 /// A connection lost sooner than this after it was made counts as a failed attempt.
 const STABLE: Duration = Duration::from_secs(10);
 
@@ -337,8 +334,15 @@ async fn watch(
     hooks: &Hooks,
     shutdown: &CancellationToken,
 ) -> Ended {
-    let mut health = tokio::time::interval(HEALTH_INTERVAL);
+    // A ready upstream is checked (a ping, or `server/discover` for 2026-07-28) every
+    // `health_interval`; at once when a request saw its transport fail; and at once when calls
+    // are in flight but none has finished for `health_timeout` (it may have hung while still
+    // accepting connections). Each check may take `health_timeout`.
+    let policy = &upstream.config().policy;
+    let mut health = tokio::time::interval(policy.health_interval);
     health.reset();
+    let mut watch = tokio::time::interval((policy.health_timeout / 2).max(LEAST_WATCH));
+    watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Whatever the supervisor waits for (`None`: it went well), the connection ending or
     // shutdown cuts it short.
     let interruptible = async |work: Pin<&mut (dyn Future<Output = Option<Ended>> + Send)>| {
@@ -353,17 +357,35 @@ async fn watch(
             _ = connection.closed() => return Ended::Closed,
             _ = shutdown.cancelled() => return Ended::Shutdown,
             Some(event) = events.recv() => event,
-            _ = health.tick() => match interruptible(pin!(check(connection))).await {
+            _ = health.tick() => match interruptible(pin!(check(upstream, connection))).await {
                 None => continue,
                 Some(ended) => return ended,
             },
-            _ = upstream.suspect.notified() => match interruptible(pin!(check(connection))).await {
+            _ = upstream.suspect.notified() => match interruptible(pin!(check(upstream, connection))).await {
                 None => {
                     health.reset();
                     continue;
                 }
                 Some(ended) => return ended,
             },
+            _ = watch.tick() => {
+                let Some(stuck) = upstream.stuck_for().filter(|s| *s >= policy.health_timeout) else {
+                    continue;
+                };
+                tracing::info!(
+                    upstream = %upstream.name(),
+                    in_flight = upstream.in_flight(),
+                    stuck_ms = stuck.as_millis() as u64,
+                    "no call to the upstream has finished for a while; checking it now"
+                );
+                match interruptible(pin!(check(upstream, connection))).await {
+                    None => {
+                        health.reset();
+                        continue;
+                    }
+                    Some(ended) => return ended,
+                }
+            }
         };
         let mut announced = ListChanges::default();
         if !note(&event, &mut announced, upstream, hooks) {
@@ -411,8 +433,9 @@ fn note(
 
 /// Whether the upstream still answers (`None`): any answer will do, an error included. A
 /// transport that has closed is the connection ending (however the check raced the closing
-/// signal); any other failure, or no answer within `HEALTH_TIMEOUT`, makes it unhealthy.
-async fn check(connection: &Connection) -> Option<Ended> {
+/// signal); any other failure, or no answer within the upstream's `health_timeout`, makes it
+/// unhealthy.
+async fn check(upstream: &Upstream, connection: &Connection) -> Option<Ended> {
     let peer = connection.peer();
     let probe = async {
         match connection.era() {
@@ -423,13 +446,17 @@ async fn check(connection: &Connection) -> Option<Ended> {
             Era::Modern => peer.discover(RequestMetaObject::default()).await.map(drop),
         }
     };
-    match tokio::time::timeout(HEALTH_TIMEOUT, probe).await {
-        Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => None,
+    let timeout = upstream.config().policy.health_timeout;
+    match tokio::time::timeout(timeout, probe).await {
+        Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => {
+            upstream.mark_progress();
+            None
+        }
         Ok(Err(rmcp::ServiceError::TransportClosed)) => Some(Ended::Closed),
         Ok(Err(error)) => Some(Ended::Unhealthy(format!("it stopped answering: {error}"))),
         Err(_) => Some(Ended::Unhealthy(format!(
             "it did not answer a health check within {}s",
-            HEALTH_TIMEOUT.as_secs()
+            timeout.as_secs_f64()
         ))),
     }
 }

@@ -492,3 +492,50 @@ async fn an_http_server_killed_mid_call_fails_the_call_and_is_reconnected() {
         .unwrap();
     assert_eq!(text(&result), "Echo: back");
 }
+
+/// An HTTP upstream that hangs (it accepts connections, answers nothing): a call in flight
+/// fails within a few health timeouts, naming it, instead of waiting out its tool timeout;
+/// other sessions are served meanwhile; once it answers again it is reconnected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_http_upstream_is_found_within_its_health_timeout() {
+    use crate::fixtures::freezer::Freezer;
+    let demo = crate::bench::demo_http().await;
+    let target = demo.trim_start_matches("http://").trim_end_matches("/mcp");
+    let freezer = Freezer::start(target.parse().unwrap()).await;
+    let settings = "health_interval_seconds = 600\nhealth_timeout_seconds = 1\n\
+                    restart = { delay_ms = 200, max_delay_ms = 400 }";
+    let gw = GatewayBuilder::new()
+        .demo("local")
+        .http_with("hangs", &format!("http://{}/mcp", freezer.addr), settings)
+        .start()
+        .await;
+    gw.wait_state("hangs", "ready", SOON).await;
+    let client = gw.client().await;
+    let echo = json!({"text": "before"});
+    assert!(call(&client, "hangs__echo", echo).await.is_ok());
+
+    freezer.freeze();
+    let started = Instant::now();
+    let hung = json!({"text": "into the void"});
+    let error = tokio::time::timeout(SOON, call(&client, "hangs__echo", hung))
+        .await
+        .expect("the call fails long before its 120 s tool timeout")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("`hangs`"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "found after {:?}",
+        started.elapsed()
+    );
+    assert_ne!(gw.state("hangs"), "ready");
+    assert_other_session_works(&gw, "local__echo").await;
+
+    freezer.thaw();
+    gw.wait_state("hangs", "ready", Duration::from_secs(20))
+        .await;
+    let result = call(&client, "hangs__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert!(text(&result).contains("after"), "{result:?}");
+}

@@ -84,6 +84,9 @@ fn toml_with_every_option() {
         max_processes = 4
         connect_timeout_seconds = 1
         idle_timeout_seconds = 90
+        health_interval_seconds = 3
+        health_timeout_seconds = 0.5
+        stream_idle_timeout_seconds = 45
         failure_mode = "open"
         max_concurrent_requests = 0
 
@@ -147,6 +150,14 @@ fn toml_with_every_option() {
     assert_eq!(files.session, SessionMode::PerClient);
     assert_eq!(files.policy.connect_timeout, Duration::from_secs(1));
     assert_eq!(files.policy.idle_timeout, Some(Duration::from_secs(90)));
+    assert_eq!(files.policy.health_interval, Duration::from_secs(3));
+    assert_eq!(files.policy.health_timeout, Duration::from_millis(500));
+    assert_eq!(files.policy.stream_idle_timeout, Duration::from_secs(45));
+    assert_eq!(
+        config.upstreams[0].policy.health_timeout,
+        Duration::from_secs(10),
+        "the default"
+    );
     assert_eq!(files.policy.failure_mode, FailureMode::Open);
     assert_eq!(
         files.policy.max_concurrent_requests, None,

@@ -127,3 +127,43 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
         (dir.join("venv/bin/python"), dir.join("client.py"))
     })
 }
+
+/// Debian's Chromium and its ChromeDriver (packages `chromium` and `chromium-driver`),
+/// installed with apt-get when missing (as root, or through `sudo -n`).
+pub fn chromedriver() -> &'static Path {
+    static DRIVER: OnceLock<PathBuf> = OnceLock::new();
+    DRIVER.get_or_init(|| {
+        let driver = PathBuf::from("/usr/bin/chromedriver");
+        if driver.exists() && Path::new("/usr/bin/chromium").exists() {
+            return driver;
+        }
+        let dir = cache();
+        fs::create_dir_all(&dir).expect("create the test cache");
+        let lock = File::create(dir.join(".apt-lock")).expect("create the lock file");
+        lock.lock().expect("lock the apt install");
+        if driver.exists() && Path::new("/usr/bin/chromium").exists() {
+            return driver;
+        }
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|out| out.stdout.trim_ascii() == b"0");
+        let apt = |args: &[&str]| {
+            let mut command = if root {
+                Command::new("apt-get")
+            } else {
+                let mut sudo = Command::new("sudo");
+                sudo.args(["-n", "apt-get"]);
+                sudo
+            };
+            command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+            run(
+                &mut command,
+                "apt-get (the browser test needs Debian's chromium and chromium-driver)",
+            );
+        };
+        apt(&["update", "-qq"]);
+        apt(&["install", "-y", "-qq", "chromium", "chromium-driver"]);
+        driver
+    })
+}

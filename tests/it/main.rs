@@ -1,6 +1,7 @@
 //! Switchyard's integration tests: one binary, real upstream servers, real clients.
 
 mod bench;
+mod browser;
 mod catalog;
 mod cli;
 mod conformance;

@@ -1,0 +1,216 @@
+//! The status page in a real browser: headless Chromium driven through ChromeDriver with the
+//! W3C WebDriver protocol (a handful of JSON requests, spoken here directly).
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    deps::chromedriver,
+    fixtures::{crashable::Crashable, freezer::Freezer},
+    harness::{GatewayBuilder, call},
+};
+
+/// A Chromium session behind its own ChromeDriver; both end when it is dropped.
+pub struct Browser {
+    http: reqwest::Client,
+    /// `http://127.0.0.1:PORT/session/ID`.
+    session: String,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    pub async fn start() -> Self {
+        let mut driver = Command::new(chromedriver())
+            .args(["--port=0", "--allowed-ips=127.0.0.1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let stdout = driver.stdout.take().unwrap();
+        let port = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let port = lines.by_ref().map_while(Result::ok).find_map(|line| {
+                let at = line.find("started successfully on port ")?;
+                let rest = &line[at + "started successfully on port ".len()..];
+                rest.trim_end_matches('.').parse::<u16>().ok()
+            });
+            // Keep reading so that the driver never blocks on a full pipe.
+            std::thread::spawn(move || lines.for_each(drop));
+            port
+        })
+        .await
+        .unwrap()
+        .expect("chromedriver names its port");
+        let profile = tempfile::tempdir().unwrap();
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,900",
+        ]
+        .map(String::from)
+        .into_iter()
+        .chain([format!("--user-data-dir={}", profile.path().display())])
+        .collect::<Vec<_>>();
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args},
+        }}});
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let created = send(http.post(format!("{base}/session")).json(&capabilities)).await;
+        let id = created["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created}"));
+        Self {
+            session: format!("{base}/session/{id}"),
+            http,
+            driver,
+            _profile: profile,
+        }
+    }
+
+    pub async fn goto(&self, url: &str) {
+        let request = self.http.post(format!("{}/url", self.session));
+        send(request.json(&json!({ "url": url }))).await;
+    }
+
+    /// Runs `script` (a function body) in the page; what it returns.
+    pub async fn eval(&self, script: &str) -> Value {
+        let request = self.http.post(format!("{}/execute/sync", self.session));
+        send(request.json(&json!({ "script": script, "args": [] }))).await
+    }
+
+    /// Whether an element matching `selector` appears within `within`.
+    pub async fn wait_for(&self, selector: &str, within: Duration) -> bool {
+        let script = format!("return document.querySelector({selector:?}) !== null;");
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            if self.eval(&script).await == json!(true) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    /// A PNG of the viewport.
+    pub async fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let value = send(self.http.get(format!("{}/screenshot", self.session))).await;
+        base64::engine::general_purpose::STANDARD
+            .decode(value.as_str().expect("base64 PNG"))
+            .expect("valid base64")
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // Ending the driver ends its browser too.
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Sends a WebDriver command; its `value`, or a panic naming the driver's error.
+async fn send(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("chromedriver answers");
+    let status = response.status();
+    let body: Value = response.json().await.expect("chromedriver answers JSON");
+    assert!(status.is_success(), "WebDriver error {status}: {body}");
+    body["value"].clone()
+}
+
+/// The page shows an upstream go from `connecting` to `ready`, and a killed one go `failed`,
+/// with live traffic figures; a screenshot is kept in the target directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_follows_upstream_states_in_a_browser() {
+    let demo = crate::bench::demo_http().await;
+    let target = demo.trim_start_matches("http://").trim_end_matches("/mcp");
+    let later = Freezer::start(target.parse().unwrap()).await;
+    later.freeze();
+    let crashable = Crashable::new();
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "crashes",
+            &crashable.upstream("restart = { delay_ms = 60000, max_delay_ms = 60000 }"),
+        )
+        .upstream(
+            "later",
+            &format!(
+                "transport = \"streamable_http\"\nurl = \"http://{}/mcp\"\n\
+                 connect_timeout_seconds = 60",
+                later.addr
+            ),
+        )
+        .start_unsettled()
+        .await;
+    gw.wait_state("crashes", "ready", Duration::from_secs(20))
+        .await;
+
+    let browser = Browser::start().await;
+    browser.goto(&gw.admin_url("/")).await;
+    let row = |name: &str, state: &str| format!("tr[data-upstream={name:?}][data-state={state:?}]");
+    let soon = Duration::from_secs(15);
+    assert!(
+        browser.wait_for(&row("later", "connecting"), soon).await,
+        "the page shows `later` connecting"
+    );
+    assert!(browser.wait_for(&row("crashes", "ready"), soon).await);
+
+    later.thaw();
+    assert!(
+        browser.wait_for(&row("later", "ready"), soon).await,
+        "the page shows `later` ready without being reloaded"
+    );
+    let client = gw.client().await;
+    for text in ["one", "two", "three"] {
+        call(&client, "later__echo", json!({ "text": text }))
+            .await
+            .unwrap();
+    }
+
+    crashable.kill().await;
+    assert!(
+        browser.wait_for(&row("crashes", "failed"), soon).await,
+        "the page shows the killed upstream failed"
+    );
+    let error = browser
+        .eval(&format!(
+            "return document.querySelector({:?}).textContent;",
+            row("crashes", "failed")
+        ))
+        .await;
+    assert!(
+        error.as_str().unwrap().contains("closed"),
+        "the row says why: {error}"
+    );
+    let tools = browser
+        .eval(&format!(
+            "return document.querySelector({:?}).textContent;",
+            row("later", "ready")
+        ))
+        .await;
+    assert!(
+        tools.as_str().unwrap().contains('6'),
+        "its tool count: {tools}"
+    );
+
+    let png = browser.screenshot().await;
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
+    std::fs::write(&path, &png).unwrap();
+    eprintln!("status page screenshot: {}", path.display());
+}

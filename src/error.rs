@@ -105,6 +105,19 @@ impl GatewayError {
                 upstream: upstream.clone(),
                 reason: "the connection closed before it answered".into(),
             },
+            // Said in words a user can act on: rmcp's own texts name Rust types.
+            ServiceError::TransportSend(error) => Self::UpstreamFailed {
+                upstream: upstream.clone(),
+                reason: format!("the request could not be sent to it ({})", error.error),
+            },
+            ServiceError::UnexpectedResponse => Self::UpstreamFailed {
+                upstream: upstream.clone(),
+                reason: "it sent something other than an answer to the request".into(),
+            },
+            ServiceError::Cancelled { .. } => Self::UpstreamFailed {
+                upstream: upstream.clone(),
+                reason: "the connection to it was being closed".into(),
+            },
             other => Self::UpstreamFailed {
                 upstream: upstream.clone(),
                 reason: other.to_string(),

@@ -325,3 +325,87 @@ async fn requests_with_a_foreign_host_or_origin_are_refused() {
         assert_eq!(allowed.status(), reqwest::StatusCode::OK, "{headers:?}");
     }
 }
+
+/// Every refusal of the transport is a status with a JSON-RPC error body that says what was
+/// wrong, and the gateway goes on serving.
+#[tokio::test]
+async fn refusals_are_json_rpc_errors_that_say_what_was_wrong() {
+    let (_notes, gw) = two_upstreams().await;
+    let http = reqwest::Client::new();
+    let both = "application/json, text/event-stream";
+    let cases: [(&str, &str, &str, u16, i64, &str); 6] = [
+        (both, "application/json", "{bad", 400, -32700, "parse error"),
+        (
+            both,
+            "text/plain",
+            "{}",
+            415,
+            -32000,
+            "Content-Type must be application/json",
+        ),
+        (
+            "text/html",
+            "application/json",
+            "{}",
+            406,
+            -32000,
+            "must accept both",
+        ),
+        (
+            both,
+            "application/json",
+            "[]",
+            400,
+            -32600,
+            "batches are not supported",
+        ),
+        (
+            both,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            400,
+            -32600,
+            "`method`",
+        ),
+        (
+            both,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            400,
+            -32000,
+            "Session ID is required",
+        ),
+    ];
+    for (accept, content_type, body, status, code, says) in cases {
+        let response = http
+            .post(gw.url())
+            .header("accept", accept)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), status, "{body}");
+        let error: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(error["jsonrpc"], "2.0");
+        assert_eq!(error["error"]["code"], code, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+    }
+    let unknown = http
+        .post(gw.url())
+        .header("accept", both)
+        .header("mcp-session-id", "no-such-session")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let error: serde_json::Value = unknown.json().await.unwrap();
+    assert_eq!(error["error"]["code"], -32001);
+    let client = gw.client().await;
+    assert!(
+        !client.list_all_tools().await.unwrap().is_empty(),
+        "still serving"
+    );
+}

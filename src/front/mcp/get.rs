@@ -17,7 +17,7 @@ use crate::{
 impl Endpoint {
     pub(super) fn get(&self, request: Request<Body>) -> Response<Body> {
         if !checks::accepts(request.headers(), EVENT_STREAM) {
-            return reply::text(
+            return reply::refusal(
                 StatusCode::NOT_ACCEPTABLE,
                 "Not Acceptable: Client must accept text/event-stream",
             );
@@ -41,7 +41,9 @@ impl Endpoint {
                     .counted(&self.gateway.metrics().streams_open)
                     .into_response()
             }
-            Attached::Closed => reply::text(StatusCode::NOT_FOUND, "Not Found: Session not found"),
+            Attached::Closed => {
+                reply::refusal(StatusCode::NOT_FOUND, "Not Found: Session not found")
+            }
         }
     }
 
@@ -63,13 +65,13 @@ impl Endpoint {
     ) -> Result<std::sync::Arc<crate::session::Session>, Refused> {
         match VersionHeader::of(request.headers()) {
             VersionHeader::Invalid => {
-                return Err(Box::new(reply::text(
+                return Err(Box::new(reply::refusal(
                     StatusCode::BAD_REQUEST,
                     "Bad Request: Invalid MCP-Protocol-Version header encoding",
                 )));
             }
             VersionHeader::Unknown(version) => {
-                return Err(Box::new(reply::text(
+                return Err(Box::new(reply::refusal(
                     StatusCode::BAD_REQUEST,
                     &format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"),
                 )));
@@ -84,13 +86,13 @@ impl Endpoint {
             .get(MCP_SESSION_ID)
             .and_then(|value| value.to_str().ok())
             .ok_or_else(|| {
-                Box::new(reply::text(
+                Box::new(reply::refusal(
                     StatusCode::BAD_REQUEST,
                     "Bad Request: Session ID is required",
                 ))
             })?;
         self.sessions.get(id).ok_or_else(|| {
-            Box::new(reply::text(
+            Box::new(reply::refusal(
                 StatusCode::NOT_FOUND,
                 "Not Found: Session not found",
             ))

@@ -126,7 +126,7 @@ impl Endpoint {
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let settings = self.settings();
         if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
-            return reply::text(status, message);
+            return reply::refusal(status, message);
         }
         match *request.method() {
             Method::POST => self.post(request, settings.max_body).await,

@@ -36,13 +36,13 @@ impl Endpoint {
     pub(super) async fn post(&self, request: Request<Body>, max_body: usize) -> Response<Body> {
         let (parts, body) = request.into_parts();
         if !checks::accepts_both(&parts.headers) {
-            return reply::text(
+            return reply::refusal(
                 StatusCode::NOT_ACCEPTABLE,
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             );
         }
         if !checks::is_json(&parts.headers) {
-            return reply::text(
+            return reply::refusal(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "Unsupported Media Type: Content-Type must be application/json",
             );
@@ -51,10 +51,10 @@ impl Endpoint {
             Ok(body) => body.to_bytes(),
             Err(error) if error.is::<http_body_util::LengthLimitError>() => {
                 let message = format!("Payload Too Large: request body exceeds {max_body} bytes");
-                return reply::text(StatusCode::PAYLOAD_TOO_LARGE, &message);
+                return reply::refusal(StatusCode::PAYLOAD_TOO_LARGE, &message);
             }
             Err(_) => {
-                return reply::text(
+                return reply::refusal(
                     StatusCode::BAD_REQUEST,
                     "Bad Request: the body could not be read",
                 );
@@ -73,7 +73,7 @@ impl Endpoint {
         };
         let version = VersionHeader::of(&parts.headers);
         if version == VersionHeader::Invalid {
-            return reply::text(
+            return reply::refusal(
                 StatusCode::BAD_REQUEST,
                 "Bad Request: Invalid MCP-Protocol-Version header encoding",
             );
@@ -92,7 +92,7 @@ impl Endpoint {
         match (classified.era, session_id) {
             (Era::Legacy, Some(id)) => match self.sessions.get(id) {
                 Some(session) => self.in_session(session, message, &body, parts).await,
-                None => reply::text(StatusCode::NOT_FOUND, "Not Found: Session not found"),
+                None => reply::refusal(StatusCode::NOT_FOUND, "Not Found: Session not found"),
             },
             (Era::Legacy, None) => match (message, classified.handshake) {
                 (Message::Request(request), Some(params)) => {
@@ -101,7 +101,7 @@ impl Endpoint {
                 (Message::Request(request), None) if request.method == "server/discover" => {
                     self.stateless(&request, &body, parts, false).await
                 }
-                _ => reply::text(
+                _ => reply::refusal(
                     StatusCode::BAD_REQUEST,
                     "Bad Request: Session ID is required",
                 ),
@@ -369,7 +369,7 @@ fn classify(
 }
 
 fn unsupported_version(version: &str) -> Response<Body> {
-    reply::text(
+    reply::refusal(
         StatusCode::BAD_REQUEST,
         &format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"),
     )

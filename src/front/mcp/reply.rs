@@ -29,15 +29,15 @@ pub const RETRY_MS: u64 = 3000;
 /// A reply that refuses a request, boxed: it is the error of the checks that make one.
 pub type Refused = Box<Response<Body>>;
 
-/// A plain-text reply, for requests refused before they are read as JSON-RPC.
-pub fn text(status: StatusCode, message: &str) -> Response<Body> {
-    let mut response = Response::new(Body::from(message.to_owned()));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+/// A refusal of the transport (before or beside JSON-RPC): `status` with a JSON-RPC error
+/// body without id, as MCP's SDKs answer: -32001 for an unknown session, else -32000.
+pub fn refusal(status: StatusCode, message: &str) -> Response<Body> {
+    let code = if status == StatusCode::NOT_FOUND {
+        -32001
+    } else {
+        -32000
+    };
+    error(status, None, code, message)
 }
 
 /// One JSON-RPC message as the whole reply.
@@ -64,7 +64,7 @@ pub fn accepted() -> Response<Body> {
 
 /// An empty `405`, naming the methods there are.
 pub fn method_not_allowed(allowed: &'static str) -> Response<Body> {
-    let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    let mut response = refusal(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     response
         .headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static(allowed));

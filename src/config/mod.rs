@@ -228,6 +228,9 @@ pub struct ServerSettings {
     /// A session with no traffic for this long is closed with its upstream sessions.
     pub session_idle_timeout: Duration,
     pub max_request_body_bytes: usize,
+    /// The longest a client may take to send a request's headers, and then its body (slow
+    /// clients holding connections open are cut off).
+    pub client_timeout: Duration,
     /// How long calls in flight may take to finish at shutdown, and on a removed or replaced
     /// upstream at a reload, before they are cut.
     pub shutdown_grace: Duration,

@@ -75,6 +75,7 @@ pub struct RawServer {
     pub allowed_origins: Option<Vec<String>>,
     pub session_idle_timeout_seconds: Option<f64>,
     pub max_request_body_bytes: Option<u64>,
+    pub client_timeout_seconds: Option<f64>,
     pub shutdown_grace_seconds: Option<f64>,
     pub watch_config: Option<bool>,
 }

@@ -24,6 +24,7 @@ pub const DEFAULT_ENDPOINT_PATH: &str = "/mcp";
 pub const DEFAULT_SEPARATOR: &str = "__";
 const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const DEFAULT_MAX_REQUEST_BODY_BYTES: u64 = 4 * 1024 * 1024;
+const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9090";
 const MAX_SEPARATOR_LEN: usize = 8;
@@ -209,6 +210,11 @@ impl Checker<'_> {
                 DEFAULT_SESSION_IDLE_TIMEOUT,
             ),
             max_request_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
+            client_timeout: self.seconds(
+                "server.client_timeout_seconds",
+                raw.client_timeout_seconds,
+                DEFAULT_CLIENT_TIMEOUT,
+            ),
             shutdown_grace: self.seconds(
                 "server.shutdown_grace_seconds",
                 raw.shutdown_grace_seconds,

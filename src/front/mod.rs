@@ -6,8 +6,9 @@
 mod health;
 mod mcp;
 mod oauth;
+mod serve;
 
-use std::{future::Future, net::SocketAddr, sync::Arc};
+use std::{future::Future, sync::Arc};
 
 use axum::{
     Router,
@@ -92,6 +93,7 @@ impl Front {
     ) -> std::io::Result<()> {
         let mcp = self.mcp.clone();
         let app = app(gateway.clone(), self.mcp);
+        let timeout = gateway.config().server.client_timeout;
         let stopping = CancellationToken::new();
         let stop = {
             let stopping = stopping.clone();
@@ -109,7 +111,7 @@ impl Front {
             tokio::time::sleep(gateway.config().server.shutdown_grace).await;
             streams.cancel();
         });
-        let served = serve_app(listener, app, stop).await;
+        let served = serve::serve_app(listener, app, timeout, stop).await;
         drain.abort();
         served
     }
@@ -124,22 +126,4 @@ pub async fn serve(
     Front::new(gateway.clone())
         .serve(listener, gateway, shutdown)
         .await
-}
-
-/// Serves `app` until `stop` resolves, then until its open requests are answered.
-async fn serve_app(
-    listener: TcpListener,
-    app: Router,
-    stop: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    // Replies go out at once rather than waiting for the client's delayed ACK.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(stop)
-    .await
 }

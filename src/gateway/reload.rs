@@ -189,6 +189,10 @@ fn keep_fixed(old: &Config, next: &mut Config, written: &Option<Written>) -> Vec
     }
     next.server.listen = old.server.listen;
     next.admin.listen = old.admin.listen;
+    // The body's part of it applies at once; the headers' when the listener starts.
+    if next.server.client_timeout != old.server.client_timeout {
+        needs_restart.push("server.client_timeout_seconds (for request headers)".to_owned());
+    }
     if next.server.endpoint_path != old.server.endpoint_path {
         needs_restart.push("server.endpoint_path".to_owned());
         next.server.endpoint_path = old.server.endpoint_path.clone();

@@ -409,3 +409,45 @@ async fn refusals_are_json_rpc_errors_that_say_what_was_wrong() {
         "still serving"
     );
 }
+
+/// A client that sends its request headers or body too slowly is cut off after
+/// `client_timeout_seconds` (the body with a 408 and a JSON-RPC error); others are served.
+#[tokio::test]
+async fn slow_clients_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gw = crate::harness::GatewayBuilder::new()
+        .section("[server]\nclient_timeout_seconds = 1")
+        .demo("local")
+        .start()
+        .await;
+    let read_all = async |stream: &mut tokio::net::TcpStream| {
+        let mut answer = Vec::new();
+        let read = stream.read_to_end(&mut answer);
+        tokio::time::timeout(std::time::Duration::from_secs(10), read)
+            .await
+            .expect("the gateway ends the connection")
+            .unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+
+    let mut headers = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    headers
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    read_all(&mut headers).await;
+
+    let mut body = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+                   accept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\"";
+    body.write_all(request.as_bytes()).await.unwrap();
+    let answer = read_all(&mut body).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive within 1s"), "{answer}");
+
+    let client = gw.client().await;
+    assert!(
+        !client.list_all_tools().await.unwrap().is_empty(),
+        "still serving"
+    );
+}

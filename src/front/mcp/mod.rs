@@ -49,6 +49,8 @@ struct Settings {
     generation: u64,
     guard: guard::Guard,
     max_body: usize,
+    /// How long a request's body may take to arrive.
+    body_timeout: std::time::Duration,
 }
 
 impl Settings {
@@ -58,6 +60,7 @@ impl Settings {
             generation: live.generation,
             guard: guard::Guard::new(server),
             max_body: server.max_request_body_bytes,
+            body_timeout: server.client_timeout,
         }
     }
 }
@@ -129,7 +132,10 @@ impl Endpoint {
             return reply::refusal(status, message);
         }
         match *request.method() {
-            Method::POST => self.post(request, settings.max_body).await,
+            Method::POST => {
+                self.post(request, settings.max_body, settings.body_timeout)
+                    .await
+            }
             Method::GET => self.get(request),
             Method::DELETE => self.delete(request),
             _ => reply::method_not_allowed("GET, POST, DELETE"),

@@ -33,7 +33,12 @@ struct Classified {
 }
 
 impl Endpoint {
-    pub(super) async fn post(&self, request: Request<Body>, max_body: usize) -> Response<Body> {
+    pub(super) async fn post(
+        &self,
+        request: Request<Body>,
+        max_body: usize,
+        body_timeout: std::time::Duration,
+    ) -> Response<Body> {
         let (parts, body) = request.into_parts();
         if !checks::accepts_both(&parts.headers) {
             return reply::refusal(
@@ -47,7 +52,15 @@ impl Endpoint {
                 "Unsupported Media Type: Content-Type must be application/json",
             );
         }
-        let body = match Limited::new(body, max_body).collect().await {
+        let reading = tokio::time::timeout(body_timeout, Limited::new(body, max_body).collect());
+        let Ok(body) = reading.await else {
+            let message = format!(
+                "Request Timeout: the body did not arrive within {}s",
+                body_timeout.as_secs_f64()
+            );
+            return reply::refusal(StatusCode::REQUEST_TIMEOUT, &message);
+        };
+        let body = match body {
             Ok(body) => body.to_bytes(),
             Err(error) if error.is::<http_body_util::LengthLimitError>() => {
                 let message = format!("Payload Too Large: request body exceeds {max_body} bytes");

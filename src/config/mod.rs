@@ -473,31 +473,36 @@ pub fn load_overlaid(
         path: path.to_owned(),
         source,
     })?;
-    let parsed = parse_text(path, &text)?;
-    let at = overlay_path(path, parsed.raw.admin.overlay_file.as_deref());
-    let raw = match overlay {
-        Some(overlay) => overlay.raw(&at),
-        None => Overlay::read(&at)?.raw(&at),
-    };
-    validate::validate(parsed, path, raw, vars)
+    from_text(path, &text, overlay, vars)
 }
 
 /// Validates configuration `text` as if it had been read from `path`, with no overlay.
 pub fn parse_str(path: &Path, text: &str, vars: &dyn Vars) -> Result<Config, ConfigError> {
-    let parsed = parse_text(path, text)?;
-    let at = overlay_path(path, parsed.raw.admin.overlay_file.as_deref());
-    validate::validate(parsed, path, Overlay::default().raw(&at), vars)
+    from_text(path, text, Some(&Overlay::default()), vars)
 }
 
-fn parse_text(path: &Path, text: &str) -> Result<parse::Parsed, ConfigError> {
-    match Format::detect(path, text) {
+/// Parses `text` (read from `path`), merges `overlay` into it (or, if `None`, the overlay
+/// file it names) and validates both.
+fn from_text(
+    path: &Path,
+    text: &str,
+    overlay: Option<&Overlay>,
+    vars: &dyn Vars,
+) -> Result<Config, ConfigError> {
+    let parsed = match Format::detect(path, text) {
         Format::Toml => parse::parse_toml(text),
         Format::McpJson => mcp_json::parse(text),
     }
     .map_err(|problems| ConfigError::Invalid {
         path: path.to_owned(),
         problems,
-    })
+    })?;
+    let at = overlay_path(path, parsed.raw.admin.overlay_file.as_deref());
+    let raw = match overlay {
+        Some(overlay) => overlay.raw(&at),
+        None => Overlay::read(&at)?.raw(&at),
+    };
+    validate::validate(parsed, path, raw, vars)
 }
 
 #[cfg(test)]

@@ -91,12 +91,6 @@ impl Overlay {
         std::fs::rename(&temporary, path)
     }
 
-    /// Whether the overlay adds an upstream called `name`.
-    pub fn adds(&self, name: &str) -> bool {
-        self.upstreams()
-            .is_some_and(|table| table.contains_key(name))
-    }
-
     /// Adds upstream `name` as `entry` (its keys as in `[upstreams.NAME]`). If the file's
     /// upstream of that name was removed, it stays removed: this one takes its place.
     pub fn add(&mut self, name: &str, entry: toml::Table) {
@@ -121,10 +115,6 @@ impl Overlay {
             return;
         }
         self.set_removed(name);
-    }
-
-    fn upstreams(&self) -> Option<&toml::Table> {
-        self.document.get("upstreams")?.as_table()
     }
 
     fn set_removed(&mut self, name: &str) {

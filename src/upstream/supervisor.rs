@@ -353,21 +353,12 @@ async fn watch(
         }
     };
     loop {
-        let event = tokio::select! {
+        let wake = tokio::select! {
             _ = connection.closed() => return Ended::Closed,
             _ = shutdown.cancelled() => return Ended::Shutdown,
-            Some(event) = events.recv() => event,
-            _ = health.tick() => match interruptible(pin!(check(upstream, connection))).await {
-                None => continue,
-                Some(ended) => return ended,
-            },
-            _ = upstream.suspect.notified() => match interruptible(pin!(check(upstream, connection))).await {
-                None => {
-                    health.reset();
-                    continue;
-                }
-                Some(ended) => return ended,
-            },
+            Some(event) = events.recv() => Wake::Event(event),
+            _ = health.tick() => Wake::Check { routine: true },
+            _ = upstream.suspect.notified() => Wake::Check { routine: false },
             _ = watch.tick() => {
                 let Some(stuck) = upstream.stuck_for().filter(|s| *s >= policy.health_timeout) else {
                     continue;
@@ -378,13 +369,20 @@ async fn watch(
                     stuck_ms = stuck.as_millis() as u64,
                     "no call to the upstream has finished for a while; checking it now"
                 );
-                match interruptible(pin!(check(upstream, connection))).await {
-                    None => {
-                        health.reset();
-                        continue;
-                    }
-                    Some(ended) => return ended,
+                Wake::Check { routine: false }
+            }
+        };
+        let event = match wake {
+            Wake::Event(event) => event,
+            Wake::Check { routine } => {
+                if let Some(ended) = interruptible(pin!(check(upstream, connection))).await {
+                    return ended;
                 }
+                // Checked out of turn: the next routine check is a whole interval away.
+                if !routine {
+                    health.reset();
+                }
+                continue;
             }
         };
         let mut announced = ListChanges::default();
@@ -409,6 +407,16 @@ async fn watch(
             return ended;
         }
     }
+}
+
+/// What woke a supervisor watching a ready upstream.
+enum Wake {
+    Event(UpstreamEvent),
+    /// A health check is due: `routine` at its interval, else out of turn (a request saw the
+    /// transport fail, or calls in flight stopped finishing).
+    Check {
+        routine: bool,
+    },
 }
 
 /// Passes a resource update on at once, or records an announced list change; true for the

@@ -20,7 +20,10 @@ use hyper_util::{
 };
 use tokio::net::TcpListener;
 
-use super::BenchError;
+use super::{
+    BenchError,
+    wire::{bad_url, parse_http_url},
+};
 
 type HopClient = Client<HttpConnector, Incoming>;
 type HopBody = Either<Incoming, Full<Bytes>>;
@@ -51,18 +54,9 @@ pub struct Upstream {
 impl Upstream {
     /// Parses an `http://host:port/path` URL.
     pub fn parse(url: &str) -> Result<Self, BenchError> {
-        let bad = |reason: &str| BenchError::BadUrl {
-            url: url.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let uri: Uri = url.parse().map_err(|_| bad("not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => return Err(bad("only http:// upstreams are supported")),
-            _ => return Err(bad("the URL must start with http://")),
-        }
-        let authority = uri.authority().cloned().ok_or_else(|| bad("no host"))?;
-        let host = HeaderValue::from_str(authority.as_str()).map_err(|_| bad("bad host"))?;
+        let (uri, authority) = parse_http_url(url, "only http:// upstreams are supported")?;
+        let host =
+            HeaderValue::from_str(authority.as_str()).map_err(|_| bad_url(url, "bad host"))?;
         Ok(Self {
             authority,
             host,

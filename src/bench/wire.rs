@@ -6,7 +6,9 @@
 use std::{net::SocketAddr, time::Duration};
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header};
+use http::{
+    HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header, uri::Authority,
+};
 use http_body_util::{BodyExt, Full};
 use hyper::{body::Incoming, client::conn::http1};
 use hyper_util::rt::TokioIo;
@@ -38,28 +40,42 @@ pub struct Endpoint {
     base: HeaderMap,
 }
 
+/// A URL the bench tools cannot use, for `reason`.
+pub fn bad_url(url: &str, reason: &str) -> BenchError {
+    BenchError::BadUrl {
+        url: url.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Parses an `http://host[:port]/path` URL into its URI and authority; an https URL is refused
+/// for `https_reason`.
+pub fn parse_http_url(url: &str, https_reason: &str) -> Result<(Uri, Authority), BenchError> {
+    let uri: Uri = url.parse().map_err(|_| bad_url(url, "not a URL"))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => return Err(bad_url(url, https_reason)),
+        _ => return Err(bad_url(url, "the URL must start with http://")),
+    }
+    let authority = uri
+        .authority()
+        .cloned()
+        .ok_or_else(|| bad_url(url, "no host"))?;
+    Ok((uri, authority))
+}
+
 impl Endpoint {
     /// Parses `url` (http only) and resolves its host once.
     pub async fn resolve(
         url: &str,
         extra: &[(HeaderName, HeaderValue)],
     ) -> Result<Self, BenchError> {
-        let bad = |reason: &str| BenchError::BadUrl {
-            url: url.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let uri: Uri = url.parse().map_err(|_| bad("not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(bad(
-                    "https is not supported: the load tool speaks plain http:// only \
-                     (measure the server behind its TLS terminator)",
-                ));
-            }
-            _ => return Err(bad("the URL must start with http://")),
-        }
-        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+        let bad = |reason: &str| bad_url(url, reason);
+        let (uri, authority) = parse_http_url(
+            url,
+            "https is not supported: the load tool speaks plain http:// only \
+             (measure the server behind its TLS terminator)",
+        )?;
         let port = authority.port_u16().unwrap_or(80);
         let addr = tokio::net::lookup_host((authority.host(), port))
             .await

@@ -70,6 +70,7 @@
 pub mod conformance;
 
 pub mod admin;
+pub mod auth;
 pub mod bench;
 pub mod catalog;
 pub mod config;

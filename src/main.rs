@@ -73,6 +73,9 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Print the `sha256 = "…"` line of `[auth.api_keys.NAME]` for an API key read from
+    /// standard input (one line; keep the key itself out of the configuration).
+    HashKey,
     /// Serve the demo MCP server on stdin/stdout, or over streamable HTTP with --http.
     DemoServer {
         /// Serve streamable HTTP at `http://ADDR/mcp` instead (port 0 picks a free one; the URL
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
             // `switchyard -c FILE run` and `switchyard run -c FILE` mean the same.
             Some(Command::Run(args)) => run(args.or(cli.run)).await,
             Some(Command::Check { config }) => check(config),
+            Some(Command::HashKey) => hash_key(),
             Some(Command::DemoServer { http: None }) => {
                 demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
             }
@@ -165,6 +169,21 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+fn hash_key() -> anyhow::Result<()> {
+    let mut key = String::new();
+    std::io::stdin()
+        .read_line(&mut key)
+        .context("cannot read the key from standard input")?;
+    let key = key.trim_end_matches(['\r', '\n']);
+    if key.len() < 16 {
+        anyhow::bail!(
+            "an API key needs at least 16 characters (give a random one, e.g. 32 bytes in hex)"
+        );
+    }
+    println!("{}", switchyard::auth::api_key_line(key));
+    Ok(())
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let path = args.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     let mut config = config::load(&path)?;
@@ -174,6 +193,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     if let Some(listen) = args.listen {
         config.server.listen = listen;
+        if let Some(problem) = config.auth.exposure(listen) {
+            anyhow::bail!("--listen {listen}: {problem}");
+        }
     }
     if let Some(listen) = args.admin_listen {
         config.admin.listen = Some(listen);

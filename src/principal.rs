@@ -1,37 +1,91 @@
 //! Who a request is made for. Upstream tokens are kept per (upstream, principal), so that each
-//! user authorizes once with their own account. Until clients authenticate to Switchyard,
-//! every request is made for the anonymous principal.
+//! user authorizes once with their own account; sessions belong to the principal that opened
+//! them. Without `[auth]`, every request is made for the anonymous principal.
 
 use std::{
     fmt,
+    hash::{Hash, Hasher},
     sync::{Arc, LazyLock},
 };
 
-/// A user (or the anonymous one), by a stable identifier.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal(Arc<str>);
+use serde_json::{Map, Value};
+
+/// A user (or the anonymous one), by a stable identifier, with what their authentication said
+/// of them. Two principals are the same user when their identifiers are equal.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    id: Arc<str>,
+    identity: Option<Arc<Identity>>,
+}
+
+/// What authentication established about a user.
+#[derive(Debug, Default, PartialEq)]
+pub struct Identity {
+    /// The subject (a JWT's `sub`, or an API key's name).
+    pub subject: String,
+    /// The API key used, if it was one.
+    pub key_name: Option<String>,
+    pub scopes: Vec<String>,
+    pub groups: Vec<String>,
+    /// A JWT's validated claims (empty for an API key).
+    pub claims: Map<String, Value>,
+}
 
 const ANONYMOUS: &str = "anonymous";
 
 /// One shared anonymous principal, so that requests need not allocate one each.
-static THE_ANONYMOUS: LazyLock<Principal> = LazyLock::new(|| Principal(Arc::from(ANONYMOUS)));
+static THE_ANONYMOUS: LazyLock<Principal> = LazyLock::new(|| Principal {
+    id: Arc::from(ANONYMOUS),
+    identity: None,
+});
 
 impl Principal {
     pub fn anonymous() -> Self {
         THE_ANONYMOUS.clone()
     }
 
-    /// An authenticated user, by the identifier its authentication gave (e.g. `iss|sub`).
+    /// An authenticated user, by the identifier its authentication gave (`jwt:SUB`,
+    /// `key:NAME`), without the details (as restored from the token store).
     pub fn user(id: &str) -> Self {
-        Self(Arc::from(format!("user:{id}")))
+        Self {
+            id: Arc::from(format!("user:{id}")),
+            identity: None,
+        }
+    }
+
+    /// An authenticated user with what their authentication established.
+    pub fn authenticated(id: &str, identity: Identity) -> Self {
+        Self {
+            identity: Some(Arc::new(identity)),
+            ..Self::user(id)
+        }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.id
     }
 
     pub fn is_anonymous(&self) -> bool {
-        &*self.0 == ANONYMOUS
+        &*self.id == ANONYMOUS
+    }
+
+    /// What authentication established, for an authenticated request.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_deref()
+    }
+}
+
+impl PartialEq for Principal {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Principal {}
+
+impl Hash for Principal {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
     }
 }
 
@@ -43,6 +97,6 @@ impl Default for Principal {
 
 impl fmt::Display for Principal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.id)
     }
 }

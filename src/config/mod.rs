@@ -3,6 +3,7 @@
 //! `load` is the only entry point. It never returns a half-valid config: every problem found is
 //! reported at once, each with the file and the key path, and the caller keeps what it had.
 
+mod auth;
 mod expand;
 mod mcp_json;
 mod oauth;
@@ -23,6 +24,7 @@ use std::{
 use http::{HeaderName, HeaderValue};
 use url::Url;
 
+pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key};
 pub use expand::{ProcessVars, Vars};
 pub use overlay::{Overlay, overlay_path};
 pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
@@ -40,6 +42,8 @@ pub struct Config {
     pub upstreams: Vec<UpstreamConfig>,
     pub oauth: OAuthSettings,
     pub admin: AdminSettings,
+    /// `[auth]`: who may use the MCP endpoint.
+    pub auth: AuthSettings,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
 }

@@ -102,7 +102,7 @@ impl Checker<'_> {
         self.base_dir.join(".switchyard")
     }
 
-    fn path(&mut self, key: &str, text: &str) -> PathBuf {
+    pub(super) fn path(&mut self, key: &str, text: &str) -> PathBuf {
         let path = PathBuf::from(self.expand(key, text).unwrap_or_default());
         if path.is_relative() {
             self.base_dir.join(path)
@@ -111,7 +111,7 @@ impl Checker<'_> {
         }
     }
 
-    fn url(&mut self, key: &str, text: &str) -> Option<Url> {
+    pub(super) fn url(&mut self, key: &str, text: &str) -> Option<Url> {
         let text = self.expand(key, text)?;
         match Url::parse(&text) {
             Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Some(url),

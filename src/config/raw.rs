@@ -26,6 +26,7 @@ pub struct RawConfig {
     pub oauth: RawOAuth,
     #[serde(default)]
     pub admin: RawAdmin,
+    pub auth: Option<super::auth::RawAuth>,
 }
 
 /// `[admin]`: the operators' listener (API, status page, metrics).

@@ -62,6 +62,10 @@ pub fn validate(
     let mut upstreams = check.upstreams(&raw.upstreams, upstreams_key, &defaults);
     let oauth = check.oauth(&raw.oauth);
     let admin = check.admin(&raw.admin);
+    let auth = check.auth(&raw);
+    if let Some(problem) = auth.exposure(server.listen) {
+        check.problem("server.listen", problem);
+    }
 
     // The overlay's upstreams, checked the same way, their problems kept apart.
     let file_problems = std::mem::replace(&mut check.problems, overlay.problems);
@@ -98,6 +102,7 @@ pub fn validate(
         upstreams,
         oauth,
         admin,
+        auth,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay
@@ -374,7 +379,7 @@ fn origins_of_host(host: &str) -> [String; 2] {
 
 /// The paths of Switchyard's own endpoints (served by `front`), which the MCP endpoint cannot
 /// take.
-pub const RESERVED_PATHS: [&str; 2] = ["/healthz", "/oauth"];
+pub const RESERVED_PATHS: [&str; 3] = ["/healthz", "/oauth", "/.well-known"];
 
 /// Whether `path` is, or lies under, one of Switchyard's own endpoints.
 pub fn is_reserved_path(path: &str) -> bool {

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use mcp::McpEndpoint;
 
-use crate::gateway::Gateway;
+use crate::{auth, gateway::Gateway};
 
 /// State shared by the non-MCP routes.
 #[derive(Clone)]
@@ -43,11 +43,35 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
     router
         .route_service(&path, mcp.clone())
         .route("/healthz", get(health::health))
+        .route(auth::METADATA_PREFIX, get(resource_metadata))
+        .route(
+            &format!("{}/{{*path}}", auth::METADATA_PREFIX),
+            get(resource_metadata),
+        )
         .route("/oauth/callback", get(oauth::callback))
         .route("/oauth/pending", get(oauth::pending))
         .route("/oauth/client-metadata.json", get(oauth::client_metadata))
         .route("/oauth/forget/{upstream}", post(oauth::forget))
         .with_state(AppState { gateway, mcp })
+}
+
+/// The gateway's protected-resource metadata (RFC 9728), at the well-known path and under it
+/// (where clients look for the endpoint's path); 404 without `[auth]`. Any page may read it.
+async fn resource_metadata(State(state): State<AppState>, uri: http::Uri) -> Response {
+    let auth = state.mcp.authenticator();
+    let suffix = uri.path().trim_start_matches(auth::METADATA_PREFIX);
+    let resource_path = auth.resource().path().trim_end_matches('/');
+    if !auth.is_configured() || !(suffix.is_empty() || suffix == resource_path) {
+        return http::StatusCode::NOT_FOUND.into_response();
+    }
+    (
+        [
+            (http::header::CONTENT_TYPE, "application/json"),
+            (http::header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+        ],
+        auth.metadata(),
+    )
+        .into_response()
 }
 
 /// `/metrics` on the MCP listener (`admin.metrics_on_main_listener`).

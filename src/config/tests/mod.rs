@@ -1,5 +1,6 @@
 //! Config loading: both formats, defaults, placeholders, and every problem reported at once.
 
+mod auth;
 mod mcp_json;
 
 use std::{collections::HashMap, path::Path, time::Duration};
@@ -16,12 +17,12 @@ fn vars() -> MapVars {
     ]))
 }
 
-fn load(name: &str, text: &str) -> Result<super::Config, ConfigError> {
+pub(super) fn load(name: &str, text: &str) -> Result<super::Config, ConfigError> {
     parse_str(Path::new(name), text, &vars())
 }
 
 /// The problems of a failed load, as `key: message` lines.
-fn problems(name: &str, text: &str) -> Vec<String> {
+pub(super) fn problems(name: &str, text: &str) -> Vec<String> {
     match load(name, text) {
         Ok(_) => panic!("expected {name} to be rejected"),
         Err(ConfigError::Invalid { problems, .. }) => {
@@ -31,7 +32,7 @@ fn problems(name: &str, text: &str) -> Vec<String> {
     }
 }
 
-fn assert_has(problems: &[String], expected: &str) {
+pub(super) fn assert_has(problems: &[String], expected: &str) {
     assert!(
         problems.iter().any(|p| p.contains(expected)),
         "no problem contains {expected:?}; got:\n{}",
@@ -66,6 +67,9 @@ fn toml_with_every_option() {
         restart = { max_attempts = 10, delay_ms = 200, max_delay_ms = 5000 }
         max_concurrent_requests = 32
         max_queued_requests = 8
+
+        [auth]
+        anonymous = true
 
         [upstreams.github]
         url = "https://api.example.com/mcp"

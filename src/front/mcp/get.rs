@@ -91,7 +91,7 @@ impl Endpoint {
                     "Bad Request: Session ID is required",
                 ))
             })?;
-        self.sessions.get(id).ok_or_else(|| {
+        self.session_for(id, request.extensions()).ok_or_else(|| {
             Box::new(reply::refusal(
                 StatusCode::NOT_FOUND,
                 "Not Found: Session not found",

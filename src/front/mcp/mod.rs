@@ -26,8 +26,11 @@ use http::{Method, Request, Response};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    auth::Authenticator,
+    config::AuthSettings,
     gateway::{Gateway, Live},
-    session::{SessionTable, spawn_list_notifier},
+    principal::Principal,
+    session::{Session, SessionTable, spawn_list_notifier},
 };
 
 /// The tower service behind the MCP endpoint path. Cheap to clone.
@@ -44,20 +47,30 @@ struct Endpoint {
     settings: ArcSwap<Settings>,
 }
 
-/// The settings of `[server]` that requests check, prepared once per configuration.
+/// The settings of `[server]` and `[auth]` that requests check, prepared once per
+/// configuration.
 struct Settings {
     generation: u64,
+    /// Kept across reloads that leave `[auth]` as it was (with its cached keys and tokens).
+    auth: Arc<Authenticator>,
     guard: guard::Guard,
     max_body: usize,
     /// How long a request's body may take to arrive.
     body_timeout: std::time::Duration,
+    auth_config: AuthSettings,
 }
 
 impl Settings {
-    fn of(live: &Live) -> Self {
+    fn of(live: &Live, before: Option<&Settings>) -> Self {
         let server = &live.config.server;
+        let auth = match before {
+            Some(before) if before.auth_config == live.config.auth => before.auth.clone(),
+            _ => Arc::new(Authenticator::new(&live.config)),
+        };
         Self {
             generation: live.generation,
+            auth,
+            auth_config: live.config.auth.clone(),
             guard: guard::Guard::new(server),
             max_body: server.max_request_body_bytes,
             body_timeout: server.client_timeout,
@@ -75,7 +88,7 @@ impl McpEndpoint {
             shutdown.clone(),
         );
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
-        let settings = ArcSwap::from_pointee(Settings::of(&live));
+        let settings = ArcSwap::from_pointee(Settings::of(&live, None));
         drop(live);
         let sessions_at_shutdown = sessions.clone();
         tokio::spawn(async move {
@@ -105,6 +118,11 @@ impl McpEndpoint {
         &self.inner.sessions
     }
 
+    /// The endpoint's authentication as of the configuration in force.
+    pub fn authenticator(&self) -> Arc<Authenticator> {
+        self.inner.settings().auth.clone()
+    }
+
     /// How many client sessions are open.
     pub fn session_count(&self) -> usize {
         self.inner.sessions.len()
@@ -121,15 +139,30 @@ impl Endpoint {
         }
         self.sessions
             .set_idle_timeout(live.config.server.session_idle_timeout);
-        let fresh = Arc::new(Settings::of(&live));
+        let fresh = Arc::new(Settings::of(&live, Some(&settings)));
         self.settings.store(fresh.clone());
         fresh
+    }
+
+    /// The session `id` names if it belongs to the request's principal: another principal's
+    /// session is as unknown as a made-up id.
+    fn session_for(&self, id: &str, extensions: &http::Extensions) -> Option<Arc<Session>> {
+        let session = self.sessions.get(id)?;
+        let principal = extensions.get::<Principal>().cloned().unwrap_or_default();
+        (*session.principal() == principal).then_some(session)
     }
 
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let settings = self.settings();
         if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
             return reply::refusal(status, message);
+        }
+        let mut request = request;
+        match settings.auth.authenticate(request.headers()).await {
+            Ok(principal) => {
+                request.extensions_mut().insert(principal);
+            }
+            Err(denial) => return settings.auth.refuse(&denial),
         }
         match *request.method() {
             Method::POST => {

@@ -103,7 +103,7 @@ impl Endpoint {
             return *response;
         }
         match (classified.era, session_id) {
-            (Era::Legacy, Some(id)) => match self.sessions.get(id) {
+            (Era::Legacy, Some(id)) => match self.session_for(id, &parts.extensions) {
                 Some(session) => self.in_session(session, message, &body, parts).await,
                 None => reply::refusal(StatusCode::NOT_FOUND, "Not Found: Session not found"),
             },

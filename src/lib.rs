@@ -60,9 +60,12 @@
 //! - Metrics: `front::mcp` (requests by method and outcome, sessions, streams), `router::raw`
 //!   and the typed `Call::send` (calls by upstream, tool and outcome), the supervisor (states,
 //!   restarts) and the gateway's catalog rebuilds.
-//! - Authentication and policy: `front::mcp` resolves the caller before `session::serve` (the
-//!   principal goes into the request's extensions and the session record); policy filters the
-//!   catalog's prepared lists per principal and refuses routes in `router`.
+//! - Authentication: `front::mcp` asks `auth` who the caller is before `session::serve` (the
+//!   principal goes into the request's extensions and the session record, and a session
+//!   answers only its own principal). Upstream OAuth tokens are per (upstream, principal):
+//!   per-client sessions carry their principal's, and where an upstream is shared each user
+//!   gets their own connection (`upstream::principals`). Policy is to filter the catalog's
+//!   prepared lists per principal and refuse routes in `router`.
 //! - Hot reload: `Gateway` owns the config and the upstream set; a new config swaps them as the
 //!   catalog is swapped, and sessions find upstreams by name on every request.
 

@@ -61,6 +61,14 @@ impl Principal {
         }
     }
 
+    /// The principal an identifier as displayed names (`anonymous`, `user:…`).
+    pub fn parse(id: &str) -> Option<Self> {
+        match id.strip_prefix("user:") {
+            Some(user) if !user.is_empty() => Some(Self::user(user)),
+            _ => (id == ANONYMOUS).then(Self::anonymous),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.id
     }

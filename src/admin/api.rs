@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::{
     Json,
-    extract::{Path, State},
+    extract::{Path, Query, State},
     response::{IntoResponse, Response},
 };
 use http::StatusCode;
@@ -251,24 +251,52 @@ fn upstream_named(admin: &Admin, name: &str) -> Result<Arc<Upstream>, Box<Respon
     })
 }
 
-/// `POST /api/upstreams/{name}/authorize`: the link to authorize Switchyard at an upstream
-/// (made now if there is none yet).
-pub async fn authorize(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+/// Whom `POST /api/upstreams/{name}/authorize` acts for.
+#[derive(serde::Deserialize)]
+pub struct For {
+    /// A principal as listed (`anonymous`, `user:jwt:SUB`, `user:key:NAME`); by default the
+    /// one whose token the upstream's shared connection uses.
+    principal: Option<String>,
+}
+
+/// `POST /api/upstreams/{name}/authorize[?principal=…]`: the link to authorize Switchyard at an
+/// upstream for a principal (made now if there is none yet).
+pub async fn authorize(
+    State(admin): State<Admin>,
+    Path(name): Path<String>,
+    Query(target): Query<For>,
+) -> Response {
     let upstream = match upstream_named(&admin, &name) {
         Ok(upstream) => upstream,
         Err(response) => return *response,
     };
-    if upstream.auth().is_none() {
+    let Some(auth) = upstream.auth() else {
         return error(
             StatusCode::CONFLICT,
             &format!("upstream `{name}` does not use OAuth"),
         );
-    }
-    match upstream.authorization_link(&Principal::anonymous()).await {
-        Some(link) => Json(json!({ "url": link.url })).into_response(),
+    };
+    let principal = match target.principal.as_deref().map(Principal::parse) {
+        None => auth.service_grant().principal.clone(),
+        Some(Some(principal)) => principal,
+        Some(None) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "`principal` must be `anonymous` or `user:…`, as /oauth/pending lists them",
+            );
+        }
+    };
+    let link = match upstream.authorization_link(&principal).await {
+        Some(link) => Some(link),
+        None => auth.link_for(&principal).await.ok().flatten(),
+    };
+    match link {
+        Some(link) => {
+            Json(json!({ "url": link.url, "principal": principal.as_str() })).into_response()
+        }
         None => error(
             StatusCode::CONFLICT,
-            &format!("upstream `{name}` needs no authorization now"),
+            &format!("upstream `{name}` needs no authorization for {principal} now"),
         ),
     }
 }

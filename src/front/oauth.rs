@@ -71,12 +71,42 @@ pub async fn callback(State(state): State<AppState>, uri: Uri) -> Response {
     }
 }
 
-/// Only for this machine: whoever follows a link decides which account the upstream is used
-/// with (clients get the link for their own calls in the error).
+/// An authenticated user's own authorizations: for every upstream where they have no tokens
+/// yet, the link that authorizes it for them (made now). Anonymous requests get the
+/// anonymous authorizations, and only from this machine: whoever follows such a link decides
+/// which account the upstream is used with (clients get the link for their own calls in the
+/// error).
 pub async fn pending(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
 ) -> Response {
+    let auth = state.mcp.authenticator();
+    let principal = match auth.authenticate(&headers).await {
+        Ok(principal) => principal,
+        Err(denial) => return auth.refuse(&denial),
+    };
+    if !principal.is_anonymous() {
+        let mut pending = Vec::new();
+        for upstream in state.gateway.live().upstreams.iter() {
+            let Some(authorizer) = upstream.auth() else {
+                continue;
+            };
+            match authorizer.link_for(&principal).await {
+                Ok(Some(link)) => pending.push(serde_json::json!({
+                    "upstream": upstream.name().as_str(),
+                    "authorization_url": link.url,
+                    "expires_in": link.expires.duration_since(std::time::SystemTime::now()).map(|d| d.as_secs()).unwrap_or(0),
+                })),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(upstream = %upstream.name(), %error, "cannot start an authorization");
+                }
+            }
+        }
+        return Json(serde_json::json!({ "principal": principal.as_str(), "pending": pending }))
+            .into_response();
+    }
     if !peer.ip().is_loopback() {
         return (StatusCode::FORBIDDEN, "only from this machine").into_response();
     }

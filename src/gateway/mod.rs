@@ -101,6 +101,7 @@ impl Gateway {
         let scheme = scheme_of(&config);
         let public_url = config.oauth.public_url_or(config.server.listen);
         let oauth = OAuth::new(config.oauth.clone(), public_url);
+        oauth.set_users_authenticate(config.auth.configured);
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 config: Arc::new(config),
@@ -427,9 +428,14 @@ pub fn authorization_required(upstream: &Upstream, link: Link) -> GatewayError {
     }
 }
 
-/// The error for a request routed to an upstream that cannot serve now.
+/// The error for a request routed to an upstream that cannot serve now. Where everyone is
+/// anonymous, it carries the link of the authorization the upstream waits for; where users
+/// have their own tokens, no link of another principal's is ever shown (each user gets their
+/// own when their request needs it, see `router`).
 pub fn unavailable(upstream: &Upstream) -> GatewayError {
-    if let Some(link) = upstream.current_link(&Principal::anonymous()) {
+    if !upstream.tokens_per_user()
+        && let Some(link) = upstream.current_link(&Principal::anonymous())
+    {
         return authorization_required(upstream, link);
     }
     let status = upstream.status();

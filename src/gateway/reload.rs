@@ -96,7 +96,8 @@ impl Gateway {
             .map(|u| u.name().to_string())
             .filter(|name| !changed.contains(name))
             .collect();
-        let settings_changed = next.server != old.server || next.catalog != old.catalog;
+        let settings_changed =
+            next.server != old.server || next.catalog != old.catalog || next.auth != old.auth;
         if added.is_empty() && changed.is_empty() && removed.is_empty() && !settings_changed {
             return ReloadEntry {
                 at: unix_now(),
@@ -110,6 +111,7 @@ impl Gateway {
         let scheme = scheme_of(&next);
         let renamed = scheme != live.scheme;
         let grace = next.server.shutdown_grace;
+        self.oauth().set_users_authenticate(next.auth.configured);
         self.live.store(Arc::new(Live {
             config: Arc::new(next),
             upstreams,

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::{
-    OAuth, OAuthError,
+    Link, Need, OAuth, OAuthError,
     challenge::Challenge,
     discovery::{self, Discovered},
     grant::Grant,
@@ -71,6 +71,8 @@ pub struct Authorizer {
     pub(super) grants: DashMap<Principal, Arc<Grant>>,
     /// Token refreshes that succeeded, and those that failed (for metrics).
     refreshes: [std::sync::atomic::AtomicU64; 2],
+    /// Bumped whenever any principal's grant gets new tokens.
+    authorized: tokio::sync::watch::Sender<u64>,
 }
 
 impl Authorizer {
@@ -88,6 +90,7 @@ impl Authorizer {
             discovered: tokio::sync::Mutex::new(None),
             grants: DashMap::new(),
             refreshes: Default::default(),
+            authorized: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -104,6 +107,48 @@ impl Authorizer {
             .entry(principal.clone())
             .or_insert_with(|| Arc::new(Grant::new(principal.clone(), self.load(principal))))
             .clone()
+    }
+
+    /// The grant the upstream's shared connection uses (discovery, health checks, and the
+    /// requests of that principal). Without client authentication it is the anonymous one, as
+    /// every request is anonymous. With it, it is the anonymous grant if that has tokens (or
+    /// the grant needs no user), else that of the first user with stored tokens: the lists of
+    /// an upstream are found with some user's token; each user's calls still use their own.
+    pub fn service_grant(&self) -> Arc<Grant> {
+        let anonymous = self.grant(&Principal::anonymous());
+        if !self.oauth.users_authenticate() || self.is_machine() || anonymous.token().is_some() {
+            return anonymous;
+        }
+        self.index()
+            .principals
+            .iter()
+            .map(|stored| self.grant(&principal_of(stored)))
+            .find(|grant| grant.token().is_some())
+            .unwrap_or(anonymous)
+    }
+
+    /// The link `principal` follows to authorize Switchyard at the upstream for themselves,
+    /// if they have no tokens yet (made now); `None` for a grant that involves no user.
+    pub async fn link_for(&self, principal: &Principal) -> Result<Option<Link>, OAuthError> {
+        let grant = self.grant(principal);
+        if self.is_machine() || grant.token().is_some() {
+            return Ok(None);
+        }
+        if matches!(grant.need(), Need::Nothing) {
+            grant.require_authorization(None, None);
+        }
+        self.link(&grant).await
+    }
+
+    /// Whether each user reaches the upstream with their own tokens: clients authenticate to
+    /// the gateway, and the grant involves a user.
+    pub fn per_user(&self) -> bool {
+        self.oauth.users_authenticate() && !self.is_machine()
+    }
+
+    /// Changes whenever some principal's grant gets new tokens.
+    pub fn authorizations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.authorized.subscribe()
     }
 
     /// The access token for a request now, if one is at hand without renewing anything.
@@ -340,6 +385,7 @@ impl Authorizer {
             tracing::warn!(%error, "cannot update the token index");
         }
         grant.set_token(token);
+        self.authorized.send_modify(|n| *n += 1);
     }
 
     fn drop_token(&self, grant: &Grant) {

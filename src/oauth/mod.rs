@@ -130,6 +130,9 @@ pub struct OAuth {
     store: Store,
     pending: Pending,
     authorizers: DashMap<UpstreamName, Weak<Authorizer>>,
+    /// Whether clients authenticate to the gateway (`[auth]`): then each user has their own
+    /// upstream tokens, and no client is shown another principal's authorization link.
+    users_authenticate: std::sync::atomic::AtomicBool,
 }
 
 impl OAuth {
@@ -150,8 +153,20 @@ impl OAuth {
             store: Store::new(settings.state_dir.clone(), settings.key.clone()),
             pending: Pending::with_lifetime(settings.authorization_lifetime),
             authorizers: DashMap::new(),
+            users_authenticate: Default::default(),
             settings,
         })
+    }
+
+    /// Says whether clients authenticate to the gateway (set at start and at each reload).
+    pub fn set_users_authenticate(&self, yes: bool) {
+        self.users_authenticate
+            .store(yes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn users_authenticate(&self) -> bool {
+        self.users_authenticate
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn settings(&self) -> &OAuthSettings {

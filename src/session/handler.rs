@@ -68,7 +68,7 @@ impl SessionHandler {
     fn source(&self) -> Source<'_> {
         match &self.session {
             Some(session) => Source::Session(session.upstreams()),
-            None => Source::Shared,
+            None => Source::Stateless(&self.downstream.principal),
         }
     }
 

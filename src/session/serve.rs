@@ -161,7 +161,7 @@ async fn answer(
             let downstream = downstream(caller, meta.as_ref(), request_outlet(caller, outlet));
             let source = match caller {
                 Caller::Session(session) => Source::Session(session.upstreams()),
-                Caller::Stateless { .. } => Source::Shared,
+                Caller::Stateless { principal } => Source::Stateless(principal),
             };
             let call = Call {
                 gateway,

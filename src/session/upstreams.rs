@@ -20,6 +20,7 @@ use crate::{
     error::GatewayError,
     gateway::unavailable,
     names::UpstreamName,
+    principal::Principal,
     router::ConnectionSource,
     upstream::{Connection, Upstream},
 };
@@ -194,12 +195,12 @@ async fn apply_log_level(connection: &Connection, level: LoggingLevel) {
     }
 }
 
-/// Where one request gets its connections: its session's, or only the shared ones (requests
-/// outside a session, from 2026-07-28 clients).
+/// Where one request gets its connections: its session's, or only those not tied to a session
+/// (requests outside a session, from 2026-07-28 clients), for its principal.
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
     Session(&'a SessionUpstreams),
-    Shared,
+    Stateless(&'a Principal),
 }
 
 impl ConnectionSource for Source<'_> {
@@ -212,9 +213,12 @@ impl ConnectionSource for Source<'_> {
                 // Boxed: opening is rare, and its future is large.
                 Box::pin(session.own_connection(upstream)).await
             }
-            Source::Session(_) => upstream.shared().map_err(|_| unavailable(upstream)),
-            Source::Shared => upstream
-                .stateless()
+            Source::Session(session) => upstream
+                .connection_for(&session.home.principal, false)
+                .await
+                .map_err(|_| unavailable(upstream)),
+            Source::Stateless(principal) => upstream
+                .connection_for(principal, true)
                 .await
                 .map_err(|_| unavailable(upstream)),
         }

@@ -20,6 +20,7 @@ mod http;
 mod inbound;
 mod listen;
 mod open;
+mod principals;
 mod relay;
 mod sse;
 mod status;
@@ -148,6 +149,10 @@ pub struct Upstream {
     health_failures: AtomicU64,
     /// The metric series of its tools, made when it was discovered.
     tool_series: ArcSwapOption<crate::metrics::ToolTable>,
+    /// The principal whose token the shared connection carries.
+    service: ArcSwap<Principal>,
+    /// With tokens per user: other users' own connections, where the upstream is shared.
+    by_principal: principals::Connections,
 }
 
 /// A request counted in flight to an upstream (and its place under the upstream's limit, if it
@@ -219,6 +224,8 @@ impl Upstream {
             restarts: AtomicU64::new(0),
             health_failures: AtomicU64::new(0),
             tool_series: ArcSwapOption::empty(),
+            service: ArcSwap::from_pointee(Principal::anonymous()),
+            by_principal: Default::default(),
         });
         (upstream, receiver)
     }
@@ -375,6 +382,7 @@ impl Upstream {
         self.set_serving(false);
         self.shared.store(None);
         self.modern.store(None);
+        self.by_principal.clear();
         self.closing.cancel();
         self.tasks.close();
         if tokio::time::timeout(grace, self.tasks.wait())

@@ -138,6 +138,22 @@ impl Upstream {
     /// relay; each request is then passed to the client it concerns, or refused if that client
     /// lacks the capability.
     async fn open_shared(&self, era: Era) -> Result<Connection, UpstreamError> {
+        let principal = self
+            .auth
+            .as_ref()
+            .map(|auth| auth.service_grant().principal.clone())
+            .unwrap_or_default();
+        let connection = self.open_for(era, &principal).await?;
+        self.service.store(Arc::new(principal));
+        Ok(connection)
+    }
+
+    /// Opens a connection for `principal`'s requests that is not tied to one client session.
+    pub(super) async fn open_for(
+        &self,
+        era: Era,
+        principal: &Principal,
+    ) -> Result<Connection, UpstreamError> {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(RootsCapabilities::default());
         capabilities.sampling = Some(SamplingCapability::default());
@@ -152,7 +168,7 @@ impl Upstream {
             capabilities,
             Relay::shared(),
             None,
-            self.request_hook(&Principal::anonymous()),
+            self.request_hook(principal),
         )
         .await
     }

@@ -23,7 +23,6 @@ use crate::{
     catalog::ListChanges,
     config::{RestartPolicy, TransportConfig},
     oauth::Need,
-    principal::Principal,
 };
 
 /// A burst of list-change notifications within this window causes one rediscovery.
@@ -205,9 +204,12 @@ async fn authorization(
     let Some(auth) = upstream.auth() else {
         return Authorization::NotNeeded;
     };
-    let grant = auth.grant(&Principal::anonymous());
-    let mut changes = grant.subscribe();
+    let mut others = auth.authorizations();
     loop {
+        // A user who authorizes meanwhile may become the one the shared connection acts for.
+        let grant = auth.service_grant();
+        let mut changes = grant.subscribe();
+        others.borrow_and_update();
         changes.borrow_and_update();
         match grant.need() {
             Need::Nothing
@@ -243,6 +245,7 @@ async fn authorization(
             .unwrap_or_default();
         tokio::select! {
             _ = changes.changed() => {}
+            _ = others.changed() => {}
             _ = tokio::time::sleep(expires) => {}
             _ = shutdown.cancelled() => return Authorization::Shutdown,
         }
@@ -251,20 +254,20 @@ async fn authorization(
 
 /// The access token of the upstream's shared grant, if it has OAuth and a token.
 fn shared_token(upstream: &Upstream) -> Option<String> {
-    let grant = upstream.auth()?.grant(&Principal::anonymous());
+    let grant = upstream.auth()?.service_grant();
     grant.token().map(|t| t.access_token.clone())
 }
 
-/// Resolves when the upstream's shared grant gets new tokens (never, without OAuth).
+/// Resolves when the upstream's shared connection has a new token to try: its grant got one,
+/// or a user authorized and their grant is now the one it uses (never, without OAuth).
 async fn authorized(upstream: &Upstream) {
     let Some(auth) = upstream.auth() else {
         return std::future::pending().await;
     };
-    let grant = auth.grant(&Principal::anonymous());
-    let mut changes = grant.subscribe();
-    let before = grant.token().map(|t| t.access_token.clone());
-    while changes.changed().await.is_ok() {
-        let now = grant.token().map(|t| t.access_token.clone());
+    let mut any = auth.authorizations();
+    let before = shared_token(upstream);
+    while any.changed().await.is_ok() {
+        let now = shared_token(upstream);
         if now.is_some() && now != before {
             return;
         }

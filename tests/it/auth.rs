@@ -349,7 +349,7 @@ async fn a_session_answers_only_the_principal_that_opened_it() {
 }
 
 /// An rmcp session client sending `token` as its bearer.
-async fn authorized_client(
+pub async fn authorized_client(
     gw: &TestGateway,
     token: &str,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {

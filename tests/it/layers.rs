@@ -9,7 +9,7 @@ use std::{collections::BTreeMap, path::Path};
 const LAYERS: &[&[&str]] = &[
     &["admin", "reload"],
     &["front"],
-    &["session"],
+    &["auth", "session"],
     &["router"],
     &["gateway"],
     &["upstream"],

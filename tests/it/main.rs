@@ -19,3 +19,4 @@ mod resilience;
 mod routing;
 mod sessions;
 mod transports;
+mod users;

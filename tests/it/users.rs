@@ -1,0 +1,131 @@
+//! A team behind one gateway: users authenticate to Switchyard, and each reaches an OAuth
+//! upstream with their own token, whether the upstream is shared or per client. Real parts
+//! throughout: the certified `oidc-provider`, an MCP server on the official TypeScript SDK that
+//! answers `whoami` from the token it was sent, and the gateway's own callback.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{
+    auth::authorized_client,
+    fixtures::oauth_upstream::OAuthUpstream,
+    harness::{GatewayBuilder, TestGateway, call, text},
+};
+
+const SOON: Duration = Duration::from_secs(20);
+const KEY: &str = "c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=";
+const TOOLS: [&str; 2] = ["shared__whoami", "own__whoami"];
+
+fn api_key(user: &str) -> String {
+    format!("{user}-0123456789abcdef")
+}
+
+/// Logs in at the provider as `user` (its auto mode) and follows each link of `user`'s
+/// pending list to the gateway's callback; how many there were.
+async fn authorize_everything(gw: &TestGateway, upstream: &OAuthUpstream, user: &str) -> usize {
+    upstream.configure(json!({"account": user})).await;
+    let pending: Value = reqwest::Client::new()
+        .get(format!("http://{}/oauth/pending", gw.addr))
+        .bearer_auth(api_key(user))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        pending["principal"],
+        format!("user:key:{user}"),
+        "{pending}"
+    );
+    let links = pending["pending"].as_array().unwrap();
+    for entry in links {
+        let browser = reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .unwrap();
+        let page = browser
+            .get(entry["authorization_url"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        assert!(page.text().await.unwrap().contains("now authorized"));
+    }
+    links.len()
+}
+
+async fn whoami<S: rmcp::Service<rmcp::RoleClient>>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
+    tool: &str,
+) -> Value {
+    let result = call(client, tool, json!({})).await.unwrap();
+    serde_json::from_str(text(&result)).unwrap()
+}
+
+#[tokio::test]
+async fn each_user_reaches_an_oauth_upstream_with_their_own_token() {
+    let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
+    let state = tempfile::tempdir().unwrap();
+    let oauth = format!(
+        "restart = {{ delay_ms = 100, max_delay_ms = 400 }}\noauth = {{ client_id = {:?}, client_secret = {:?} }}",
+        upstream.client("client_id"),
+        upstream.client("client_secret")
+    );
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n[auth.api_keys.alice]\nsha256 = {:?}\n[auth.api_keys.bob]\nsha256 = {:?}\n",
+            state.path().display().to_string(),
+            switchyard::config::hash_api_key(&api_key("alice")),
+            switchyard::config::hash_api_key(&api_key("bob")),
+        ))
+        .http_with("shared", upstream.mcp_url(), &format!("session = \"shared\"\n{oauth}"))
+        .http_with("own", upstream.mcp_url(), &format!("session = \"per_client\"\n{oauth}"))
+        .start_unsettled()
+        .await;
+    gw.wait_state("shared", "authenticating", SOON).await;
+    // Nobody's link is on the status for clients: each user asks for their own.
+    let anonymous = reqwest::get(format!("http://{}/oauth/pending", gw.addr))
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+
+    // The first user to authorize makes the upstream ready for everyone's lists.
+    assert_eq!(authorize_everything(&gw, &upstream, "alice").await, 2);
+    gw.wait_state("shared", "ready", SOON).await;
+    gw.wait_state("own", "ready", SOON).await;
+    let alice = authorized_client(&gw, &api_key("alice")).await;
+    for tool in TOOLS {
+        assert_eq!(whoami(&alice, tool).await["sub"], "alice", "{tool}");
+    }
+
+    // Bob sees the tools, but his calls need his own authorization, with his own link.
+    let bob = authorized_client(&gw, &api_key("bob")).await;
+    for tool in TOOLS {
+        let error = call(&bob, tool, json!({})).await.unwrap_err();
+        let rmcp::ServiceError::McpError(error) = error else {
+            panic!("{error}")
+        };
+        assert!(
+            error.message.contains("needs authorization"),
+            "{tool}: {error:?}"
+        );
+        assert!(error.data.as_ref().unwrap()["authorizationUrl"].is_string());
+    }
+    assert_eq!(authorize_everything(&gw, &upstream, "bob").await, 2);
+    for tool in TOOLS {
+        assert_eq!(whoami(&bob, tool).await["sub"], "bob", "{tool}");
+        assert_eq!(whoami(&alice, tool).await["sub"], "alice", "{tool}");
+    }
+    // A new session of each finds their own tokens again.
+    let bob_again = authorized_client(&gw, &api_key("bob")).await;
+    for tool in TOOLS {
+        assert_eq!(whoami(&bob_again, tool).await["sub"], "bob", "{tool}");
+    }
+    let stats = upstream.stats().await;
+    assert_eq!(stats["mcp"]["subject_mismatch"], 0, "{stats}");
+    for client in [alice, bob, bob_again] {
+        client.cancel().await.unwrap();
+    }
+}

@@ -1,5 +1,6 @@
-//! The status page in a real browser: headless Chromium driven through ChromeDriver with the
-//! W3C WebDriver protocol (a handful of JSON requests, spoken here directly).
+//! Switchyard in a real browser: the status page, and web pages calling the MCP endpoint across
+//! origins (CORS). Headless Chromium driven through ChromeDriver with the W3C WebDriver protocol
+//! (a handful of JSON requests, spoken here directly).
 
 use std::{
     io::{BufRead, BufReader},
@@ -213,4 +214,98 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
     std::fs::write(&path, &png).unwrap();
     eprintln!("status page screenshot: {}", path.display());
+}
+
+/// A page with nothing on it, served on 127.0.0.1 at an ephemeral port; its origin.
+async fn blank_page() -> String {
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::get(|| async { axum::response::Html("<html><body>a page</body></html>") }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// What a page's `fetch` of `endpoint` sees: an `initialize` without credentials, then one with
+/// `key`; or the error `fetch` threw.
+fn fetch_script(endpoint: &str, key: &str) -> String {
+    format!(
+        r#"return (async () => {{
+  const headers = {{ "content-type": "application/json", "accept": "application/json, text/event-stream" }};
+  const body = JSON.stringify({{ jsonrpc: "2.0", id: 1, method: "initialize",
+    params: {{ protocolVersion: "2025-06-18", capabilities: {{}}, clientInfo: {{ name: "page", version: "1" }} }} }});
+  const seen = {{}};
+  try {{
+    const anonymous = await fetch({endpoint:?}, {{ method: "POST", headers, body }});
+    seen.unauthorized = anonymous.status;
+    seen.challenge = anonymous.headers.get("www-authenticate");
+    const answer = await fetch({endpoint:?}, {{ method: "POST", body,
+      headers: {{ ...headers, authorization: "Bearer {key}" }} }});
+    seen.status = answer.status;
+    seen.session = answer.headers.get("mcp-session-id");
+    seen.text = await answer.text();
+  }} catch (error) {{
+    seen.error = String(error);
+  }}
+  return seen;
+}})();"#
+    )
+}
+
+#[tokio::test]
+async fn pages_of_allowed_origins_call_the_endpoint_and_others_cannot() {
+    let allowed = blank_page().await;
+    let refused = blank_page().await;
+    let key = "page-key-0123456789abcdef";
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[server]\nallowed_origins = [{allowed:?}]\n[auth.api_keys.page]\nsha256 = {:?}\n",
+            switchyard::config::hash_api_key(key)
+        ))
+        .demo("demo")
+        .start()
+        .await;
+    let browser = Browser::start().await;
+
+    browser.goto(&allowed).await;
+    let seen = browser.eval(&fetch_script(&gw.url(), key)).await;
+    assert_eq!(seen["unauthorized"], 401, "{seen}");
+    assert!(
+        seen["challenge"]
+            .as_str()
+            .is_some_and(|c| c.contains("resource_metadata=")),
+        "the page reads the challenge: {seen}"
+    );
+    assert_eq!(seen["status"], 200, "{seen}");
+    assert_eq!(
+        seen["session"].as_str().map(str::len),
+        Some(32),
+        "the page reads the session id: {seen}"
+    );
+    assert!(seen["text"].as_str().unwrap().contains("protocolVersion"));
+
+    browser.goto(&refused).await;
+    let seen = browser.eval(&fetch_script(&gw.url(), key)).await;
+    assert!(
+        seen["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Failed to fetch")),
+        "a page of another origin gets nothing: {seen}"
+    );
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, gw.url())
+        .header("origin", &refused)
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 403);
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
 }

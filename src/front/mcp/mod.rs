@@ -8,6 +8,7 @@
 //! session. The requests themselves are answered by `session::serve`.
 
 mod checks;
+mod cors;
 mod get;
 mod guard;
 mod post;
@@ -157,7 +158,28 @@ impl Endpoint {
         if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
             return reply::refusal(status, message);
         }
-        let mut request = request;
+        // Past the guard, an `Origin` is one of the allowed ones: a page it may answer.
+        let origin = request.headers().get(http::header::ORIGIN).cloned();
+        if request.method() == Method::OPTIONS {
+            return match origin {
+                Some(origin) => cors::preflight(
+                    origin,
+                    request
+                        .headers()
+                        .get(http::header::ACCESS_CONTROL_REQUEST_HEADERS),
+                ),
+                None => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
+            };
+        }
+        let mut response = self.dispatch(request, &settings).await;
+        if let Some(origin) = origin {
+            cors::allow(&mut response, origin);
+        }
+        response
+    }
+
+    /// A request past the guard: who makes it, then what it asks.
+    async fn dispatch(&self, mut request: Request<Body>, settings: &Settings) -> Response<Body> {
         match settings.auth.authenticate(request.headers()).await {
             Ok(principal) => {
                 request.extensions_mut().insert(principal);
@@ -171,7 +193,7 @@ impl Endpoint {
             }
             Method::GET => self.get(request),
             Method::DELETE => self.delete(request),
-            _ => reply::method_not_allowed("GET, POST, DELETE"),
+            _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
         }
     }
 }

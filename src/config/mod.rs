@@ -5,6 +5,7 @@
 
 mod auth;
 mod expand;
+mod limits;
 mod mcp_json;
 mod oauth;
 mod overlay;
@@ -26,6 +27,7 @@ use url::Url;
 
 pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key};
 pub use expand::{ProcessVars, Vars};
+pub use limits::{Limits, Rate};
 pub use overlay::{Overlay, overlay_path};
 pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
 
@@ -44,6 +46,8 @@ pub struct Config {
     pub admin: AdminSettings,
     /// `[auth]`: who may use the MCP endpoint.
     pub auth: AuthSettings,
+    /// `[limits]`: what one client may ask.
+    pub limits: Limits,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
 }

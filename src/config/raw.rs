@@ -27,6 +27,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub admin: RawAdmin,
     pub auth: Option<super::auth::RawAuth>,
+    pub limits: Option<super::limits::RawLimits>,
 }
 
 /// `[admin]`: the operators' listener (API, status page, metrics).

@@ -63,6 +63,7 @@ pub fn validate(
     let oauth = check.oauth(&raw.oauth);
     let admin = check.admin(&raw.admin);
     let auth = check.auth(&raw);
+    let limits = check.limits(raw.limits.as_ref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -103,6 +104,7 @@ pub fn validate(
         oauth,
         admin,
         auth,
+        limits,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay

@@ -96,8 +96,10 @@ impl Gateway {
             .map(|u| u.name().to_string())
             .filter(|name| !changed.contains(name))
             .collect();
-        let settings_changed =
-            next.server != old.server || next.catalog != old.catalog || next.auth != old.auth;
+        let settings_changed = next.server != old.server
+            || next.catalog != old.catalog
+            || next.auth != old.auth
+            || next.limits != old.limits;
         if added.is_empty() && changed.is_empty() && removed.is_empty() && !settings_changed {
             return ReloadEntry {
                 at: unix_now(),

@@ -228,6 +228,11 @@ impl Session {
         }
     }
 
+    /// The session's requests being answered now.
+    pub fn in_flight_count(&self) -> usize {
+        self.lock_in_flight().len()
+    }
+
     fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, CancellationToken>> {
         self.in_flight
             .lock()

@@ -59,6 +59,14 @@ impl SessionTable {
         self.sessions.len()
     }
 
+    /// How many sessions `principal` has open (a walk over the table: for `initialize` only).
+    pub fn count_for(&self, principal: &crate::principal::Principal) -> usize {
+        self.sessions
+            .iter()
+            .filter(|entry| entry.value().principal() == principal)
+            .count()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
     }

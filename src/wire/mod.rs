@@ -2,12 +2,14 @@
 //! only a message's envelope and the fields it must change, and writes messages around JSON
 //! text it passes on unchanged. The typed model (rmcp's) is for the slow paths.
 
+mod depth;
 pub mod envelope;
 pub mod object;
 pub mod owned;
 pub mod sse;
 pub mod write;
 
+pub use depth::nested_deeper_than;
 pub use envelope::{EnvelopeError, Message, Notification, Request, parse, string};
 pub use object::{Edit, Fields};
 

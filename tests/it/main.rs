@@ -11,6 +11,7 @@ mod fixtures;
 mod harness;
 mod interop;
 mod layers;
+mod limits;
 mod notifications;
 mod oauth;
 mod operate;

@@ -11,6 +11,7 @@ mod checks;
 mod cors;
 mod get;
 mod guard;
+mod limits;
 mod post;
 mod reply;
 
@@ -54,6 +55,8 @@ struct Settings {
     generation: u64,
     /// Kept across reloads that leave `[auth]` as it was (with its cached keys and tokens).
     auth: Arc<Authenticator>,
+    /// Kept across reloads that leave `[limits]` as it was (with what each principal used).
+    limiter: Arc<limits::Limiter>,
     guard: guard::Guard,
     max_body: usize,
     /// How long a request's body may take to arrive.
@@ -68,9 +71,16 @@ impl Settings {
             Some(before) if before.auth_config == live.config.auth => before.auth.clone(),
             _ => Arc::new(Authenticator::new(&live.config)),
         };
+        let limiter = match before {
+            Some(before) if *before.limiter.limits() == live.config.limits => {
+                before.limiter.clone()
+            }
+            _ => Arc::new(limits::Limiter::new(live.config.limits.clone())),
+        };
         Self {
             generation: live.generation,
             auth,
+            limiter,
             auth_config: live.config.auth.clone(),
             guard: guard::Guard::new(server),
             max_body: server.max_request_body_bytes,
@@ -180,21 +190,24 @@ impl Endpoint {
 
     /// A request past the guard: who makes it, then what it asks.
     async fn dispatch(&self, mut request: Request<Body>, settings: &Settings) -> Response<Body> {
-        match settings.auth.authenticate(request.headers()).await {
-            Ok(principal) => {
-                request.extensions_mut().insert(principal);
-            }
+        let principal = match settings.auth.authenticate(request.headers()).await {
+            Ok(principal) => principal,
             Err(denial) => return settings.auth.refuse(&denial),
-        }
-        match *request.method() {
-            Method::POST => {
-                self.post(request, settings.max_body, settings.body_timeout)
-                    .await
-            }
+        };
+        let post = request.method() == Method::POST;
+        // A GET holds no place: its stream stays open as long as the session.
+        let held = match settings.limiter.admit(&principal, post) {
+            Ok(held) => held,
+            Err(refusal) => return *refusal,
+        };
+        request.extensions_mut().insert(principal);
+        let response = match *request.method() {
+            Method::POST => self.post(request, settings).await,
             Method::GET => self.get(request),
             Method::DELETE => self.delete(request),
             _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
-        }
+        };
+        limits::hold_until_sent(response, held)
     }
 }
 

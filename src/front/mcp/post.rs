@@ -12,11 +12,13 @@ use http_body_util::{BodyExt, Limited};
 use rmcp::model::{InitializeRequestParams, RequestId, ServerJsonRpcMessage, ServerResult};
 
 use super::{
-    Endpoint,
+    Endpoint, Settings,
     checks::{self, VersionHeader},
+    limits,
     reply::{self, Begun, EventIds, EventStream, Refused},
 };
 use crate::{
+    config::Limits,
     principal::Principal,
     protocol::{Era, MCP_SESSION_ID, MODERN},
     session::{Caller, Served, Session, has_modern_meta, meta_of, meta_version, negotiate, serve},
@@ -33,12 +35,9 @@ struct Classified {
 }
 
 impl Endpoint {
-    pub(super) async fn post(
-        &self,
-        request: Request<Body>,
-        max_body: usize,
-        body_timeout: std::time::Duration,
-    ) -> Response<Body> {
+    pub(super) async fn post(&self, request: Request<Body>, settings: &Settings) -> Response<Body> {
+        let (max_body, body_timeout) = (settings.max_body, settings.body_timeout);
+        let limits = settings.limiter.limits();
         let (parts, body) = request.into_parts();
         if !checks::accepts_both(&parts.headers) {
             return reply::refusal(
@@ -73,6 +72,13 @@ impl Endpoint {
                 );
             }
         };
+        if wire::nested_deeper_than(&body, limits.max_json_depth) {
+            let message = format!(
+                "Invalid Request: the JSON is nested deeper than {} levels",
+                limits.max_json_depth
+            );
+            return reply::error(StatusCode::BAD_REQUEST, None, -32600, &message);
+        }
         let message = match wire::parse(&body) {
             Ok(message) => message,
             Err(error) => {
@@ -104,11 +110,27 @@ impl Endpoint {
         }
         match (classified.era, session_id) {
             (Era::Legacy, Some(id)) => match self.session_for(id, &parts.extensions) {
+                Some(session)
+                    if matches!(message, Message::Request(_))
+                        && session.in_flight_count()
+                            >= limits.max_in_flight_per_session as usize =>
+                {
+                    limits::too_many(
+                        &format!(
+                            "Too Many Requests: this session has {} requests being answered already",
+                            limits.max_in_flight_per_session
+                        ),
+                        std::time::Duration::from_secs(1),
+                    )
+                }
                 Some(session) => self.in_session(session, message, &body, parts).await,
                 None => reply::refusal(StatusCode::NOT_FOUND, "Not Found: Session not found"),
             },
             (Era::Legacy, None) => match (message, classified.handshake) {
                 (Message::Request(request), Some(params)) => {
+                    if let Some(refusal) = self.session_quota(&parts, limits) {
+                        return refusal;
+                    }
                     self.open_session(request.id.get(), params, &parts)
                 }
                 (Message::Request(request), None) if request.method == "server/discover" => {
@@ -173,6 +195,20 @@ impl Endpoint {
                 reply::accepted()
             }
         }
+    }
+
+    /// The refusal of a new session for a principal who has as many as they may.
+    fn session_quota(&self, parts: &Parts, limits: &Limits) -> Option<Response<Body>> {
+        let max = limits.max_sessions_per_principal?;
+        let principal = parts.extensions.get::<Principal>()?;
+        (self.sessions.count_for(principal) >= max as usize).then(|| {
+            limits::too_many(
+                &format!(
+                    "Too Many Requests: this user has {max} sessions open; end one (DELETE) or wait until an idle one expires"
+                ),
+                std::time::Duration::from_secs(1),
+            )
+        })
     }
 
     /// `initialize` without a session: a new session, and the answer on its first stream.

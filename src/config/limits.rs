@@ -1,0 +1,115 @@
+//! Checking `[limits]`: what one client may ask of the gateway, so that no user (or bug) can
+//! take it over: JSON nesting, requests in flight per session, sessions, request rate and
+//! concurrency per principal.
+
+use serde::Deserialize;
+
+use super::validate::Checker;
+
+const DEFAULT_JSON_DEPTH: u32 = 64;
+const DEFAULT_IN_FLIGHT_PER_SESSION: u32 = 128;
+
+/// `[limits]` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawLimits {
+    pub max_json_depth: Option<u32>,
+    pub max_requests_in_flight_per_session: Option<u32>,
+    pub max_sessions_per_principal: Option<u32>,
+    pub max_concurrent_requests_per_principal: Option<u32>,
+    pub requests_per_second_per_principal: Option<f64>,
+    pub burst_per_principal: Option<u32>,
+}
+
+/// What one client may ask; `None`: unlimited.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Deepest nesting of arrays and objects in a request body.
+    pub max_json_depth: u32,
+    /// Requests of one session being answered at once (each on its own stream).
+    pub max_in_flight_per_session: u32,
+    pub max_sessions_per_principal: Option<u32>,
+    pub max_concurrent_per_principal: Option<u32>,
+    /// A token bucket per principal: `rate` requests a second, up to `burst` at once.
+    pub rate_per_principal: Option<Rate>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_json_depth: DEFAULT_JSON_DEPTH,
+            max_in_flight_per_session: DEFAULT_IN_FLIGHT_PER_SESSION,
+            max_sessions_per_principal: None,
+            max_concurrent_per_principal: None,
+            rate_per_principal: None,
+        }
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn limits(&mut self, raw: Option<&RawLimits>) -> Limits {
+        let Some(raw) = raw else {
+            return Limits::default();
+        };
+        let mut positive = |key: &str, value: Option<u32>| -> Option<u32> {
+            match value {
+                Some(0) => {
+                    self.problem(
+                        format!("limits.{key}"),
+                        "must be at least 1 (leave it out for no limit)",
+                    );
+                    None
+                }
+                other => other,
+            }
+        };
+        let max_json_depth = positive("max_json_depth", raw.max_json_depth);
+        let in_flight = positive(
+            "max_requests_in_flight_per_session",
+            raw.max_requests_in_flight_per_session,
+        );
+        let sessions = positive("max_sessions_per_principal", raw.max_sessions_per_principal);
+        let concurrent = positive(
+            "max_concurrent_requests_per_principal",
+            raw.max_concurrent_requests_per_principal,
+        );
+        let burst = positive("burst_per_principal", raw.burst_per_principal);
+        let rate = match raw.requests_per_second_per_principal {
+            None => {
+                if burst.is_some() {
+                    self.problem(
+                        "limits.burst_per_principal",
+                        "needs requests_per_second_per_principal",
+                    );
+                }
+                None
+            }
+            Some(rate) if rate.is_finite() && rate > 0.0 => Some(Rate {
+                per_second: rate,
+                burst: burst.unwrap_or_else(|| rate.ceil().max(1.0) as u32),
+            }),
+            Some(rate) => {
+                self.problem(
+                    "limits.requests_per_second_per_principal",
+                    format!("must be a positive number, not {rate}"),
+                );
+                None
+            }
+        };
+        if max_json_depth.is_some_and(|depth| depth > 1000) {
+            self.problem("limits.max_json_depth", "must be at most 1000");
+        }
+        Limits {
+            max_json_depth: max_json_depth.unwrap_or(DEFAULT_JSON_DEPTH),
+            max_in_flight_per_session: in_flight.unwrap_or(DEFAULT_IN_FLIGHT_PER_SESSION),
+            max_sessions_per_principal: sessions,
+            max_concurrent_per_principal: concurrent,
+            rate_per_principal: rate,
+        }
+    }
+}

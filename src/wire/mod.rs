@@ -36,3 +36,6 @@ pub fn is_error_answer(answer: &[u8]) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,6 @@
-//! `[limits]`: a user who asks too much gets 429 with `Retry-After` (or 400 for a body nested
-//! too deeply), and the gateway goes on serving everyone else, that user included once they
-//! are within their limits again.
+//! Hostile and greedy clients: a user who asks too much gets 429 with `Retry-After` (or 400 for
+//! a body nested too deeply), any malformed body gets a JSON-RPC error naming what was wrong
+//! (never Switchyard's or rmcp's insides), and the gateway goes on serving everyone else.
 
 use std::time::Duration;
 
@@ -42,6 +42,19 @@ async fn post(
         request = request.header("mcp-session-id", id);
     }
     request.send().await.unwrap()
+}
+
+async fn post_bytes(gw: &TestGateway, session: &str, body: Vec<u8>) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(gw.url())
+        .bearer_auth(key("alice"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", session)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn open(gw: &TestGateway, user: &str) -> String {
@@ -149,4 +162,52 @@ async fn a_body_nested_too_deeply_is_refused_before_parsing() {
             .contains("deeper than 16")
     );
     assert_eq!(post(&gw, "alice", None, INITIALIZE).await.status(), 200);
+}
+
+#[tokio::test]
+async fn hostile_bodies_get_clear_errors_and_the_gateway_keeps_serving() {
+    use proptest::{prelude::*, strategy::ValueTree, test_runner::TestRunner};
+    let gw = gateway("max_json_depth = 32").await;
+    let session = open(&gw, "alice").await;
+    let valid = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"hi"}}}"#.to_vec();
+    let mutated = proptest::collection::vec((0..valid.len(), any::<u8>(), any::<bool>()), 1..6)
+        .prop_map(move |edits| {
+            let mut body = valid.clone();
+            for (at, byte, insert) in edits {
+                let at = at.min(body.len() - 1);
+                if insert {
+                    body.insert(at, byte)
+                } else {
+                    body[at] = byte
+                }
+            }
+            body
+        });
+    let strategy = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..300),
+        mutated,
+        (1usize..200).prop_map(|n| format!("{}{}", "[".repeat(n), "]".repeat(n)).into_bytes()),
+    ];
+    let mut runner = TestRunner::deterministic();
+    for case in 0..300 {
+        let body = strategy.new_tree(&mut runner).unwrap().current();
+        let answer = post_bytes(&gw, &session, body.clone()).await;
+        let status = answer.status().as_u16();
+        let text = answer.text().await.unwrap();
+        let shown = String::from_utf8_lossy(&body);
+        assert!(
+            matches!(status, 200 | 202 | 400 | 404),
+            "case {case}: {status} for {shown:?}"
+        );
+        if status >= 400 {
+            let error: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("case {case}: {e}: {text}"));
+            assert!(error["error"]["code"].is_i64(), "case {case}: {text}");
+        }
+        for inside in ["switchyard::", "rmcp::", "src/", "panicked"] {
+            assert!(!text.contains(inside), "case {case}: {inside} in {text}");
+        }
+    }
+    assert_eq!(post(&gw, "alice", Some(&session), LIST).await.status(), 200);
+    assert_eq!(post(&gw, "bob", None, INITIALIZE).await.status(), 200);
 }

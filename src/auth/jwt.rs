@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::jwks::{Jwks, KeyError, SetKey};
 use crate::{
-    config::{JwtKeys, JwtSettings},
+    config::{JwtKeys, JwtSettings, pem_public_key},
     principal::{Identity, Principal},
 };
 
@@ -54,16 +54,10 @@ impl Verifier {
                 max_age,
                 min_refresh,
             } => Keys::Jwks(Jwks::new(url.clone(), *max_age, *min_refresh)),
-            JwtKeys::Pem(pem) => {
-                let key = DecodingKey::from_rsa_pem(pem)
-                    .or_else(|_| DecodingKey::from_ec_pem(pem))
-                    .or_else(|_| DecodingKey::from_ed_pem(pem))
-                    .ok()?;
-                Keys::Static(Arc::new(SetKey {
-                    key,
-                    algorithm: None,
-                }))
-            }
+            JwtKeys::Pem(pem) => Keys::Static(Arc::new(SetKey {
+                key: pem_public_key(pem)?,
+                algorithm: None,
+            })),
             JwtKeys::Secret(secret) => Keys::Static(Arc::new(SetKey {
                 key: DecodingKey::from_secret(secret),
                 algorithm: None,

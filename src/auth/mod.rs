@@ -38,11 +38,9 @@ pub enum Denial {
 
 /// The endpoint's authentication, as of one configuration.
 pub struct Authenticator {
-    /// `[auth]` written at all (without it, every request is anonymous, no header is read).
-    configured: bool,
-    anonymous: bool,
+    /// `[auth]` as configured (without it, every request is anonymous, no header is read).
+    settings: AuthSettings,
     resource: Url,
-    scopes: Vec<String>,
     jwt: Option<jwt::Verifier>,
     /// API keys by the SHA-256 of the key, each with its principal made once.
     api_keys: HashMap<[u8; 32], Principal>,
@@ -80,36 +78,38 @@ impl Authenticator {
             challenge_params.push_str(&format!(", scope=\"{}\"", auth.scopes.join(" ")));
         }
         Self {
-            configured: auth.configured,
-            anonymous: auth.anonymous,
+            settings: auth.clone(),
             metadata: metadata(auth, &resource),
             resource,
-            scopes: auth.scopes.clone(),
             jwt,
             api_keys,
             challenge_params,
         }
     }
 
-    /// Whether `[auth]` is configured (its metadata is served then).
-    pub fn is_configured(&self) -> bool {
-        self.configured
+    /// The `[auth]` this authenticator was made for.
+    pub fn settings(&self) -> &AuthSettings {
+        &self.settings
     }
 
-    /// The gateway's resource URI, as tokens must name it.
-    pub fn resource(&self) -> &Url {
-        &self.resource
+    /// The protected-resource metadata document (RFC 9728) if `path` is where it is served:
+    /// the well-known path, alone or followed by the resource's own path; only with `[auth]`.
+    pub fn metadata_at(&self, path: &str) -> Option<Bytes> {
+        let suffix = path.strip_prefix(METADATA_PREFIX)?;
+        let resource_path = self.resource.path().trim_end_matches('/');
+        (self.settings.configured && (suffix.is_empty() || suffix == resource_path))
+            .then(|| self.metadata.clone())
     }
 
     /// The principal a request with `headers` is made for, or why it is refused. Presented
     /// credentials are checked even where anonymous requests are served: a bad token is
     /// refused, never served as anonymous.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Denial> {
-        if !self.configured {
+        if !self.settings.configured {
             return Ok(Principal::anonymous());
         }
         let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return if self.anonymous {
+            return if self.settings.anonymous {
                 Ok(Principal::anonymous())
             } else {
                 Err(Denial::Missing)
@@ -120,7 +120,7 @@ impl Authenticator {
         ))?;
         let principal = self.principal_of(token).await?;
         let identity = principal.identity();
-        let has_scopes = self.scopes.iter().all(|needed| {
+        let has_scopes = self.settings.scopes.iter().all(|needed| {
             identity.is_some_and(|identity| identity.scopes.iter().any(|s| s == needed))
         });
         if !has_scopes {
@@ -179,7 +179,7 @@ impl Authenticator {
                 ),
                 format!(
                     "Forbidden: the token lacks a required scope ({})",
-                    self.scopes.join(" ")
+                    self.settings.scopes.join(" ")
                 ),
             ),
             Denial::Unavailable(reason) => (
@@ -202,11 +202,6 @@ impl Authenticator {
             headers.insert(header::WWW_AUTHENTICATE, value);
         }
         response
-    }
-
-    /// The protected-resource metadata document (RFC 9728), as JSON.
-    pub fn metadata(&self) -> Bytes {
-        self.metadata.clone()
     }
 }
 

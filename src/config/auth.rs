@@ -5,7 +5,7 @@
 
 use std::{fmt, net::SocketAddr, time::Duration};
 
-use jsonwebtoken::{Algorithm, AlgorithmFamily};
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey};
 use serde::Deserialize;
 use url::Url;
 
@@ -284,7 +284,7 @@ impl Checker<'_> {
             JwtKeys::Secret(_) => Some(AlgorithmFamily::Hmac),
             JwtKeys::Pem(pem) if pem.is_empty() => None,
             JwtKeys::Pem(pem) => {
-                let family = pem_family(pem);
+                let family = pem_public_key(pem).map(|key| key.family());
                 if family.is_none() {
                     self.problem(
                         "auth.jwt.public_key_file",
@@ -389,18 +389,12 @@ impl Checker<'_> {
     }
 }
 
-/// The family of the public key in `pem`, if it is one jsonwebtoken reads.
-fn pem_family(pem: &[u8]) -> Option<AlgorithmFamily> {
-    use jsonwebtoken::DecodingKey;
-    if DecodingKey::from_rsa_pem(pem).is_ok() {
-        Some(AlgorithmFamily::Rsa)
-    } else if DecodingKey::from_ec_pem(pem).is_ok() {
-        Some(AlgorithmFamily::Ec)
-    } else if DecodingKey::from_ed_pem(pem).is_ok() {
-        Some(AlgorithmFamily::Ed)
-    } else {
-        None
-    }
+/// The public key in `pem` (RSA, EC or Ed25519), if it is one jsonwebtoken reads.
+pub fn pem_public_key(pem: &[u8]) -> Option<DecodingKey> {
+    DecodingKey::from_rsa_pem(pem)
+        .or_else(|_| DecodingKey::from_ec_pem(pem))
+        .or_else(|_| DecodingKey::from_ed_pem(pem))
+        .ok()
 }
 
 fn decode_hex32(text: &str) -> Option<[u8; 32]> {

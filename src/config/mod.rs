@@ -25,7 +25,7 @@ use std::{
 use http::{HeaderName, HeaderValue};
 use url::Url;
 
-pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key};
+pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key, pem_public_key};
 pub use expand::{ProcessVars, Vars};
 pub use limits::{Limits, Rate};
 pub use overlay::{Overlay, overlay_path};

@@ -58,18 +58,15 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
 /// The gateway's protected-resource metadata (RFC 9728), at the well-known path and under it
 /// (where clients look for the endpoint's path); 404 without `[auth]`. Any page may read it.
 async fn resource_metadata(State(state): State<AppState>, uri: http::Uri) -> Response {
-    let auth = state.mcp.authenticator();
-    let suffix = uri.path().trim_start_matches(auth::METADATA_PREFIX);
-    let resource_path = auth.resource().path().trim_end_matches('/');
-    if !auth.is_configured() || !(suffix.is_empty() || suffix == resource_path) {
+    let Some(metadata) = state.mcp.authenticator().metadata_at(uri.path()) else {
         return http::StatusCode::NOT_FOUND.into_response();
-    }
+    };
     (
         [
             (http::header::CONTENT_TYPE, "application/json"),
             (http::header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
         ],
-        auth.metadata(),
+        metadata,
     )
         .into_response()
 }

@@ -29,7 +29,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     auth::Authenticator,
-    config::AuthSettings,
     gateway::{Gateway, Live},
     principal::Principal,
     session::{Session, SessionTable, spawn_list_notifier},
@@ -61,14 +60,13 @@ struct Settings {
     max_body: usize,
     /// How long a request's body may take to arrive.
     body_timeout: std::time::Duration,
-    auth_config: AuthSettings,
 }
 
 impl Settings {
     fn of(live: &Live, before: Option<&Settings>) -> Self {
         let server = &live.config.server;
         let auth = match before {
-            Some(before) if before.auth_config == live.config.auth => before.auth.clone(),
+            Some(before) if *before.auth.settings() == live.config.auth => before.auth.clone(),
             _ => Arc::new(Authenticator::new(&live.config)),
         };
         let limiter = match before {
@@ -81,7 +79,6 @@ impl Settings {
             generation: live.generation,
             auth,
             limiter,
-            auth_config: live.config.auth.clone(),
             guard: guard::Guard::new(server),
             max_body: server.max_request_body_bytes,
             body_timeout: server.client_timeout,
@@ -159,8 +156,12 @@ impl Endpoint {
     /// session is as unknown as a made-up id.
     fn session_for(&self, id: &str, extensions: &http::Extensions) -> Option<Arc<Session>> {
         let session = self.sessions.get(id)?;
-        let principal = extensions.get::<Principal>().cloned().unwrap_or_default();
-        (*session.principal() == principal).then_some(session)
+        let owner = session.principal();
+        let same = match extensions.get::<Principal>() {
+            Some(principal) => principal == owner,
+            None => owner.is_anonymous(),
+        };
+        same.then_some(session)
     }
 
     async fn handle(&self, request: Request<Body>) -> Response<Body> {

@@ -286,10 +286,10 @@ pub async fn authorize(
             );
         }
     };
-    let link = match upstream.authorization_link(&principal).await {
-        Some(link) => Some(link),
-        None => auth.link_for(&principal).await.ok().flatten(),
-    };
+    let link = auth.link_for(&principal).await.unwrap_or_else(|error| {
+        tracing::warn!(upstream = %name, %error, "cannot start an authorization");
+        None
+    });
     match link {
         Some(link) => {
             Json(json!({ "url": link.url, "principal": principal.as_str() })).into_response()

@@ -87,23 +87,7 @@ pub async fn pending(
         Err(denial) => return auth.refuse(&denial),
     };
     if !principal.is_anonymous() {
-        let mut pending = Vec::new();
-        for upstream in state.gateway.live().upstreams.iter() {
-            let Some(authorizer) = upstream.auth() else {
-                continue;
-            };
-            match authorizer.link_for(&principal).await {
-                Ok(Some(link)) => pending.push(serde_json::json!({
-                    "upstream": upstream.name().as_str(),
-                    "authorization_url": link.url,
-                    "expires_in": link.expires.duration_since(std::time::SystemTime::now()).map(|d| d.as_secs()).unwrap_or(0),
-                })),
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(upstream = %upstream.name(), %error, "cannot start an authorization");
-                }
-            }
-        }
+        let pending = state.gateway.oauth().awaiting_for(&principal).await;
         return Json(serde_json::json!({ "principal": principal.as_str(), "pending": pending }))
             .into_response();
     }

@@ -128,10 +128,12 @@ impl Authorizer {
     }
 
     /// The link `principal` follows to authorize Switchyard at the upstream for themselves,
-    /// if they have no tokens yet (made now); `None` for a grant that involves no user.
+    /// if their grant wants authorization or they have no tokens yet (made now); `None` for a
+    /// grant that involves no user.
     pub async fn link_for(&self, principal: &Principal) -> Result<Option<Link>, OAuthError> {
         let grant = self.grant(principal);
-        if self.is_machine() || grant.token().is_some() {
+        let wanted = matches!(grant.need(), Need::Authorization { .. });
+        if !wanted && (self.is_machine() || grant.token().is_some()) {
             return Ok(None);
         }
         if matches!(grant.need(), Need::Nothing) {
@@ -476,10 +478,7 @@ pub(super) fn endpoint_of(discovered: &Discovered) -> TokenEndpoint {
 }
 
 pub(super) fn principal_of(stored: &str) -> Principal {
-    match stored.strip_prefix("user:") {
-        Some(id) => Principal::user(id),
-        None => Principal::anonymous(),
-    }
+    Principal::parse(stored).unwrap_or_default()
 }
 
 pub(super) fn split_scopes(scope: Option<&str>) -> Vec<String> {

@@ -59,6 +59,7 @@ use self::{http::Http, pending::Pending, store::Store};
 use crate::{
     config::{OAuthSettings, UpstreamOAuth},
     names::UpstreamName,
+    principal::Principal,
 };
 
 /// Why an OAuth step failed.
@@ -115,6 +116,21 @@ pub struct Awaiting {
     pub authorization_url: String,
     /// Seconds since the epoch.
     pub expires_at: u64,
+}
+
+impl Awaiting {
+    fn new(upstream: &UpstreamName, principal: &Principal, link: Link) -> Self {
+        Self {
+            upstream: upstream.to_string(),
+            principal: principal.to_string(),
+            authorization_url: link.url,
+            expires_at: link
+                .expires
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        }
+    }
 }
 
 /// Switchyard's OAuth client side, one per gateway.
@@ -245,19 +261,34 @@ impl OAuth {
                 continue;
             };
             for (principal, link) in authorizer.links() {
-                awaiting.push(Awaiting {
-                    upstream: entry.key().to_string(),
-                    principal: principal.to_string(),
-                    authorization_url: link.url,
-                    expires_at: link
-                        .expires
-                        .duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_secs())
-                        .unwrap_or(0),
-                });
+                awaiting.push(Awaiting::new(entry.key(), &principal, link));
             }
         }
         awaiting.sort_by(|a, b| (&a.upstream, &a.principal).cmp(&(&b.upstream, &b.principal)));
+        awaiting
+    }
+
+    /// `principal`'s own authorizations still to give: for every upstream where their grant
+    /// wants one or they have no tokens, its link (made now).
+    pub async fn awaiting_for(&self, principal: &Principal) -> Vec<Awaiting> {
+        let authorizers: Vec<_> = self
+            .authorizers
+            .iter()
+            .filter_map(|entry| entry.value().upgrade())
+            .collect();
+        let mut awaiting = Vec::new();
+        for authorizer in authorizers {
+            match authorizer.link_for(principal).await {
+                Ok(Some(link)) => {
+                    awaiting.push(Awaiting::new(authorizer.upstream(), principal, link))
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(upstream = %authorizer.upstream(), %error, "cannot start an authorization");
+                }
+            }
+        }
+        awaiting.sort_by(|a, b| a.upstream.cmp(&b.upstream));
         awaiting
     }
 

@@ -16,10 +16,8 @@ use serde_json::{Value, json};
 
 use crate::{
     fixtures::issuer::{self, ISSUER, Issuer, claims, now, sign},
-    harness::{GatewayBuilder, TestGateway, text},
+    harness::{GatewayBuilder, INITIALIZE, TestGateway, api_key, api_keys_section, post_mcp, text},
 };
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"auth-test","version":"1"}}}"#;
 
 /// A POST of `body` to the endpoint with `authorization` (a whole header value) and `session`.
 async fn post(
@@ -28,18 +26,7 @@ async fn post(
     session: Option<&str>,
     body: &str,
 ) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(gw.url())
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    if let Some(value) = authorization {
-        request = request.header("authorization", value);
-    }
-    if let Some(id) = session {
-        request = request.header("mcp-session-id", id);
-    }
-    request.send().await.unwrap()
+    post_mcp(gw, authorization, session, body.to_owned()).await
 }
 
 /// Status, `WWW-Authenticate` and body of a refused request.
@@ -225,8 +212,7 @@ async fn a_rotated_key_is_fetched_once_it_is_published() {
 
 #[tokio::test]
 async fn api_keys_scopes_and_the_metadata_document() {
-    let key = |name: &str| format!("{name}-0123456789abcdef");
-    let hash = |name: &str| switchyard::config::hash_api_key(&key(name));
+    let hash = |name: &str| switchyard::config::hash_api_key(&api_key(name));
     let gw = GatewayBuilder::new()
         .section(&format!(
             r#"[auth]
@@ -247,7 +233,7 @@ sha256 = "{}"
         .await;
     let answer = post(
         &gw,
-        Some(&format!("Bearer {}", key("alice"))),
+        Some(&format!("Bearer {}", api_key("alice"))),
         None,
         INITIALIZE,
     )
@@ -257,7 +243,7 @@ sha256 = "{}"
     let (status, challenge, body) = refused(
         post(
             &gw,
-            Some(&format!("Bearer {}", key("bob"))),
+            Some(&format!("Bearer {}", api_key("bob"))),
             None,
             INITIALIZE,
         )
@@ -307,18 +293,16 @@ sha256 = "{}"
 
 #[tokio::test]
 async fn a_session_answers_only_the_principal_that_opened_it() {
-    let key = |name: &str| format!("{name}-0123456789abcdef");
     let gw = GatewayBuilder::new()
         .section(&format!(
-            "[auth]\nanonymous = true\n[auth.api_keys.alice]\nsha256 = \"{}\"\n[auth.api_keys.bob]\nsha256 = \"{}\"\n",
-            switchyard::config::hash_api_key(&key("alice")),
-            switchyard::config::hash_api_key(&key("bob"))
+            "[auth]\nanonymous = true\n{}",
+            api_keys_section(&["alice", "bob"])
         ))
         .demo("demo")
         .start()
         .await;
-    let alice = format!("Bearer {}", key("alice"));
-    let bob = format!("Bearer {}", key("bob"));
+    let alice = format!("Bearer {}", api_key("alice"));
+    let bob = format!("Bearer {}", api_key("bob"));
     let opened = post(&gw, Some(&alice), None, INITIALIZE).await;
     assert_eq!(opened.status(), 200);
     let session = opened.headers()["mcp-session-id"]

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::{
     deps::chromedriver,
     fixtures::{crashable::Crashable, freezer::Freezer},
-    harness::{GatewayBuilder, call},
+    harness::{GatewayBuilder, api_key, api_keys_section, call},
 };
 
 /// A Chromium session behind its own ChromeDriver; both end when it is dropped.
@@ -258,11 +258,11 @@ fn fetch_script(endpoint: &str, key: &str) -> String {
 async fn pages_of_allowed_origins_call_the_endpoint_and_others_cannot() {
     let allowed = blank_page().await;
     let refused = blank_page().await;
-    let key = "page-key-0123456789abcdef";
+    let key = api_key("page");
     let gw = GatewayBuilder::new()
         .section(&format!(
-            "[server]\nallowed_origins = [{allowed:?}]\n[auth.api_keys.page]\nsha256 = {:?}\n",
-            switchyard::config::hash_api_key(key)
+            "[server]\nallowed_origins = [{allowed:?}]\n{}",
+            api_keys_section(&["page"])
         ))
         .demo("demo")
         .start()
@@ -270,7 +270,7 @@ async fn pages_of_allowed_origins_call_the_endpoint_and_others_cannot() {
     let browser = Browser::start().await;
 
     browser.goto(&allowed).await;
-    let seen = browser.eval(&fetch_script(&gw.url(), key)).await;
+    let seen = browser.eval(&fetch_script(&gw.url(), &key)).await;
     assert_eq!(seen["unauthorized"], 401, "{seen}");
     assert!(
         seen["challenge"]
@@ -287,7 +287,7 @@ async fn pages_of_allowed_origins_call_the_endpoint_and_others_cannot() {
     assert!(seen["text"].as_str().unwrap().contains("protocolVersion"));
 
     browser.goto(&refused).await;
-    let seen = browser.eval(&fetch_script(&gw.url(), key)).await;
+    let seen = browser.eval(&fetch_script(&gw.url(), &key)).await;
     assert!(
         seen["error"]
             .as_str()

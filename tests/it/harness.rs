@@ -493,3 +493,46 @@ pub async fn call<S: rmcp::Service<RoleClient>>(
     }
     client.call_tool(params).await
 }
+
+/// A raw `initialize` (protocol 2025-06-18), for tests that speak HTTP to the endpoint.
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"1"}}}"#;
+
+/// The API key of test user `user`.
+pub fn api_key(user: &str) -> String {
+    format!("{user}-0123456789abcdef")
+}
+
+/// `[auth.api_keys.USER]` tables admitting each of `users` with their `api_key`.
+pub fn api_keys_section(users: &[&str]) -> String {
+    users
+        .iter()
+        .map(|user| {
+            format!(
+                "[auth.api_keys.{user}]\nsha256 = {:?}\n",
+                config::hash_api_key(&api_key(user))
+            )
+        })
+        .collect()
+}
+
+/// A POST of `body` to `gw`'s endpoint with the headers every MCP POST carries, and
+/// `authorization` (a whole header value) and `session` if given.
+pub async fn post_mcp(
+    gw: &TestGateway,
+    authorization: Option<&str>,
+    session: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(gw.url())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    request.send().await.unwrap()
+}

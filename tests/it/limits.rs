@@ -4,57 +4,33 @@
 
 use std::time::Duration;
 
-use crate::harness::{GatewayBuilder, TestGateway};
+use crate::harness::{
+    GatewayBuilder, INITIALIZE, TestGateway, api_key, api_keys_section, post_mcp,
+};
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"limits-test","version":"1"}}}"#;
 const SLOW: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo__slow_task","arguments":{"seconds":2}}}"#;
 const LIST: &str = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
-
-fn key(user: &str) -> String {
-    format!("{user}-0123456789abcdef")
-}
 
 async fn gateway(limits: &str) -> TestGateway {
     GatewayBuilder::new()
         .section(&format!(
-            "[limits]\n{limits}\n[auth.api_keys.alice]\nsha256 = {:?}\n[auth.api_keys.bob]\nsha256 = {:?}\n",
-            switchyard::config::hash_api_key(&key("alice")),
-            switchyard::config::hash_api_key(&key("bob"))
+            "[limits]\n{limits}\n{}",
+            api_keys_section(&["alice", "bob"])
         ))
         .demo("demo")
         .start()
         .await
 }
 
+/// A POST of `body` by `user` (with their API key), in `session` if given.
 async fn post(
     gw: &TestGateway,
     user: &str,
     session: Option<&str>,
-    body: &str,
+    body: impl Into<reqwest::Body>,
 ) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(gw.url())
-        .bearer_auth(key(user))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    if let Some(id) = session {
-        request = request.header("mcp-session-id", id);
-    }
-    request.send().await.unwrap()
-}
-
-async fn post_bytes(gw: &TestGateway, session: &str, body: Vec<u8>) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(gw.url())
-        .bearer_auth(key("alice"))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-session-id", session)
-        .body(body)
-        .send()
-        .await
-        .unwrap()
+    let bearer = format!("Bearer {}", api_key(user));
+    post_mcp(gw, Some(&bearer), session, body).await
 }
 
 async fn open(gw: &TestGateway, user: &str) -> String {
@@ -134,7 +110,7 @@ async fn sessions_and_requests_in_flight_are_capped() {
     assert_eq!(post(&gw, "alice", Some(&first), LIST).await.status(), 200);
     let ended = reqwest::Client::new()
         .delete(gw.url())
-        .bearer_auth(key("alice"))
+        .bearer_auth(api_key("alice"))
         .header("mcp-session-id", &second)
         .send()
         .await
@@ -151,7 +127,7 @@ async fn a_body_nested_too_deeply_is_refused_before_parsing() {
         "[".repeat(40),
         "]".repeat(40)
     );
-    let answer = post(&gw, "alice", None, &deep).await;
+    let answer = post(&gw, "alice", None, deep).await;
     assert_eq!(answer.status(), 400);
     let body: serde_json::Value = answer.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
@@ -191,7 +167,7 @@ async fn hostile_bodies_get_clear_errors_and_the_gateway_keeps_serving() {
     let mut runner = TestRunner::deterministic();
     for case in 0..300 {
         let body = strategy.new_tree(&mut runner).unwrap().current();
-        let answer = post_bytes(&gw, &session, body.clone()).await;
+        let answer = post(&gw, "alice", Some(&session), body.clone()).await;
         let status = answer.status().as_u16();
         let text = answer.text().await.unwrap();
         let shown = String::from_utf8_lossy(&body);

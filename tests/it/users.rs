@@ -10,16 +10,12 @@ use serde_json::{Value, json};
 use crate::{
     auth::authorized_client,
     fixtures::oauth_upstream::OAuthUpstream,
-    harness::{GatewayBuilder, TestGateway, call, text},
+    harness::{GatewayBuilder, TestGateway, api_key, api_keys_section, call, text},
 };
 
 const SOON: Duration = Duration::from_secs(20);
 const KEY: &str = "c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=";
 const TOOLS: [&str; 2] = ["shared__whoami", "own__whoami"];
-
-fn api_key(user: &str) -> String {
-    format!("{user}-0123456789abcdef")
-}
 
 /// Logs in at the provider as `user` (its auto mode) and follows each link of `user`'s
 /// pending list to the gateway's callback; how many there were.
@@ -75,13 +71,20 @@ async fn each_user_reaches_an_oauth_upstream_with_their_own_token() {
     );
     let gw = GatewayBuilder::new()
         .section(&format!(
-            "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n[auth.api_keys.alice]\nsha256 = {:?}\n[auth.api_keys.bob]\nsha256 = {:?}\n",
+            "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n{}",
             state.path().display().to_string(),
-            switchyard::config::hash_api_key(&api_key("alice")),
-            switchyard::config::hash_api_key(&api_key("bob")),
+            api_keys_section(&["alice", "bob"]),
         ))
-        .http_with("shared", upstream.mcp_url(), &format!("session = \"shared\"\n{oauth}"))
-        .http_with("own", upstream.mcp_url(), &format!("session = \"per_client\"\n{oauth}"))
+        .http_with(
+            "shared",
+            upstream.mcp_url(),
+            &format!("session = \"shared\"\n{oauth}"),
+        )
+        .http_with(
+            "own",
+            upstream.mcp_url(),
+            &format!("session = \"per_client\"\n{oauth}"),
+        )
         .start_unsettled()
         .await;
     gw.wait_state("shared", "authenticating", SOON).await;

@@ -14,11 +14,11 @@
 //! | `session`    | client sessions (a small record each), and the serving of one request: raw, prepared lists, or rmcp's typed handler |
 //! | `router`     | exposed name or URI → owning upstream; forwarding on the raw path or the typed one |
 //! | `gateway`    | the shared state: config, upstreams, the catalog snapshot in an `ArcSwap`, resource subscriptions |
-//! | `catalog`    | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme |
+//! | `catalog`    | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint and policy |
 //! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery, supervision, limits |
 //! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
 //! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
-//! | `hook`, `config`, `wire`, `protocol`, `error`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC and SSE on the wire, protocol facts, errors by side, identifier newtypes, whom a request is for |
+//! | `hook`, `config`, `wire`, `protocol`, `error`, `policy`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC and SSE on the wire, protocol facts, errors by side, who may see what (rules, virtual endpoints, name patterns), identifier newtypes, whom a request is for |
 //!
 //! Beside the path: `demo` (the server the default configuration serves, also the fast
 //! upstream of the benches) and `bench` (the load generator). Test support sits behind the
@@ -64,8 +64,10 @@
 //!   principal goes into the request's extensions and the session record, and a session
 //!   answers only its own principal). Upstream OAuth tokens are per (upstream, principal):
 //!   per-client sessions carry their principal's, and where an upstream is shared each user
-//!   gets their own connection (`upstream::principals`). Policy is to filter the catalog's
-//!   prepared lists per principal and refuse routes in `router`.
+//!   gets their own connection (`upstream::principals`). Policy (`policy`) decides what
+//!   each principal sees at each endpoint: the catalog snapshot builds one view per (endpoint,
+//!   applying rules) on first use (`catalog::view`), and every request lists, routes and
+//!   resolves URIs through its own view, so what it may not see is simply unknown to it.
 //! - Hot reload: `Gateway` owns the config and the upstream set; a new config swaps them as the
 //!   catalog is swapped, and sessions find upstreams by name on every request.
 
@@ -86,6 +88,7 @@ pub mod hook;
 pub mod metrics;
 pub mod names;
 pub mod oauth;
+pub mod policy;
 pub mod principal;
 pub mod protocol;
 pub mod reload;

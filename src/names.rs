@@ -1,9 +1,19 @@
-//! Identifiers shared across layers: the validated name of an upstream server.
+//! Identifiers shared across layers: the validated name of an upstream server, and when it
+//! prefixes what clients see.
 //!
 //! Upstream names appear in prefixed tool names and in the URI scheme of mapped resources, so the
 //! rules here are what keep those mappings reversible and the resulting URIs valid.
 
 use std::{fmt, sync::Arc};
+
+/// When tool and prompt names (and resource URIs) carry their upstream's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixMode {
+    Always,
+    /// Only when more than one upstream is configured.
+    Conditional,
+    Never,
+}
 
 /// Longest upstream name accepted.
 pub const MAX_UPSTREAM_NAME_LEN: usize = 32;

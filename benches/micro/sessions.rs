@@ -7,6 +7,7 @@ use criterion::Criterion;
 use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams, ProtocolVersion};
 use switchyard::{
     catalog::ListVersions,
+    policy::EndpointName,
     principal::Principal,
     session::{Session, SessionTable},
 };
@@ -31,6 +32,7 @@ pub fn session_lookup(c: &mut Criterion) {
             client.clone(),
             ProtocolVersion::V_2025_11_25,
             Principal::anonymous(),
+            EndpointName::MAIN,
             table.now(),
             ListVersions::default(),
         ));

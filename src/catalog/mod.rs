@@ -6,17 +6,20 @@
 //! never copies it. Order is deterministic: upstreams in config order, each in its own order.
 //! Each snapshot serves its lists from JSON prepared once per page (`lists`).
 
+mod access;
 mod lists;
 mod naming;
 mod page;
 mod params;
 mod template;
+mod view;
 
 use std::{collections::HashMap, sync::Arc};
 
 use bytes::Bytes;
 use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
 
+pub use access::{Access, ViewKey};
 pub use lists::CacheHint;
 
 use lists::PreparedList;
@@ -24,8 +27,9 @@ pub use naming::NameScheme;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 use template::TemplatePattern;
+use view::{Lens, Views};
 
-use crate::{names::UpstreamName, protocol::Era};
+use crate::{names::UpstreamName, policy::Kind, protocol::Era};
 
 /// The page size of a catalog built without one (the configuration's default).
 pub const DEFAULT_PAGE_SIZE: usize = 500;
@@ -116,6 +120,11 @@ pub struct Catalog {
     lists: [PreparedList; 4],
     /// Each upstream's hints, kept so that `paged` can prepare the lists again.
     hints: Vec<ListHints>,
+    page_size: usize,
+    /// What of the upstreams' lists this catalog shows: all of them, or a view's part.
+    lens: Lens,
+    /// The views of this snapshot that requests asked for (the whole catalog only).
+    views: Views,
 }
 
 impl Catalog {
@@ -127,6 +136,19 @@ impl Catalog {
     /// Merges `parts` (in config order) under `scheme`. When two entries would get the same
     /// exposed name or URI (possible only unprefixed), the first wins and the rest are logged.
     pub fn build(scheme: NameScheme, parts: &[(UpstreamName, Arc<UpstreamCatalog>)]) -> Self {
+        Self::assemble(scheme, parts, Lens::Whole).keeping(parts)
+    }
+
+    /// Merges what `lens` shows of `parts` under `scheme`.
+    fn assemble(
+        scheme: NameScheme,
+        parts: &[(UpstreamName, Arc<UpstreamCatalog>)],
+        lens: Lens,
+    ) -> Self {
+        let parts: Vec<_> = parts
+            .iter()
+            .filter(|(name, _)| lens.upstream(name.as_str()))
+            .collect();
         let hints = parts.iter().map(|(_, part)| part.hints).collect();
         let mut catalog = Self {
             scheme,
@@ -139,13 +161,16 @@ impl Catalog {
             templates: Vec::new(),
             resource_owners: HashMap::new(),
             template_owners: Vec::new(),
-            instructions: merge_instructions(parts),
+            instructions: merge_instructions(&parts),
             generation: 0,
             versions: ListVersions::default(),
             lists: std::array::from_fn(|_| {
                 PreparedList::new(ListKind::Tools, 0, 1, CacheHint::CAUTIOUS)
             }),
             hints,
+            page_size: DEFAULT_PAGE_SIZE,
+            lens,
+            views: Views::default(),
         };
         for (upstream, part) in parts {
             catalog.add_tools(upstream, &part.tools);
@@ -157,6 +182,7 @@ impl Catalog {
 
     /// This catalog, serving its lists in pages of `page_size` entries.
     pub fn paged(mut self, page_size: usize) -> Self {
+        self.page_size = page_size;
         let hint = |pick: fn(&ListHints) -> Option<CacheHint>| {
             CacheHint::merged(self.hints.iter().map(pick))
         };
@@ -214,7 +240,14 @@ impl Catalog {
 
     fn add_tools(&mut self, upstream: &UpstreamName, tools: &[Tool]) {
         for tool in tools {
-            let exposed = self.scheme.expose_name(upstream, &tool.name);
+            if !self.lens.item(Kind::Tool, upstream.as_str(), &tool.name) {
+                continue;
+            }
+            let shape = self.lens.tool_shape(upstream.as_str(), &tool.name).cloned();
+            let exposed = match shape.as_ref().and_then(|shape| shape.name.clone()) {
+                Some(renamed) => renamed,
+                None => self.scheme.expose_name(upstream, &tool.name),
+            };
             if let Some(first) = self.tool_routes.get(&exposed) {
                 warn_shadowed("tool", &exposed, upstream, &first.route.upstream);
                 continue;
@@ -222,6 +255,9 @@ impl Catalog {
             let mut tool = tool.clone();
             let original = Arc::from(&*tool.name);
             tool.name = exposed.clone().into();
+            if let Some(description) = shape.and_then(|shape| shape.description) {
+                tool.description = Some(description.into());
+            }
             self.tool_routes.insert(
                 exposed,
                 ToolRoute {
@@ -239,6 +275,12 @@ impl Catalog {
 
     fn add_prompts(&mut self, upstream: &UpstreamName, prompts: &[Prompt]) {
         for prompt in prompts {
+            if !self
+                .lens
+                .item(Kind::Prompt, upstream.as_str(), &prompt.name)
+            {
+                continue;
+            }
             let exposed = self.scheme.expose_name(upstream, &prompt.name);
             if let Some(first) = self.prompt_routes.get(&exposed) {
                 warn_shadowed("prompt", &exposed, upstream, &first.upstream);
@@ -260,6 +302,12 @@ impl Catalog {
     fn add_resources(&mut self, upstream: &UpstreamName, part: &UpstreamCatalog) {
         let prefixed = self.scheme.is_prefixed();
         for resource in &part.resources {
+            if !self
+                .lens
+                .item(Kind::Resource, upstream.as_str(), &resource.uri)
+            {
+                continue;
+            }
             if !prefixed {
                 if let Some(first) = self.resource_owners.get(&resource.uri) {
                     warn_shadowed("resource", &resource.uri, upstream, first);
@@ -273,6 +321,12 @@ impl Catalog {
             self.resources.push(resource);
         }
         for template in &part.templates {
+            if !self
+                .lens
+                .item(Kind::Resource, upstream.as_str(), &template.uri_template)
+            {
+                continue;
+            }
             if !prefixed {
                 self.template_owners.push((
                     TemplatePattern::new(&template.uri_template),
@@ -374,7 +428,15 @@ impl Catalog {
     /// Which upstream owns `uri` and what it calls it. Prefixed, the URI itself says so (listed or
     /// not, e.g. an expanded template or a link from a tool result); unprefixed, the owner is
     /// whoever listed it, else whose template matches it, else the only upstream there is.
+    /// A view resolves only the URIs it shows.
     pub fn resolve_uri<'a>(&'a self, uri: &'a str) -> Option<UriRoute<'a>> {
+        let route = self.resolve_any_uri(uri)?;
+        self.lens
+            .item(Kind::Resource, route.upstream, route.original)
+            .then_some(route)
+    }
+
+    fn resolve_any_uri<'a>(&'a self, uri: &'a str) -> Option<UriRoute<'a>> {
         if self.scheme.is_prefixed() {
             let (upstream, original) = self.scheme.split_uri(uri)?;
             return Some(UriRoute { upstream, original });
@@ -406,7 +468,7 @@ fn warn_shadowed(kind: &str, exposed: &str, loser: &UpstreamName, winner: &Upstr
     );
 }
 
-fn merge_instructions(parts: &[(UpstreamName, Arc<UpstreamCatalog>)]) -> Option<String> {
+fn merge_instructions(parts: &[&(UpstreamName, Arc<UpstreamCatalog>)]) -> Option<String> {
     let sections: Vec<String> = parts
         .iter()
         .filter_map(|(name, part)| {

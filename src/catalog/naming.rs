@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use crate::{config::PrefixMode, names::UpstreamName};
+use crate::names::{PrefixMode, UpstreamName};
 
 /// Joins an upstream name and its URI in the mapped scheme.
 const URI_JOINER: char = '+';

@@ -232,3 +232,105 @@ fn versions_count_changes_per_list() {
     );
     assert_eq!(told.versions().tools, 1);
 }
+
+#[test]
+fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
+    use crate::policy::{
+        EndpointName, EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, ToolShape, Who,
+    };
+    let parts = [
+        (
+            up("github"),
+            part(&["get_issue", "delete_repo"], &["gh://a"], &[]),
+        ),
+        (
+            up("files"),
+            part(&["read"], &["file:///public/a", "file:///secret"], &[]),
+        ),
+    ];
+    let deny_deletes = Rule {
+        name: "no deleting".into(),
+        who: Who::default(),
+        gate: Gate {
+            deny: Items {
+                tools: Some(vec![ItemPattern::new("*:delete_*").unwrap()]),
+                resources: Some(vec![ItemPattern::new("files:file:///secret").unwrap()]),
+                ..Items::default()
+            },
+            ..Gate::default()
+        },
+    };
+    let github_only = EndpointSettings {
+        name: "gh".into(),
+        path: "/servers/github/mcp".into(),
+        prefix_mode: None,
+        gate: Gate {
+            allow: Items {
+                upstreams: Some(vec![Glob::new("github").unwrap()]),
+                ..Items::default()
+            },
+            ..Gate::default()
+        },
+        tools: [(
+            ("github".to_owned(), "get_issue".to_owned()),
+            ToolShape {
+                name: Some("issue".into()),
+                description: Some("Reads one issue".into()),
+            },
+        )]
+        .into(),
+    };
+    let settings = crate::config::CatalogSettings {
+        prefix_mode: crate::config::PrefixMode::Conditional,
+        separator: "__".into(),
+        page_size: 100,
+    };
+    let names_of = [up("github"), up("files")];
+    let access = Arc::new(Access::new(
+        vec![deny_deletes],
+        vec![github_only],
+        &settings,
+        &names_of,
+    ));
+    let whole = Arc::new(
+        Catalog::build(NameScheme::prefixed("__"), &parts)
+            .paged(100)
+            .seen_through(access),
+    );
+    let anyone = crate::principal::Principal::anonymous();
+    let main = whole.view_for(&EndpointName::MAIN, &anyone);
+    assert_eq!(names(&main), ["github__get_issue", "files__read"]);
+    assert!(main.tool("github__delete_repo").is_none());
+    assert!(main.resolve_uri("files+file:///public/a").is_some());
+    assert!(main.resolve_uri("files+file:///secret").is_none());
+    assert_eq!(main.resources().len(), 2);
+    // Built once per snapshot.
+    assert!(Arc::ptr_eq(
+        &main,
+        &whole.view_for(&EndpointName::MAIN, &anyone)
+    ));
+
+    let github = whole.view_for(&EndpointName::virtual_("gh".into()), &anyone);
+    assert_eq!(names(&github), ["issue"]);
+    assert_eq!(
+        github
+            .tool_definition("issue")
+            .unwrap()
+            .description
+            .as_deref(),
+        Some("Reads one issue")
+    );
+    assert_eq!(&*github.tool("issue").unwrap().original, "get_issue");
+    assert_eq!(github.upstreams(), [up("github")]);
+    assert!(!github.shows_upstream("files"));
+    assert!(github.resolve_uri("gh://a").is_some());
+    // Unprefixed with one upstream, any URI is that upstream's.
+    assert_eq!(
+        github.resolve_uri("file:///public/a").unwrap().upstream,
+        "github"
+    );
+    assert_eq!(github.generation(), whole.generation());
+
+    let gone = whole.view_for(&EndpointName::virtual_("gone".into()), &anyone);
+    assert!(gone.tools().is_empty() && gone.resolve_uri("gh://a").is_none());
+}

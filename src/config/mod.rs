@@ -3,6 +3,7 @@
 //! `load` is the only entry point. It never returns a half-valid config: every problem found is
 //! reported at once, each with the file and the key path, and the caller keeps what it had.
 
+mod access;
 mod auth;
 mod expand;
 mod limits;
@@ -28,6 +29,8 @@ use url::Url;
 pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key, pem_public_key};
 pub use expand::{ProcessVars, Vars};
 pub use limits::{Limits, Rate};
+
+pub use crate::names::PrefixMode;
 pub use overlay::{Overlay, overlay_path};
 pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
 
@@ -48,6 +51,10 @@ pub struct Config {
     pub auth: AuthSettings,
     /// `[limits]`: what one client may ask.
     pub limits: Limits,
+    /// `[[policy]]`: who may see what, in file order.
+    pub policy: Vec<crate::policy::Rule>,
+    /// `[endpoints.NAME]`: more endpoint paths, in file order.
+    pub endpoints: Vec<crate::policy::EndpointSettings>,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
 }
@@ -255,15 +262,6 @@ pub struct CatalogSettings {
     pub separator: String,
     /// Most entries in one page of a merged list.
     pub page_size: usize,
-}
-
-/// When tool and prompt names (and resource URIs) carry their upstream's name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrefixMode {
-    Always,
-    /// Only when more than one upstream is configured.
-    Conditional,
-    Never,
 }
 
 /// One upstream MCP server.

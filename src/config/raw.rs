@@ -28,6 +28,8 @@ pub struct RawConfig {
     pub admin: RawAdmin,
     pub auth: Option<super::auth::RawAuth>,
     pub limits: Option<super::limits::RawLimits>,
+    pub policy: Option<Vec<super::access::RawRule>>,
+    pub endpoints: Option<Entries<super::access::RawEndpoint>>,
 }
 
 /// `[admin]`: the operators' listener (API, status page, metrics).

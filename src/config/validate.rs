@@ -64,6 +64,8 @@ pub fn validate(
     let admin = check.admin(&raw.admin);
     let auth = check.auth(&raw);
     let limits = check.limits(raw.limits.as_ref());
+    let policy = check.policy_rules(raw.policy.as_deref());
+    let endpoints = check.endpoints(raw.endpoints.as_ref(), &server.endpoint_path);
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -105,6 +107,8 @@ pub fn validate(
         admin,
         auth,
         limits,
+        policy,
+        endpoints,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay
@@ -301,19 +305,30 @@ impl Checker<'_> {
         AllowedOrigins::Only(origins.to_vec())
     }
 
-    fn catalog(&mut self, raw: &RawCatalog) -> CatalogSettings {
-        let prefix_mode = match raw.prefix_mode.as_deref() {
-            None | Some("always") => PrefixMode::Always,
-            Some("conditional") => PrefixMode::Conditional,
-            Some("never") => PrefixMode::Never,
-            Some(other) => {
+    /// A `prefix_mode` value at `key`.
+    pub(super) fn prefix_mode(&mut self, key: &str, text: &str) -> Option<PrefixMode> {
+        match text {
+            "always" => Some(PrefixMode::Always),
+            "conditional" => Some(PrefixMode::Conditional),
+            "never" => Some(PrefixMode::Never),
+            other => {
                 self.problem(
-                    "catalog.prefix_mode",
+                    key,
                     format!("`{other}` is not one of `always`, `conditional`, `never`"),
                 );
-                PrefixMode::Always
+                None
             }
-        };
+        }
+    }
+
+    fn catalog(&mut self, raw: &RawCatalog) -> CatalogSettings {
+        let prefix_mode = raw
+            .prefix_mode
+            .as_deref()
+            .map_or(Some(PrefixMode::Always), |text| {
+                self.prefix_mode("catalog.prefix_mode", text)
+            })
+            .unwrap_or(PrefixMode::Always);
         let separator = raw
             .separator
             .clone()

@@ -23,7 +23,10 @@ pub use asks::{Asks, ask_client, cannot_forward, check_capability, kind};
 pub use outlet::{Attached, Closed, Outlet, Standalone};
 pub use pipe::{PipeReceiver, PipeSender, pipe};
 
-use crate::principal::Principal;
+use crate::{
+    policy::{EndpointName, Viewer},
+    principal::Principal,
+};
 
 /// The downstream side of one forwarded request, or of a whole session.
 pub struct Downstream {
@@ -39,6 +42,8 @@ pub struct Downstream {
     pub capabilities: Arc<ClientCapabilities>,
     /// Whose upstream tokens the request uses.
     pub principal: Principal,
+    /// The endpoint the client came to (what it may see depends on it).
+    pub endpoint: EndpointName,
     /// The least severe log messages the client wants.
     pub log_level: LogLevel,
 }
@@ -47,6 +52,14 @@ impl Downstream {
     /// A 2026-07-28 request: the client cannot be sent requests while it waits.
     pub fn is_stateless(&self) -> bool {
         self.asks.is_none()
+    }
+
+    /// Whom the catalog is shown to.
+    pub fn viewer(&self) -> Viewer<'_> {
+        Viewer {
+            endpoint: &self.endpoint,
+            principal: &self.principal,
+        }
     }
 
     /// Whether this client wants a log message of `level`.

@@ -52,6 +52,9 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
         .route("/oauth/pending", get(oauth::pending))
         .route("/oauth/client-metadata.json", get(oauth::client_metadata))
         .route("/oauth/forget/{upstream}", post(oauth::forget))
+        // Virtual endpoints (`[endpoints]`), which a reload may add: the MCP endpoint knows
+        // their paths and answers 404 for any other.
+        .fallback_service(mcp.clone())
         .with_state(AppState { gateway, mcp })
 }
 

@@ -23,12 +23,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    catalog::{Catalog, Cursor, ListChanges, ListKind, NameScheme},
+    catalog::{Access, Catalog, Cursor, ListChanges, ListKind, NameScheme},
     config::Config,
     error::GatewayError,
     metrics::Metrics,
     names::UpstreamName,
     oauth::{Link, OAuth},
+    policy::Viewer,
     principal::Principal,
     protocol::Era,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
@@ -47,6 +48,8 @@ pub struct Live {
     pub upstreams: Vec<Arc<Upstream>>,
     /// How names are prefixed with this set of upstreams.
     pub scheme: NameScheme,
+    /// The policy and virtual endpoints, compiled for this set of upstreams.
+    pub access: Arc<Access>,
     /// Bumped by every reload that changed something.
     pub generation: u64,
 }
@@ -99,6 +102,7 @@ impl Gateway {
     pub fn start_with(config: Config, metrics: Arc<Metrics>) -> Arc<Self> {
         let page_size = config.catalog.page_size;
         let scheme = scheme_of(&config);
+        let access = access_of(&config);
         let public_url = config.oauth.public_url_or(config.server.listen);
         let oauth = OAuth::new(config.oauth.clone(), public_url);
         oauth.set_users_authenticate(config.auth.configured);
@@ -107,6 +111,7 @@ impl Gateway {
                 config: Arc::new(config),
                 upstreams: Vec::new(),
                 scheme: scheme.clone(),
+                access: access.clone(),
                 generation: 0,
             }),
             supervisors: Mutex::default(),
@@ -114,7 +119,9 @@ impl Gateway {
             journal: Journal::default(),
             started: SystemTime::now(),
             metrics,
-            catalog: ArcSwap::from_pointee(Catalog::empty(scheme).paged(page_size)),
+            catalog: ArcSwap::from_pointee(
+                Catalog::empty(scheme).paged(page_size).seen_through(access),
+            ),
             recent: Mutex::new(VecDeque::with_capacity(RECENT_SNAPSHOTS)),
             catalog_version: watch::Sender::new(0),
             subscriptions: Arc::default(),
@@ -132,6 +139,7 @@ impl Gateway {
             config: live.config.clone(),
             upstreams,
             scheme: live.scheme.clone(),
+            access: live.access.clone(),
             generation: 1,
         }));
         gateway
@@ -221,13 +229,25 @@ impl Gateway {
         }
     }
 
-    /// The error for a tool or prompt name that is not in the catalog: if its prefix names a
-    /// configured upstream that is down, say so; otherwise the name is unknown.
-    pub fn missing_name(&self, name: &str, unknown: fn(String) -> GatewayError) -> GatewayError {
-        let catalog = self.catalog();
+    /// What `viewer` sees of the current catalog snapshot.
+    pub fn catalog_for(&self, viewer: Viewer<'_>) -> Arc<Catalog> {
+        self.catalog
+            .load()
+            .view_for(viewer.endpoint, viewer.principal)
+    }
+
+    /// The error for a tool or prompt name that is not in `catalog` (a view): if its prefix
+    /// names an upstream the view shows that is down, say so; otherwise the name is unknown.
+    pub fn missing_name(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+        unknown: fn(String) -> GatewayError,
+    ) -> GatewayError {
         let owner = catalog
             .scheme()
             .split_name(name)
+            .filter(|(upstream, _)| catalog.shows_upstream(upstream))
             .and_then(|(upstream, _)| self.upstream(upstream));
         match owner {
             Some(upstream) if upstream.status().state != UpstreamState::Ready => {
@@ -257,7 +277,12 @@ impl Gateway {
         let previous = self.catalog.load_full();
         let next = Catalog::build(live.scheme.clone(), &parts)
             .paged(live.config.catalog.page_size)
+            .seen_through(live.access.clone())
             .succeeding(&previous, announced);
+        if !Arc::ptr_eq(next.access(), previous.access()) {
+            // Pages of the earlier snapshots were cut for the earlier policy.
+            recent.clear();
+        }
         let generation = next.generation();
         self.catalog.store(Arc::new(next));
         if recent.len() == RECENT_SNAPSHOTS {
@@ -293,23 +318,26 @@ impl Gateway {
             .cloned()
     }
 
-    /// The result JSON of a page of list `kind` for a client of `era`: the first page of the
-    /// current snapshot, or the page a cursor names in the snapshot it was given out for.
+    /// The result JSON of a page of list `kind` for `viewer`, a client of `era`: the first
+    /// page of the current snapshot, or the page a cursor names in the snapshot it was given
+    /// out for.
     pub fn list_page(
         &self,
         kind: ListKind,
         era: Era,
         cursor: Option<&str>,
+        viewer: Viewer<'_>,
     ) -> Result<Bytes, GatewayError> {
         let Some(text) = cursor else {
-            return Ok(self.catalog().list_page(kind, era, 0));
+            return Ok(self.catalog_for(viewer).list_page(kind, era, 0));
         };
         let invalid = |why: &str| GatewayError::InvalidParams(format!("cursor `{text}` {why}"));
         let cursor = Cursor::decode(text, kind).ok_or_else(|| invalid("is not valid"))?;
         let catalog = self.catalog_at(cursor.generation).ok_or_else(|| {
             invalid("has expired: the list changed since; list again from the start")
         })?;
-        Ok(catalog.list_page(kind, era, cursor.offset))
+        let view = catalog.view_for(viewer.endpoint, viewer.principal);
+        Ok(view.list_page(kind, era, cursor.offset))
     }
 
     /// A receiver that sees every catalog rebuild (the new generation).
@@ -323,8 +351,8 @@ impl Gateway {
         futures::future::join_all(upstreams.iter().map(|u| u.wait_settled())).await;
     }
 
-    /// What Switchyard announces about itself to clients.
-    pub fn server_info(&self) -> ServerConfig {
+    /// What Switchyard announces about itself to clients who see `catalog`.
+    pub fn server_info(&self, catalog: &Catalog) -> ServerConfig {
         #[allow(deprecated)] // logging: still part of the legacy protocol, which is relayed
         let capabilities = ServerCapabilities::builder()
             .enable_completions()
@@ -341,7 +369,7 @@ impl Gateway {
             Implementation::new("switchyard", env!("CARGO_PKG_VERSION"))
                 .with_title("Switchyard MCP gateway"),
         );
-        info.instructions = self.catalog().instructions().map(str::to_owned);
+        info.instructions = catalog.instructions().map(str::to_owned);
         info
     }
 
@@ -406,6 +434,17 @@ impl SupervisorHooks for GatewayHooks {
 }
 
 /// How names are prefixed under `config`.
+/// `config`'s policy and virtual endpoints, compiled.
+fn access_of(config: &Config) -> Arc<Access> {
+    let upstreams: Vec<_> = config.upstreams.iter().map(|u| u.name.clone()).collect();
+    Arc::new(Access::new(
+        config.policy.clone(),
+        config.endpoints.clone(),
+        &config.catalog,
+        &upstreams,
+    ))
+}
+
 fn scheme_of(config: &Config) -> NameScheme {
     NameScheme::new(
         config.catalog.prefix_mode,

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::{
-    Gateway, Live, Written,
+    Gateway, Live, Written, access_of,
     journal::{ReloadEntry, ReloadOutcome, Trigger, unix_now},
     scheme_of,
 };
@@ -100,7 +100,13 @@ impl Gateway {
             || next.catalog != old.catalog
             || next.auth != old.auth
             || next.limits != old.limits;
-        if added.is_empty() && changed.is_empty() && removed.is_empty() && !settings_changed {
+        let access_changed = next.policy != old.policy || next.endpoints != old.endpoints;
+        if added.is_empty()
+            && changed.is_empty()
+            && removed.is_empty()
+            && !settings_changed
+            && !access_changed
+        {
             return ReloadEntry {
                 at: unix_now(),
                 trigger,
@@ -112,12 +118,21 @@ impl Gateway {
         }
         let scheme = scheme_of(&next);
         let renamed = scheme != live.scheme;
+        // A view may change even where the upstreams' lists did not: every client is told.
+        let reviewed = renamed || access_changed;
+        // Endpoints name things by how many upstreams they serve: compiled again for a new set.
+        let access = if access_changed || !added.is_empty() || !removed.is_empty() {
+            access_of(&next)
+        } else {
+            live.access.clone()
+        };
         let grace = next.server.shutdown_grace;
         self.oauth().set_users_authenticate(next.auth.configured);
         self.live.store(Arc::new(Live {
             config: Arc::new(next),
             upstreams,
             scheme,
+            access,
             generation: live.generation + 1,
         }));
         for upstream in retired {
@@ -141,7 +156,7 @@ impl Gateway {
         }
         // New names for everything if the scheme changed; otherwise the catalog diff tells
         // clients which lists changed.
-        self.rebuild_catalog_announcing(if renamed {
+        self.rebuild_catalog_announcing(if reviewed {
             ListChanges {
                 tools: true,
                 prompts: true,
@@ -162,6 +177,9 @@ impl Gateway {
         }
         if settings_changed {
             summary.push("server or catalog settings changed".into());
+        }
+        if access_changed {
+            summary.push("policy or endpoints changed".into());
         }
         ReloadEntry {
             at: unix_now(),

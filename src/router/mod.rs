@@ -32,7 +32,7 @@ use self::{
     timeout::{Stage, Timer},
 };
 use crate::{
-    catalog::{NameScheme, Route},
+    catalog::{Catalog, NameScheme, Route},
     downstream::Downstream,
     error::{GatewayError, Side},
     gateway::{Gateway, authorization_required, unavailable},
@@ -66,15 +66,17 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         params: CallToolRequestParams,
     ) -> Result<CallToolResponse, GatewayError> {
-        let route = self.gateway.catalog().tool(&params.name).cloned();
-        let Some(route) = route else {
-            let unknown = self
-                .gateway
-                .missing_name(&params.name, GatewayError::UnknownTool);
+        let catalog = self.catalog();
+        let Some(route) = catalog.tool(&params.name).cloned() else {
+            let unknown =
+                self.gateway
+                    .missing_name(&catalog, &params.name, GatewayError::UnknownTool);
             return self.answer(Err(unknown));
         };
+        let scheme = catalog.scheme().clone();
+        drop(catalog);
         let started = std::time::Instant::now();
-        let result = self.call_tool_routed(params, &route).await;
+        let result = self.call_tool_routed(params, &route, scheme).await;
         if let Some(upstream) = self.gateway.upstream(route.upstream.as_str()) {
             let outcome = match &result {
                 Ok(CallToolResponse::Complete(done)) if done.is_error == Some(true) => {
@@ -92,10 +94,10 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         mut params: CallToolRequestParams,
         route: &Route,
+        scheme: NameScheme,
     ) -> Result<CallToolResponse, GatewayError> {
         let meta = params.meta.take();
         params.name = Cow::Owned(route.original.to_string());
-        let scheme = self.gateway.catalog().scheme().clone();
         let request = |params| ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let tool = Some(&*route.original);
         match self
@@ -127,9 +129,8 @@ impl<S: ConnectionSource> Call<'_, S> {
         mut params: GetPromptRequestParams,
     ) -> Result<GetPromptResponse, GatewayError> {
         let meta = params.meta.take();
-        let route = self.prompt_route(&params.name)?;
+        let (route, scheme) = self.prompt_route(&params.name)?;
         params.name = route.original.to_string();
-        let scheme = self.gateway.catalog().scheme().clone();
         let request = |params| ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         match self
             .send_answering(&route.upstream, params, request, None, meta.as_ref())
@@ -161,7 +162,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         mut params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, GatewayError> {
         let meta = params.meta.take();
-        let (owner, original, scheme) = resolve_uri(self.gateway, &params.uri)?;
+        let (owner, original, scheme) = resolve_uri(self.gateway, &self.catalog(), &params.uri)?;
         params.uri = original;
         let request = |params| ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
         match self
@@ -196,12 +197,13 @@ impl<S: ConnectionSource> Call<'_, S> {
         let meta = params.meta.take();
         let owner = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
-                let route = self.prompt_route(&prompt.name)?;
+                let (route, _) = self.prompt_route(&prompt.name)?;
                 prompt.name = route.original.to_string();
                 route.upstream
             }
             Reference::Resource(resource) => {
-                let (owner, original, _) = resolve_uri(self.gateway, &resource.uri)?;
+                let (owner, original, _) =
+                    resolve_uri(self.gateway, &self.catalog(), &resource.uri)?;
                 resource.uri = original;
                 owner
             }
@@ -219,9 +221,20 @@ impl<S: ConnectionSource> Call<'_, S> {
         }
     }
 
-    fn prompt_route(&self, name: &str) -> Result<Route, GatewayError> {
-        let route = self.gateway.catalog().prompt(name).cloned();
-        route.ok_or_else(|| self.gateway.missing_name(name, GatewayError::UnknownPrompt))
+    /// What the caller sees of the catalog now.
+    fn catalog(&self) -> Arc<Catalog> {
+        self.gateway.catalog_for(self.downstream.viewer())
+    }
+
+    /// The route of a prompt the caller sees, and the naming scheme it sees it under.
+    fn prompt_route(&self, name: &str) -> Result<(Route, NameScheme), GatewayError> {
+        let catalog = self.catalog();
+        match catalog.prompt(name) {
+            Some(route) => Ok((route.clone(), catalog.scheme().clone())),
+            None => Err(self
+                .gateway
+                .missing_name(&catalog, name, GatewayError::UnknownPrompt)),
+        }
     }
 
     /// `send`, but for a session client of an upstream that speaks only 2026-07-28: its
@@ -452,12 +465,13 @@ fn record_tool(upstream: &Upstream, tool: &str, outcome: ToolOutcome, started: s
     }
 }
 
-/// The owner of an exposed URI, the URI it knows, and the naming scheme in force.
+/// The owner of an exposed URI in `catalog` (a view), the URI it knows, and the naming scheme
+/// of the view.
 pub fn resolve_uri(
     gateway: &Gateway,
+    catalog: &Catalog,
     uri: &str,
 ) -> Result<(UpstreamName, String, NameScheme), GatewayError> {
-    let catalog = gateway.catalog();
     let unknown = || GatewayError::UnknownResource(uri.to_owned());
     let route = catalog.resolve_uri(uri).ok_or_else(unknown)?;
     let upstream = gateway.upstream(route.upstream).ok_or_else(unknown)?;

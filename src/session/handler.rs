@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 use super::{Session, listen, upstreams::Source};
 use crate::{
-    catalog::ListKind,
+    catalog::{Catalog, ListKind},
     downstream::{Downstream, Outlet},
     gateway::{Gateway, Outbox},
     protocol::Era,
@@ -86,7 +86,9 @@ impl SessionHandler {
         kind: ListKind,
     ) -> Result<T, ErrorData> {
         let cursor = request.and_then(|r| r.cursor.as_deref());
-        let page = self.gateway.list_page(kind, self.era(), cursor)?;
+        let page = self
+            .gateway
+            .list_page(kind, self.era(), cursor, self.downstream.viewer())?;
         serde_json::from_slice(&page).map_err(|error| {
             ErrorData::internal_error(format!("a prepared list cannot be read: {error}"), None)
         })
@@ -95,7 +97,8 @@ impl SessionHandler {
 
 impl ServerHandler for SessionHandler {
     fn get_info(&self) -> ServerConfig {
-        self.gateway.server_info()
+        self.gateway
+            .server_info(&self.gateway.catalog_for(self.downstream.viewer()))
     }
 
     /// A second `initialize` on a session keeps the session as it is.
@@ -193,7 +196,8 @@ impl ServerHandler for SessionHandler {
         if session.subscribed().contains_key(&request.uri) {
             return Ok(());
         }
-        let (owner, original, _) = resolve_uri(&self.gateway, &request.uri)?;
+        let catalog = self.gateway.catalog_for(self.downstream.viewer());
+        let (owner, original, _) = resolve_uri(&self.gateway, &catalog, &request.uri)?;
         let upstream = self.gateway.serving_upstream(&owner)?;
         let outbox = Outbox::Outlet(Outlet::Session(session.standalone().clone()));
         let subscription = self
@@ -233,13 +237,14 @@ impl ServerHandler for SessionHandler {
     ) -> Option<SubscriptionFilter> {
         let mut accepted = requested.clone();
         if let Some(uris) = &mut accepted.resource_subscriptions {
-            uris.retain(|uri| resolve_uri(&self.gateway, uri).is_ok());
+            let catalog = self.gateway.catalog_for(self.downstream.viewer());
+            uris.retain(|uri| resolve_uri(&self.gateway, &catalog, uri).is_ok());
         }
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        listen::serve(&self.gateway, context).await
+        listen::serve(&self.gateway, &self.downstream, context).await
     }
 }
 
@@ -248,6 +253,7 @@ impl ServerHandler for SessionHandler {
 /// with an `initialize`).
 pub fn negotiate(
     gateway: &Gateway,
+    catalog: &Catalog,
     params: &InitializeRequestParams,
 ) -> Result<InitializeResult, ErrorData> {
     /// Switchyard as rmcp's handler sees it when it only announces itself.
@@ -257,5 +263,5 @@ pub fn negotiate(
             self.0.clone()
         }
     }
-    Announce(gateway.server_info()).negotiate_initialize(params)
+    Announce(gateway.server_info(catalog)).negotiate_initialize(params)
 }

@@ -8,12 +8,17 @@ use tokio::sync::mpsc;
 
 use super::notify::ListWatcher;
 use crate::{
+    downstream::Downstream,
     gateway::{Gateway, OUTBOX_CAPACITY, Outbox},
     router::resolve_uri,
 };
 
 /// Serves one listen request until the client ends it.
-pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Result<(), ErrorData> {
+pub async fn serve(
+    gateway: &Arc<Gateway>,
+    downstream: &Downstream,
+    context: SubscriptionContext,
+) -> Result<(), ErrorData> {
     let (outbox, mut updates) = mpsc::channel(OUTBOX_CAPACITY);
     let mut subscriptions = Vec::new();
     let uris = context
@@ -21,8 +26,9 @@ pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Resu
         .resource_subscriptions
         .clone()
         .unwrap_or_default();
+    let catalog = gateway.catalog_for(downstream.viewer());
     for uri in uris {
-        let (owner, original, _) = resolve_uri(gateway, &uri)?;
+        let (owner, original, _) = resolve_uri(gateway, &catalog, &uri)?;
         let upstream = gateway.serving_upstream(&owner)?;
         let subscription = gateway
             .subscriptions()
@@ -30,6 +36,7 @@ pub async fn serve(gateway: &Arc<Gateway>, context: SubscriptionContext) -> Resu
             .await?;
         subscriptions.push(subscription);
     }
+    drop(catalog);
     let mut lists = ListWatcher::new(gateway.clone());
     loop {
         let notifications = tokio::select! {

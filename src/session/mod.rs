@@ -38,6 +38,7 @@ use crate::{
     catalog::ListVersions,
     downstream::{Asks, Downstream, LogLevel, Outlet, SessionLogLevel, Standalone},
     gateway::Subscription,
+    policy::EndpointName,
     principal::Principal,
 };
 
@@ -79,12 +80,14 @@ pub fn short_hash(id: &str) -> String {
 }
 
 impl Session {
-    /// A session for the client that sent `client`, speaking `version`, for `principal`.
+    /// A session for the client that sent `client`, speaking `version`, for `principal` at
+    /// `endpoint`.
     pub fn new(
         id: Arc<str>,
         mut client: InitializeRequestParams,
         version: ProtocolVersion,
         principal: Principal,
+        endpoint: EndpointName,
         now: u64,
         lists: ListVersions,
     ) -> Arc<Self> {
@@ -96,6 +99,7 @@ impl Session {
             progress_token: None,
             capabilities: Arc::new(client.capabilities.clone()),
             principal,
+            endpoint,
             log_level: LogLevel::Session(log_level.clone()),
         });
         Arc::new(Self {

@@ -26,6 +26,7 @@ use crate::{
     downstream::{Downstream, LogLevel, Outlet, PipeReceiver, PipeSender, pipe},
     gateway::Gateway,
     metrics::Outcome,
+    policy::{EndpointName, Viewer},
     principal::Principal,
     protocol::{
         Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION,
@@ -43,7 +44,10 @@ pub enum Caller {
     /// A client in a session.
     Session(Arc<Session>),
     /// A 2026-07-28 client; the request stands alone.
-    Stateless { principal: Principal },
+    Stateless {
+        principal: Principal,
+        endpoint: EndpointName,
+    },
 }
 
 impl Caller {
@@ -51,6 +55,20 @@ impl Caller {
         match self {
             Caller::Session(_) => Era::Legacy,
             Caller::Stateless { .. } => Era::Modern,
+        }
+    }
+
+    /// Whom the catalog is shown to.
+    pub fn viewer(&self) -> Viewer<'_> {
+        match self {
+            Caller::Session(session) => session.home().viewer(),
+            Caller::Stateless {
+                principal,
+                endpoint,
+            } => Viewer {
+                endpoint,
+                principal,
+            },
         }
     }
 
@@ -161,7 +179,7 @@ async fn answer(
             let downstream = downstream(caller, meta.as_ref(), request_outlet(caller, outlet));
             let source = match caller {
                 Caller::Session(session) => Source::Session(session.upstreams()),
-                Caller::Stateless { principal } => Source::Stateless(principal),
+                Caller::Stateless { principal, .. } => Source::Stateless(principal),
             };
             let call = Call {
                 gateway,
@@ -250,10 +268,14 @@ fn downstream(caller: &Caller, meta: Option<&Fields<'_>>, outlet: Outlet) -> Arc
                 progress_token,
                 capabilities: home.capabilities.clone(),
                 principal: home.principal.clone(),
+                endpoint: home.endpoint.clone(),
                 log_level: home.log_level.clone(),
             })
         }
-        Caller::Stateless { principal } => {
+        Caller::Stateless {
+            principal,
+            endpoint,
+        } => {
             let field = |key| meta.and_then(|meta: &Fields<'_>| meta.get(key));
             let capabilities = field(META_CLIENT_CAPABILITIES)
                 .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok())
@@ -267,6 +289,7 @@ fn downstream(caller: &Caller, meta: Option<&Fields<'_>>, outlet: Outlet) -> Arc
                 progress_token,
                 capabilities: Arc::new(capabilities),
                 principal: principal.clone(),
+                endpoint: endpoint.clone(),
                 log_level,
             })
         }
@@ -291,7 +314,7 @@ fn list(
             return wire::write::error(Some(id), -32602, "the cursor must be a string", None);
         }
     };
-    match gateway.list_page(kind, caller.era(), cursor.as_deref()) {
+    match gateway.list_page(kind, caller.era(), cursor.as_deref(), caller.viewer()) {
         Ok(page) => wire::write::response(id, std::str::from_utf8(&page).unwrap_or("{}")),
         Err(error) => error.answer(id, caller.era()),
     }

@@ -15,7 +15,9 @@ use rmcp::{
         ProtocolVersion,
     },
     service::{ClientLifecycleMode, ClientServiceExt, RunningService},
-    transport::StreamableHttpClientTransport,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use switchyard::{Gateway, config};
 use tokio_util::sync::CancellationToken;
@@ -162,6 +164,11 @@ impl TestGateway {
         format!("http://{}{path}", self.admin)
     }
 
+    /// `http://GATEWAY/PATH` (a virtual endpoint's, say).
+    pub fn url_at(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
     pub fn url(&self) -> String {
         format!(
             "http://{}{}",
@@ -249,6 +256,24 @@ pub async fn connect_client(url: &str, name: &str) -> Client {
         .serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
         .await
         .expect("client connects")
+}
+
+/// A client of `url` for test user `user` (their `api_key` as bearer token): a session
+/// client, or with `modern` a stateless 2026-07-28 one.
+pub async fn user_client(url: &str, user: &str, modern: bool) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(api_key(user)),
+    );
+    let info = client_info(user);
+    let client = if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        info.serve_with_lifecycle(transport, lifecycle).await
+    } else {
+        info.serve(transport).await
+    };
+    client.unwrap_or_else(|error| panic!("{user} connects to {url}: {error}"))
 }
 
 /// The first text block of a tool result.

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog", "downstream", "oauth"],
     &["error"],
     &["config", "hook", "metrics", "protocol", "wire"],
+    &["policy"],
     &["names", "principal"],
 ];
 

@@ -15,6 +15,7 @@ mod limits;
 mod notifications;
 mod oauth;
 mod operate;
+mod policy;
 mod relay;
 mod resilience;
 mod routing;

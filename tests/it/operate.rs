@@ -11,7 +11,7 @@ use switchyard::{
 
 use crate::{
     bench::{bench, demo_http},
-    harness::{SWITCHYARD, TestGateway, call, eventually},
+    harness::{Recorder, SWITCHYARD, TestGateway, call, connect_client, eventually, tool_names},
 };
 
 /// A gateway configuration with upstream `demo` at `url`, and `extra` TOML after it.
@@ -138,6 +138,39 @@ async fn settings_change_live_and_fixed_ones_are_reported() {
     assert_eq!(gw.gateway.config().server.listen, gw.addr);
     let again = gw.gateway.reload_from_file(Trigger::Signal).await;
     assert_eq!(again.outcome, ReloadOutcome::Unchanged, "{again:?}");
+}
+
+/// A reload that changes `[[policy]]` or `[endpoints]` applies to open sessions at once (they
+/// are told the lists changed) and serves a new endpoint path without a restart.
+#[tokio::test]
+async fn policy_and_endpoints_reload_live() {
+    let OnFile {
+        gw,
+        url,
+        path,
+        _dir,
+    } = on_file("").await;
+    let client = Recorder::capable("watcher").connect(&gw.url()).await;
+    assert!(tool_names(&client).await.contains(&"demo__echo".to_owned()));
+    let policy = "[[policy]]\ndeny.tools = [\"demo:echo\"]\n\n[endpoints.adding]\n\
+                  allow.tools = [\"demo:add\"]\n";
+    std::fs::write(&path, config_text(&url, policy)).unwrap();
+    let entry = gw.gateway.reload_from_file(Trigger::Admin).await;
+    assert_eq!(entry.outcome, ReloadOutcome::Applied, "{entry:?}");
+    assert_eq!(entry.summary, "policy or endpoints changed");
+    assert!(
+        eventually(Duration::from_secs(5), || client
+            .service()
+            .seen()
+            .tools_changed
+            > 0)
+        .await
+    );
+    let names = tool_names(&client).await;
+    assert!(!names.contains(&"demo__echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"demo__add".to_owned()), "{names:?}");
+    let adding = connect_client(&gw.url_at("/profiles/adding/mcp"), "adding").await;
+    assert_eq!(tool_names(&adding).await, ["demo__add"]);
 }
 
 /// The metric names in every query of the Grafana dashboard.

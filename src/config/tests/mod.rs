@@ -1,5 +1,6 @@
 //! Config loading: both formats, defaults, placeholders, and every problem reported at once.
 
+mod access;
 mod auth;
 mod mcp_json;
 

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
+    policy::EndpointName,
     principal::Principal,
     session::{Session, SessionTable, spawn_list_notifier},
 };
@@ -57,6 +58,9 @@ struct Settings {
     /// Kept across reloads that leave `[limits]` as it was (with what each principal used).
     limiter: Arc<limits::Limiter>,
     guard: guard::Guard,
+    /// The main endpoint's path, and each virtual endpoint's.
+    main_path: String,
+    virtual_paths: Vec<(String, EndpointName)>,
     max_body: usize,
     /// How long a request's body may take to arrive.
     body_timeout: std::time::Duration,
@@ -80,9 +84,29 @@ impl Settings {
             auth,
             limiter,
             guard: guard::Guard::new(server),
+            main_path: server.endpoint_path.clone(),
+            virtual_paths: live
+                .config
+                .endpoints
+                .iter()
+                .map(|e| (e.path.clone(), EndpointName::virtual_(e.name.clone())))
+                .collect(),
             max_body: server.max_request_body_bytes,
             body_timeout: server.client_timeout,
         }
+    }
+}
+
+impl Settings {
+    /// The endpoint served at `path`, if one is.
+    fn endpoint_at(&self, path: &str) -> Option<EndpointName> {
+        if path == self.main_path {
+            return Some(EndpointName::MAIN);
+        }
+        self.virtual_paths
+            .iter()
+            .find(|(served, _)| served == path)
+            .map(|(_, name)| name.clone())
     }
 }
 
@@ -152,20 +176,27 @@ impl Endpoint {
         fresh
     }
 
-    /// The session `id` names if it belongs to the request's principal: another principal's
-    /// session is as unknown as a made-up id.
+    /// The session `id` names if it belongs to the request's principal and was opened at the
+    /// request's endpoint: another principal's session, or one of another endpoint, is as
+    /// unknown as a made-up id.
     fn session_for(&self, id: &str, extensions: &http::Extensions) -> Option<Arc<Session>> {
         let session = self.sessions.get(id)?;
-        let owner = session.principal();
+        let home = session.home();
         let same = match extensions.get::<Principal>() {
-            Some(principal) => principal == owner,
-            None => owner.is_anonymous(),
+            Some(principal) => *principal == home.principal,
+            None => home.principal.is_anonymous(),
         };
-        same.then_some(session)
+        let here = extensions
+            .get::<EndpointName>()
+            .unwrap_or(&EndpointName::MAIN);
+        (same && *here == home.endpoint).then_some(session)
     }
 
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let settings = self.settings();
+        let Some(endpoint) = settings.endpoint_at(request.uri().path()) else {
+            return reply::refusal(http::StatusCode::NOT_FOUND, "Not Found");
+        };
         if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
             return reply::refusal(status, message);
         }
@@ -182,7 +213,7 @@ impl Endpoint {
                 None => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
             };
         }
-        let mut response = self.dispatch(request, &settings).await;
+        let mut response = self.dispatch(request, endpoint, &settings).await;
         if let Some(origin) = origin {
             cors::allow(&mut response, origin);
         }
@@ -190,7 +221,12 @@ impl Endpoint {
     }
 
     /// A request past the guard: who makes it, then what it asks.
-    async fn dispatch(&self, mut request: Request<Body>, settings: &Settings) -> Response<Body> {
+    async fn dispatch(
+        &self,
+        mut request: Request<Body>,
+        endpoint: EndpointName,
+        settings: &Settings,
+    ) -> Response<Body> {
         let principal = match settings.auth.authenticate(request.headers()).await {
             Ok(principal) => principal,
             Err(denial) => return settings.auth.refuse(&denial),
@@ -202,6 +238,7 @@ impl Endpoint {
             Err(refusal) => return *refusal,
         };
         request.extensions_mut().insert(principal);
+        request.extensions_mut().insert(endpoint);
         let response = match *request.method() {
             Method::POST => self.post(request, settings).await,
             Method::GET => self.get(request),

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::{
     config::Limits,
+    policy::{EndpointName, Viewer},
     principal::Principal,
     protocol::{Era, MCP_SESSION_ID, MODERN},
     session::{Caller, Served, Session, has_modern_meta, meta_of, meta_version, negotiate, serve},
@@ -218,7 +219,18 @@ impl Endpoint {
         params: InitializeRequestParams,
         parts: &Parts,
     ) -> Response<Body> {
-        let result = match negotiate(&self.gateway, &params) {
+        let principal = parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_default();
+        let endpoint = endpoint_of(parts);
+        let viewer = Viewer {
+            endpoint: &endpoint,
+            principal: &principal,
+        };
+        let catalog = self.gateway.catalog_for(viewer);
+        let result = match negotiate(&self.gateway, &catalog, &params) {
             Ok(result) => result,
             Err(error) => {
                 let message =
@@ -226,19 +238,15 @@ impl Endpoint {
                 return EventStream::single(EventIds::Standalone, message).into_response();
             }
         };
-        let principal = parts
-            .extensions
-            .get::<Principal>()
-            .cloned()
-            .unwrap_or_default();
         let session_id = new_session_id();
         let session = Session::new(
             session_id.clone(),
             params,
             result.protocol_version.clone(),
             principal,
+            endpoint,
             self.sessions.now(),
-            self.gateway.catalog().versions(),
+            catalog.versions(),
         );
         self.sessions.insert(session);
         let request_id = serde_json::from_str::<RequestId>(id).unwrap_or(RequestId::Number(0));
@@ -266,10 +274,14 @@ impl Endpoint {
             .get::<Principal>()
             .cloned()
             .unwrap_or_default();
+        let endpoint = endpoint_of(&parts);
         let request = OwnedRequest::new(body.clone(), request);
         let Served { work, messages } = serve(
             &self.gateway,
-            Caller::Stateless { principal },
+            Caller::Stateless {
+                principal,
+                endpoint,
+            },
             request,
             parts,
         );
@@ -299,11 +311,17 @@ impl Endpoint {
             _ => return Ok(()),
         };
         let params = params.and_then(Fields::of);
-        let catalog = self.gateway.catalog();
         let param_headers = (method == "tools/call")
             .then(|| params.as_ref()?.get("name").and_then(wire::string))
             .flatten()
-            .and_then(|name| catalog.tool_route(&name)?.param_headers.clone());
+            .and_then(|name| {
+                let anonymous = Principal::anonymous();
+                let catalog = self.gateway.catalog_for(Viewer {
+                    endpoint: &endpoint_of(parts),
+                    principal: parts.extensions.get::<Principal>().unwrap_or(&anonymous),
+                });
+                catalog.tool_route(&name)?.param_headers.clone()
+            });
         checks::standard_headers(
             &parts.headers,
             method,
@@ -319,6 +337,15 @@ impl Endpoint {
             ))
         })
     }
+}
+
+/// The endpoint the request came to, as the front found it.
+fn endpoint_of(parts: &Parts) -> EndpointName {
+    parts
+        .extensions
+        .get::<EndpointName>()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Which era `message` belongs to, as rmcp's transport decides it; or the answer refusing it.

@@ -145,10 +145,11 @@ impl<S: ConnectionSource> Call<'_, S> {
             .ok_or_else(|| GatewayError::InvalidParams(format!("`{field}` must be a string")))?;
         match kind {
             Routed::Tool => {
-                let catalog = self.gateway.catalog();
-                let route = catalog
-                    .tool_route(&name)
-                    .ok_or_else(|| self.gateway.missing_name(&name, GatewayError::UnknownTool))?;
+                let catalog = self.catalog();
+                let route = catalog.tool_route(&name).ok_or_else(|| {
+                    self.gateway
+                        .missing_name(&catalog, &name, GatewayError::UnknownTool)
+                })?;
                 Ok(Target {
                     upstream: route.route.upstream.clone(),
                     original: route.route.original.to_string(),
@@ -157,16 +158,17 @@ impl<S: ConnectionSource> Call<'_, S> {
                 })
             }
             Routed::Prompt => {
-                let route = self.prompt_route(&name)?;
+                let (route, scheme) = self.prompt_route(&name)?;
                 Ok(Target {
                     upstream: route.upstream,
                     original: route.original.to_string(),
-                    scheme: self.gateway.catalog().scheme().clone(),
+                    scheme,
                     param_headers: false,
                 })
             }
             Routed::Resource => {
-                let (upstream, original, scheme) = super::resolve_uri(self.gateway, &name)?;
+                let (upstream, original, scheme) =
+                    super::resolve_uri(self.gateway, &self.catalog(), &name)?;
                 Ok(Target {
                     upstream,
                     original,

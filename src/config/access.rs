@@ -1,0 +1,307 @@
+//! Checking `[[policy]]` (who may see which upstreams, tools, prompts and resources) and
+//! `[endpoints.NAME]` (more endpoint paths, each serving a subset, with tools renamed or
+//! described anew). See `policy` for what they mean at run time.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use super::{
+    parse::key_segment,
+    raw::Entries,
+    validate::{Checker, is_reserved_path},
+};
+use crate::policy::{EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, ToolShape, Who};
+
+/// Longest tool name an endpoint may give (as MCP clients accept them).
+const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// `[[policy]]` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawRule {
+    pub name: Option<String>,
+    pub who: Option<RawWho>,
+    pub allow: Option<RawItems>,
+    pub deny: Option<RawItems>,
+}
+
+/// `who = { … }` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawWho {
+    pub principals: Option<Vec<String>>,
+    pub groups: Option<Vec<String>>,
+    pub scopes: Option<Vec<String>>,
+    pub claims: Option<Entries<OneOrMany>>,
+}
+
+/// A claim's wanted value, or its alternatives.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// `allow = { … }` / `deny = { … }` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawItems {
+    pub upstreams: Option<Vec<String>>,
+    pub tools: Option<Vec<String>>,
+    pub prompts: Option<Vec<String>>,
+    pub resources: Option<Vec<String>>,
+}
+
+/// `[endpoints.NAME]` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawEndpoint {
+    pub path: Option<String>,
+    pub upstreams: Option<Vec<String>>,
+    pub prefix_mode: Option<String>,
+    pub allow: Option<RawItems>,
+    pub deny: Option<RawItems>,
+    pub tools: Option<Entries<RawToolShape>>,
+}
+
+/// `[endpoints.NAME.tools."UPSTREAM:TOOL"]` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawToolShape {
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+impl Checker<'_> {
+    pub(super) fn policy_rules(&mut self, raw: Option<&[RawRule]>) -> Vec<Rule> {
+        let rules = raw.unwrap_or_default();
+        let mut out = Vec::with_capacity(rules.len());
+        for (i, rule) in rules.iter().enumerate() {
+            let key = format!("policy[{i}]");
+            let gate = self.gate(&key, rule.allow.as_ref(), rule.deny.as_ref());
+            if rule.allow.is_none() && rule.deny.is_none() {
+                self.problem(
+                    &key,
+                    "has neither `allow` nor `deny`: it would change nothing",
+                );
+            }
+            out.push(Rule {
+                name: rule.name.clone().unwrap_or_else(|| key.clone()),
+                who: self.who(&format!("{key}.who"), rule.who.as_ref()),
+                gate,
+            });
+        }
+        out
+    }
+
+    fn who(&mut self, key: &str, raw: Option<&RawWho>) -> Who {
+        let Some(raw) = raw else {
+            return Who::default();
+        };
+        let principals = raw
+            .principals
+            .as_ref()
+            .map(|texts| self.globs(&format!("{key}.principals"), texts));
+        let claims = raw
+            .claims
+            .iter()
+            .flat_map(Entries::iter)
+            .map(|(claim, wanted)| {
+                let values = match wanted {
+                    OneOrMany::One(value) => vec![value.clone()],
+                    OneOrMany::Many(values) => values.clone(),
+                };
+                (claim.to_owned(), values)
+            })
+            .collect();
+        Who {
+            principals,
+            groups: raw.groups.clone(),
+            scopes: raw.scopes.clone(),
+            claims,
+        }
+    }
+
+    fn gate(&mut self, key: &str, allow: Option<&RawItems>, deny: Option<&RawItems>) -> Gate {
+        Gate {
+            allow: self.items(&format!("{key}.allow"), allow),
+            deny: self.items(&format!("{key}.deny"), deny),
+        }
+    }
+
+    fn items(&mut self, key: &str, raw: Option<&RawItems>) -> Items {
+        let Some(raw) = raw else {
+            return Items::default();
+        };
+        let mut patterns = |kind: &str, texts: &Option<Vec<String>>| {
+            texts.as_ref().map(|texts| {
+                texts
+                    .iter()
+                    .filter_map(|text| match ItemPattern::new(text) {
+                        Ok(pattern) => Some(pattern),
+                        Err(reason) => {
+                            self.problem(format!("{key}.{kind}"), reason);
+                            None
+                        }
+                    })
+                    .collect()
+            })
+        };
+        let tools = patterns("tools", &raw.tools);
+        let prompts = patterns("prompts", &raw.prompts);
+        let resources = patterns("resources", &raw.resources);
+        Items {
+            upstreams: raw
+                .upstreams
+                .as_ref()
+                .map(|texts| self.globs(&format!("{key}.upstreams"), texts)),
+            tools,
+            prompts,
+            resources,
+        }
+    }
+
+    fn globs(&mut self, key: &str, texts: &[String]) -> Vec<Glob> {
+        texts
+            .iter()
+            .filter_map(|text| match Glob::new(text) {
+                Ok(glob) => Some(glob),
+                Err(reason) => {
+                    self.problem(key, reason);
+                    None
+                }
+            })
+            .collect()
+    }
+
+    pub(super) fn endpoints(
+        &mut self,
+        raw: Option<&Entries<RawEndpoint>>,
+        main_path: &str,
+    ) -> Vec<EndpointSettings> {
+        let Some(raw) = raw else {
+            return Vec::new();
+        };
+        for name in &raw.duplicates {
+            self.problem(
+                format!("endpoints.{}", key_segment(name)),
+                "is defined twice",
+            );
+        }
+        let mut paths: HashMap<String, String> = HashMap::new();
+        paths.insert(main_path.to_owned(), "server.endpoint_path".to_owned());
+        raw.iter()
+            .map(|(name, endpoint)| {
+                let key = format!("endpoints.{}", key_segment(name));
+                self.endpoint(&key, name, endpoint, &mut paths)
+            })
+            .collect()
+    }
+
+    fn endpoint(
+        &mut self,
+        key: &str,
+        name: &str,
+        raw: &RawEndpoint,
+        paths: &mut HashMap<String, String>,
+    ) -> EndpointSettings {
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            self.problem(
+                key,
+                "an endpoint's name holds only letters, digits, `-` and `_`",
+            );
+        }
+        let path = raw
+            .path
+            .clone()
+            .unwrap_or_else(|| format!("/profiles/{name}/mcp"));
+        let path_key = format!("{key}.path");
+        if !path.starts_with('/') || path.contains(['?', '#']) {
+            self.problem(
+                &path_key,
+                format!("`{path}` must be a path starting with `/`"),
+            );
+        } else if is_reserved_path(&path) {
+            self.problem(
+                &path_key,
+                format!("`{path}` is taken by Switchyard's own endpoints"),
+            );
+        } else if let Some(taken) = paths.insert(path.clone(), key.to_owned()) {
+            self.problem(&path_key, format!("`{path}` is already served by {taken}"));
+        }
+        let prefix_mode = raw
+            .prefix_mode
+            .as_deref()
+            .and_then(|text| self.prefix_mode(&format!("{key}.prefix_mode"), text));
+        let mut gate = self.gate(key, raw.allow.as_ref(), raw.deny.as_ref());
+        if let Some(upstreams) = &raw.upstreams {
+            if gate.allow.upstreams.is_some() {
+                self.problem(
+                    format!("{key}.upstreams"),
+                    "give the upstreams once: here or in `allow.upstreams`",
+                );
+            }
+            gate.allow.upstreams = Some(self.globs(&format!("{key}.upstreams"), upstreams));
+        }
+        let tools = raw
+            .tools
+            .iter()
+            .flat_map(Entries::iter)
+            .filter_map(|(item, shape)| {
+                let tool_key = format!("{key}.tools.{}", key_segment(item));
+                self.tool_shape(&tool_key, item, shape)
+            })
+            .collect();
+        EndpointSettings {
+            name: name.into(),
+            path,
+            prefix_mode,
+            gate,
+            tools,
+        }
+    }
+
+    fn tool_shape(
+        &mut self,
+        key: &str,
+        item: &str,
+        raw: &RawToolShape,
+    ) -> Option<((String, String), ToolShape)> {
+        let Some((upstream, tool)) = item
+            .split_once(':')
+            .filter(|(u, t)| !u.is_empty() && !t.is_empty() && !u.contains(['*', '?', '[', '{']))
+        else {
+            self.problem(
+                key,
+                "name one tool as \"UPSTREAM:TOOL\" (the upstream's own name for it)",
+            );
+            return None;
+        };
+        if let Some(name) = &raw.name {
+            let valid = (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+            if !valid {
+                self.problem(
+                    format!("{key}.name"),
+                    format!(
+                        "`{name}` is not a tool name: 1–{MAX_TOOL_NAME_LEN} characters of \
+                         letters, digits, `_`, `-`, `.` and `/`"
+                    ),
+                );
+            }
+        }
+        if raw.name.is_none() && raw.description.is_none() {
+            self.problem(key, "give a `name`, a `description` or both");
+        }
+        Some((
+            (upstream.to_owned(), tool.to_owned()),
+            ToolShape {
+                name: raw.name.clone(),
+                description: raw.description.clone(),
+            },
+        ))
+    }
+}

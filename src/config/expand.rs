@@ -1,6 +1,8 @@
-//! Placeholder expansion in configuration values: `${env:NAME}`, `${env:NAME:-default}` and
-//! `${switchyard}` (this executable), with `$${` for a literal `${`. `${NAME}` and
-//! `${NAME:-default}` (as Claude Code writes them) mean the same as with `env:`.
+//! Placeholder expansion in configuration values: `${env:NAME}`, `${env:NAME:-default}`,
+//! `${file:PATH}` (a secret file's contents, without its final line break; a relative path is
+//! read from the configuration's directory) and `${switchyard}` (this executable), with `$${`
+//! for a literal `${`. `${NAME}` and `${NAME:-default}` (as Claude Code writes them) mean the
+//! same as with `env:`.
 //!
 //! Expansion happens once, at load time, so secrets can stay in the environment instead of the
 //! file. An unset variable without a default is an error, never an empty string.
@@ -31,8 +33,9 @@ impl Vars for ProcessVars {
     }
 }
 
-/// Expands every placeholder in `value`; the error says which placeholder failed and why.
-pub fn expand(value: &str, vars: &dyn Vars) -> Result<String, String> {
+/// Expands every placeholder in `value`, reading relative `${file:…}` paths from `base`; the
+/// error says which placeholder failed and why.
+pub fn expand_at(value: &str, vars: &dyn Vars, base: &Path) -> Result<String, String> {
     if !value.contains('$') {
         return Ok(value.to_owned());
     }
@@ -48,7 +51,7 @@ pub fn expand(value: &str, vars: &dyn Vars) -> Result<String, String> {
             let end = after
                 .find('}')
                 .ok_or_else(|| format!("unterminated placeholder `${{{after}`"))?;
-            out.push_str(&resolve(&after[..end], vars)?);
+            out.push_str(&resolve(&after[..end], vars, base)?);
             rest = &after[end + 1..];
         } else {
             out.push('$');
@@ -69,7 +72,13 @@ fn is_conventional_variable(name: &str) -> bool {
         && name.chars().all(|c| !c.is_ascii_lowercase())
 }
 
-fn resolve(placeholder: &str, vars: &dyn Vars) -> Result<String, String> {
+fn resolve(placeholder: &str, vars: &dyn Vars, base: &Path) -> Result<String, String> {
+    if let Some(path) = placeholder.strip_prefix("file:") {
+        let path = base.join(path);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        return Ok(text.trim_end_matches(['\n', '\r']).to_owned());
+    }
     if placeholder == "switchyard" {
         return vars
             .self_exe()
@@ -85,7 +94,7 @@ fn resolve(placeholder: &str, vars: &dyn Vars) -> Result<String, String> {
         None => {
             return Err(format!(
                 "unsupported placeholder `${{{placeholder}}}`; use `${{env:NAME}}`, \
-                 `${{env:NAME:-default}}` or `${{switchyard}}` (write `$${{` for a literal `${{`)"
+                 `${{env:NAME:-default}}`, `${{file:PATH}}` or `${{switchyard}}` (write `$${{` for a literal `${{`)"
             ));
         }
     };
@@ -107,6 +116,26 @@ fn resolve(placeholder: &str, vars: &dyn Vars) -> Result<String, String> {
 pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    fn expand(value: &str, vars: &dyn Vars) -> Result<String, String> {
+        expand_at(value, vars, Path::new(""))
+    }
+
+    #[test]
+    fn secret_files_are_read_from_the_configurations_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+        let v = MapVars(HashMap::new());
+        assert_eq!(
+            expand_at("Bearer ${file:token}", &v, dir.path()).unwrap(),
+            "Bearer s3cret"
+        );
+        let missing = expand_at("${file:nope}", &v, dir.path()).unwrap_err();
+        assert!(
+            missing.starts_with("cannot read ") && missing.contains("nope"),
+            "{missing}"
+        );
+    }
 
     /// Fixed variables for tests.
     pub(crate) struct MapVars(pub HashMap<&'static str, &'static str>);

@@ -6,6 +6,7 @@
 mod access;
 mod auth;
 mod expand;
+mod headers;
 mod limits;
 mod mcp_json;
 mod oauth;
@@ -28,6 +29,7 @@ use url::Url;
 
 pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key, pem_public_key};
 pub use expand::{ProcessVars, Vars};
+pub use headers::UserHeader;
 pub use limits::{Limits, Rate};
 
 pub use crate::names::PrefixMode;
@@ -357,6 +359,10 @@ pub struct HttpConfig {
     pub url: Url,
     /// Sent on every request to this upstream.
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Sent on every request, with the user's validated claims filled in (`${claim:sub}`).
+    pub user_headers: Vec<(HeaderName, UserHeader)>,
+    /// Client request headers passed on to this upstream (client name, upstream name).
+    pub forward_headers: Vec<(HeaderName, HeaderName)>,
     pub protocol: HttpProtocol,
     pub oauth: UpstreamOAuth,
 }

@@ -171,6 +171,8 @@ pub struct RawUpstream {
     // streamable_http, sse, auto
     pub url: Option<String>,
     pub headers: Option<Entries<String>>,
+    pub forward_headers: Option<Vec<String>>,
+    pub rename_headers: Option<Entries<String>>,
     pub oauth: Option<RawUpstreamOAuth>,
     // all
     pub session: Option<String>,

@@ -1,9 +1,8 @@
 //! Checking one `[upstreams.NAME]` table: its name, transport (and the keys that fit it),
 //! session mode, and the policy (timeouts, failure handling, limits) it inherits or sets.
 
-use std::{collections::HashMap, path::PathBuf, str::FromStr, time::Duration};
+use std::{collections::HashMap, path::PathBuf, time::Duration};
 
-use http::{HeaderName, HeaderValue};
 use url::Url;
 
 use super::{
@@ -39,21 +38,6 @@ pub fn default_policy() -> UpstreamPolicy {
         stream_idle_timeout: Duration::from_secs(120),
     }
 }
-
-/// Headers the transport sets itself; configuring them would break the protocol.
-const RESERVED_HEADERS: &[&str] = &[
-    "accept",
-    "connection",
-    "content-length",
-    "content-type",
-    "host",
-    "last-event-id",
-    "mcp-method",
-    "mcp-name",
-    "mcp-protocol-version",
-    "mcp-session-id",
-    "transfer-encoding",
-];
 
 impl Checker<'_> {
     /// The policy of the table at `key`, falling back to `inherited` for what it leaves out.
@@ -309,6 +293,8 @@ impl Checker<'_> {
             &[
                 ("url", raw.url.is_some()),
                 ("headers", raw.headers.is_some()),
+                ("forward_headers", raw.forward_headers.is_some()),
+                ("rename_headers", raw.rename_headers.is_some()),
                 ("oauth", raw.oauth.is_some()),
             ],
             "stdio",
@@ -401,17 +387,24 @@ impl Checker<'_> {
                 None
             }
         };
-        let headers = self.headers(&format!("{key}.headers"), raw.headers.as_ref());
+        let (headers, user_headers) = self.headers(&format!("{key}.headers"), raw.headers.as_ref());
+        let forward_headers = self.forward_headers(key, raw, &headers, &user_headers);
         let oauth = self.upstream_oauth(key, raw.oauth.as_ref());
         Some(HttpConfig {
             url: url?,
             headers,
+            user_headers,
+            forward_headers,
             protocol,
             oauth,
         })
     }
 
-    fn string_map(&mut self, key: &str, raw: Option<&Entries<String>>) -> Vec<(String, String)> {
+    pub(super) fn string_map(
+        &mut self,
+        key: &str,
+        raw: Option<&Entries<String>>,
+    ) -> Vec<(String, String)> {
         let Some(raw) = raw else {
             return Vec::new();
         };
@@ -430,38 +423,6 @@ impl Checker<'_> {
             })
             .collect()
     }
-
-    fn headers(
-        &mut self,
-        key: &str,
-        raw: Option<&Entries<String>>,
-    ) -> Vec<(HeaderName, HeaderValue)> {
-        let mut headers = Vec::new();
-        for (name, value) in self.string_map(key, raw) {
-            let header_key = format!("{key}.{}", key_segment(&name));
-            let Ok(header_name) = HeaderName::from_str(&name) else {
-                self.problem(header_key, "is not a valid HTTP header name");
-                continue;
-            };
-            if RESERVED_HEADERS.contains(&header_name.as_str()) {
-                self.problem(
-                    header_key,
-                    "is set by the MCP transport and cannot be configured",
-                );
-                continue;
-            }
-            match HeaderValue::from_str(&value) {
-                Ok(mut header_value) => {
-                    header_value.set_sensitive(is_secret_header(&header_name));
-                    headers.push((header_name, header_value));
-                }
-                Err(_) => {
-                    self.problem(header_key, "value holds characters not allowed in a header")
-                }
-            }
-        }
-        headers
-    }
 }
 
 fn longer_than_max(timeout: Duration, max: Duration) -> String {
@@ -470,15 +431,4 @@ fn longer_than_max(timeout: Duration, max: Duration) -> String {
         timeout.as_secs_f64(),
         max.as_secs_f64()
     )
-}
-
-/// Headers whose values must not appear in logs.
-fn is_secret_header(name: &HeaderName) -> bool {
-    let name = name.as_str();
-    name == "authorization"
-        || name == "cookie"
-        || name == "proxy-authorization"
-        || name.contains("token")
-        || name.contains("key")
-        || name.contains("secret")
 }

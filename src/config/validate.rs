@@ -12,7 +12,7 @@ use url::Url;
 use super::{
     AdminSettings, AllowedOrigins, CatalogSettings, Config, ConfigError, OverlayInfo, PrefixMode,
     Problem, ServerSettings,
-    expand::{Vars, expand},
+    expand::{Vars, expand_at},
     overlay::RawOverlay,
     parse::{Parsed, key_segment},
     raw::{RawAdmin, RawCatalog, RawServer},
@@ -143,7 +143,7 @@ impl Checker<'_> {
 
     /// Expands placeholders; on failure records the problem and returns `None`.
     pub(super) fn expand(&mut self, key: &str, value: &str) -> Option<String> {
-        expand(value, self.vars)
+        expand_at(value, self.vars, &self.base_dir)
             .map_err(|reason| self.problem(key, reason))
             .ok()
     }

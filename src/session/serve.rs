@@ -187,7 +187,11 @@ async fn answer(
                 downstream,
                 ct,
             };
-            match call.routed(routed, id, params.as_ref(), caller.era()).await {
+            let headers = &parts.headers;
+            match call
+                .routed(routed, id, params.as_ref(), caller.era(), headers)
+                .await
+            {
                 Some(answer) => answer,
                 None => {
                     let downstream = call.downstream.clone();

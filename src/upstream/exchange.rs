@@ -18,7 +18,7 @@ use std::{
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use futures::FutureExt;
-use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::{
@@ -154,6 +154,8 @@ pub struct Outgoing<'a> {
     pub name: &'a str,
     /// The whole JSON-RPC request.
     pub body: Bytes,
+    /// Headers of the client's request the upstream's rules pass on.
+    pub forwarded: &'a [(HeaderName, HeaderValue)],
 }
 
 /// What the upstream sent next on an exchange.
@@ -274,7 +276,13 @@ impl RawLink {
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
         let headers = request.headers_mut();
-        headers.reserve(sent.len() + 8);
+        headers.reserve(sent.len() + outgoing.forwarded.len() + 8);
+        // What the gateway sets (a token, configured headers) wins over a forwarded header.
+        for (name, value) in outgoing.forwarded {
+            if !sent.contains_key(name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
         for (name, value) in sent.iter() {
             headers.append(name.clone(), value.clone());
         }

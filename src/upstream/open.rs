@@ -253,15 +253,22 @@ impl Upstream {
         self.set_era_support(EraSupport::Unknown);
     }
 
-    /// The hook for a new connection made for `principal`: the configured headers, and the
-    /// principal's access token where the upstream uses OAuth.
+    /// The hook for a new connection made for `principal`: the configured headers (those
+    /// naming the user filled in with the principal's claims), and the principal's access
+    /// token where the upstream uses OAuth.
     fn request_hook(&self, principal: &Principal) -> Arc<dyn RequestHook> {
-        match (&self.config.transport, &self.auth) {
-            (TransportConfig::Http(http), Some(auth)) => {
-                OAuthHook::new(auth.clone(), auth.grant(principal), http.headers.clone())
-            }
-            (TransportConfig::Http(http), None) => StaticHeaders::new(http.headers.clone()),
-            (TransportConfig::Stdio(_), _) => StaticHeaders::new(Vec::new()),
+        let TransportConfig::Http(http) = &self.config.transport else {
+            return StaticHeaders::new(Vec::new());
+        };
+        let mut headers = http.headers.clone();
+        headers.extend(
+            http.user_headers
+                .iter()
+                .filter_map(|(name, template)| Some((name.clone(), template.render(principal)?))),
+        );
+        match &self.auth {
+            Some(auth) => OAuthHook::new(auth.clone(), auth.grant(principal), headers),
+            None => StaticHeaders::new(headers),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Where an upstream is shared (its `shared` session mode, and stateless clients) and each
-//! user has their own upstream tokens, each user gets their own connection: one request never
-//! carries another user's token. The shared connection serves the principal it was opened
+//! user has their own upstream tokens, or headers that name the user, each user gets their own
+//! connection: one request never carries another user's token or name. The shared connection serves the principal it was opened
 //! for; the others' connections are opened on their first request and kept until they close
 //! (or idle out, with `idle_timeout_seconds`).
 
@@ -10,7 +10,7 @@ use dashmap::DashMap;
 use tokio::sync::OnceCell;
 
 use super::{Connection, Era, EraSupport, Upstream, UpstreamError};
-use crate::principal::Principal;
+use crate::{config::TransportConfig, principal::Principal};
 
 /// One lazily opened connection per principal; the cell makes concurrent first requests
 /// open it once.
@@ -22,15 +22,22 @@ impl Upstream {
         self.auth.as_ref().is_some_and(|auth| auth.per_user())
     }
 
+    /// Whether each user reaches this upstream on a connection of their own: their own
+    /// tokens, or headers naming them.
+    pub fn connections_per_user(&self) -> bool {
+        self.tokens_per_user()
+            || matches!(&self.config.transport, TransportConfig::Http(http) if !http.user_headers.is_empty())
+    }
+
     /// The connection `principal`'s request goes on where the upstream is shared: the shared
-    /// one (or, for a `stateless` request, the stateless one) when it carries their token or
-    /// tokens are not per user; else their own.
+    /// one (or, for a `stateless` request, the stateless one) when it is theirs or nothing in
+    /// it is per user; else their own.
     pub async fn connection_for(
         &self,
         principal: &Principal,
         stateless: bool,
     ) -> Result<Arc<Connection>, UpstreamError> {
-        if !self.tokens_per_user() || **self.service.load() == *principal {
+        if !self.connections_per_user() || **self.service.load() == *principal {
             return if stateless {
                 self.stateless().await
             } else {

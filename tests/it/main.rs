@@ -9,6 +9,7 @@ mod conformance;
 mod deps;
 mod fixtures;
 mod harness;
+mod headers;
 mod interop;
 mod layers;
 mod limits;

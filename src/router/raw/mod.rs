@@ -81,6 +81,8 @@ struct Target {
     scheme: NameScheme,
     /// A tool whose schema asks for `Mcp-Param-*` headers.
     param_headers: bool,
+    /// The client's headers the upstream's rules pass on.
+    forwarded: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 impl<S: ConnectionSource> Call<'_, S> {
@@ -92,13 +94,15 @@ impl<S: ConnectionSource> Call<'_, S> {
         id: &str,
         params: Option<&Fields<'_>>,
         era: Era,
+        client_headers: &http::HeaderMap,
     ) -> Option<Bytes> {
         let result = match self.target(kind, params) {
-            Ok(target) => {
+            Ok(mut target) => {
                 let upstream = match self.gateway.serving_upstream(&target.upstream) {
                     Ok(upstream) => upstream,
                     Err(error) => return Some(self.failed(id, error, era)),
                 };
+                target.forwarded = upstream.config().forwarded(client_headers);
                 if !takes_raw(&upstream, kind, &target, era) {
                     return None;
                 }
@@ -155,6 +159,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                     original: route.route.original.to_string(),
                     scheme: catalog.scheme().clone(),
                     param_headers: route.param_headers.is_some(),
+                    forwarded: Vec::new(),
                 })
             }
             Routed::Prompt => {
@@ -164,6 +169,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                     original: route.original.to_string(),
                     scheme,
                     param_headers: false,
+                    forwarded: Vec::new(),
                 })
             }
             Routed::Resource => {
@@ -174,6 +180,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                     original,
                     scheme,
                     param_headers: false,
+                    forwarded: Vec::new(),
                 })
             }
         }
@@ -214,6 +221,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 method: kind.method(),
                 name: &target.original,
                 body: upstream_request(kind, number, &target.original, params, rewrite),
+                forwarded: &target.forwarded,
             };
             let request_id = RequestId::Number(number);
             let exchange = Exchanging {

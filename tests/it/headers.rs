@@ -1,0 +1,137 @@
+//! Header rules towards an upstream, seen by the upstream itself (the notes server's `header`
+//! tool reads what it received): nothing of the client's passes unless forwarded, its
+//! credentials never do, configured values come from secret files, and headers naming the
+//! user carry each user's own name on a shared upstream.
+
+use std::collections::HashMap;
+
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    ServiceExt,
+    model::CallToolRequestParams,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::json;
+
+use crate::{
+    fixtures::notes::NotesServer,
+    harness::{GatewayBuilder, api_key, api_keys_section, text},
+};
+
+/// A client of `url` for `user` that sends `headers` with every request.
+async fn client_sending(
+    url: &str,
+    user: &str,
+    headers: &[(&'static str, &str)],
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let custom: HashMap<HeaderName, HeaderValue> = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                HeaderName::from_static(name),
+                HeaderValue::from_str(value).unwrap(),
+            )
+        })
+        .collect();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+        .auth_header(api_key(user))
+        .custom_headers(custom);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the client connects")
+}
+
+async fn upstream_saw(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    header: &str,
+) -> String {
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("notes__header")
+                .with_arguments(json!({"name": header}).as_object().unwrap().clone()),
+        )
+        .await
+        .expect("the header tool answers");
+    text(&result).to_owned()
+}
+
+#[tokio::test]
+async fn upstreams_get_what_the_rules_say_and_nothing_else() {
+    let notes = NotesServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("upstream-key");
+    std::fs::write(&secret, "from-a-file\n").unwrap();
+    let gw = GatewayBuilder::new()
+        .section(&api_keys_section(&["alice", "bob"]))
+        .http_with(
+            "notes",
+            &notes.url(),
+            &format!(
+                "session = \"shared\"\n\
+                 headers = {{ X-Upstream-Key = \"${{file:{}}}\", X-User = \"user:${{claim:sub}}\" }}\n\
+                 forward_headers = [\"X-Tenant\"]\n\
+                 rename_headers = {{ X-Client-Trace = \"X-Trace\" }}\n",
+                secret.display()
+            ),
+        )
+        .start()
+        .await;
+    let sent = [
+        ("x-tenant", "acme"),
+        ("x-client-trace", "trace-1"),
+        ("x-other", "not for upstreams"),
+        ("cookie", "session=client"),
+    ];
+    let alice = client_sending(&gw.url(), "alice", &sent).await;
+    let bob = client_sending(&gw.url(), "bob", &[]).await;
+    for (header, expected) in [
+        ("x-tenant", "acme"),
+        ("x-trace", "trace-1"),
+        ("x-client-trace", "(absent)"),
+        ("x-other", "(absent)"),
+        ("cookie", "(absent)"),
+        ("authorization", "(absent)"),
+        ("x-upstream-key", "from-a-file"),
+        ("x-user", "user:alice"),
+    ] {
+        assert_eq!(upstream_saw(&alice, header).await, expected, "{header}");
+    }
+    // One shared upstream, yet each user's requests carry their own name.
+    assert_eq!(upstream_saw(&bob, "x-user").await, "user:bob");
+    assert_eq!(upstream_saw(&bob, "x-tenant").await, "(absent)");
+    assert_eq!(upstream_saw(&alice, "x-user").await, "user:alice");
+}
+
+#[test]
+fn credentials_and_transport_headers_cannot_be_forwarded() {
+    let text = r#"
+        [upstreams.a]
+        url = "http://127.0.0.1:1/mcp"
+        headers = { X-Set = "1" }
+        forward_headers = ["Authorization", "mcp-session-id", "X-Set", "bad header"]
+        rename_headers = { Cookie = "X-Cookie", X-Ok = "Host" }
+        [upstreams.b]
+        command = "true"
+        forward_headers = ["X-Tenant"]
+    "#;
+    let error = switchyard::config::parse_str(
+        std::path::Path::new("s.toml"),
+        text,
+        &switchyard::config::ProcessVars,
+    )
+    .unwrap_err()
+    .to_string();
+    for expected in [
+        "upstreams.a.forward_headers[0]: `Authorization` carries the client's credentials",
+        "upstreams.a.forward_headers[1]: is set by the MCP transport",
+        "upstreams.a.forward_headers[2]: `X-Set` is already set by `headers`",
+        "upstreams.a.forward_headers[3]: `bad header` is not a valid HTTP header name",
+        "upstreams.a.rename_headers.Cookie: `Cookie` carries the client's credentials",
+        "upstreams.a.rename_headers.X-Ok: is set by the MCP transport",
+        "upstreams.b.forward_headers: does not apply to transport `stdio`",
+    ] {
+        assert!(error.contains(expected), "{expected}\nnot in\n{error}");
+    }
+}

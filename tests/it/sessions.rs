@@ -7,7 +7,10 @@ use serde_json::json;
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, call, closed_port, eventually, remote_notes, text},
+    harness::{
+        GatewayBuilder, INITIALIZE, api_key, api_keys_section, call, closed_port, eventually,
+        remote_notes, text,
+    },
 };
 
 #[tokio::test]
@@ -288,4 +291,83 @@ async fn sessions_on_the_wire_get_delete_and_unknown_ids() {
     assert!(deleted.status().is_success(), "{}", deleted.status());
     let after = post(Some(&session), "2025-11-25", list).await.unwrap();
     assert_eq!(after.status(), 404, "a deleted session is gone");
+}
+
+/// Hundreds of sessions of three users at once, all over the one shared upstream session of a
+/// stdio server: every answer carries the marker its own caller sent, under its own request
+/// id: no answer reaches another session.
+#[tokio::test]
+async fn hundreds_of_sessions_over_one_shared_upstream_never_cross() {
+    const SESSIONS: usize = 300;
+    const CALLS: usize = 5;
+    let users = ["alice", "bob", "carol"];
+    let gw = GatewayBuilder::new()
+        .section(&api_keys_section(&users))
+        .demo("demo")
+        .start()
+        .await;
+    let http = reqwest::Client::new();
+    let post = |user: &str, session: Option<&str>, body: String| {
+        let mut request = http
+            .post(gw.url())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {}", api_key(user)))
+            .body(body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request.send()
+    };
+    let one_session = |s: usize| {
+        let post = &post;
+        async move {
+            let user = users[s % users.len()];
+            let opened = post(user, None, INITIALIZE.to_owned()).await.unwrap();
+            let session = opened.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            post(user, Some(&session), initialized.to_owned())
+                .await
+                .unwrap();
+            let mut crossed = Vec::new();
+            for c in 0..CALLS {
+                let marker = format!("{user}-session-{s}-call-{c}");
+                let id = 100 + c;
+                let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "demo__echo", "arguments": {"text": marker}}});
+                let answer = post(user, Some(&session), call.to_string()).await.unwrap();
+                let body = answer.text().await.unwrap();
+                let reply = body
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+                    .find(|message| {
+                        message.get("result").is_some() || message.get("error").is_some()
+                    });
+                let seen = reply
+                    .as_ref()
+                    .map(|r| (r["id"].clone(), r["result"]["content"][0]["text"].clone()));
+                if seen != Some((json!(id), json!(marker))) {
+                    crossed.push(format!("{marker}: {body}"));
+                }
+            }
+            crossed
+        }
+    };
+    let crossed: Vec<String> = futures::future::join_all((0..SESSIONS).map(one_session))
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(
+        crossed.is_empty(),
+        "{} of {} answers went astray, e.g. {:?}",
+        crossed.len(),
+        SESSIONS * CALLS,
+        crossed.first()
+    );
+    assert_eq!(gw.state("demo"), "ready");
 }

@@ -310,7 +310,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
         &whole.view_for(&EndpointName::MAIN, &anyone)
     ));
 
-    let github = whole.view_for(&EndpointName::virtual_("gh".into()), &anyone);
+    let github = whole.view_for(&EndpointName::named("gh".into()), &anyone);
     assert_eq!(names(&github), ["issue"]);
     assert_eq!(
         github
@@ -331,6 +331,6 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
     );
     assert_eq!(github.generation(), whole.generation());
 
-    let gone = whole.view_for(&EndpointName::virtual_("gone".into()), &anyone);
+    let gone = whole.view_for(&EndpointName::named("gone".into()), &anyone);
     assert!(gone.tools().is_empty() && gone.resolve_uri("gh://a").is_none());
 }

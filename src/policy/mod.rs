@@ -158,7 +158,7 @@ impl EndpointName {
     /// The main endpoint (`server.endpoint_path`).
     pub const MAIN: Self = Self(None);
 
-    pub fn virtual_(name: Arc<str>) -> Self {
+    pub fn named(name: Arc<str>) -> Self {
         Self(Some(name))
     }
 

@@ -129,7 +129,7 @@ fn an_endpoint_narrows_what_rules_allow_and_names_on_its_own() {
         )],
         vec![readonly],
     );
-    let endpoint = EndpointName::virtual_("readonly".into());
+    let endpoint = EndpointName::named("readonly".into());
     let admin = access.view_key(&endpoint, &member("admins")).unwrap();
     assert!(!admin.is_whole());
     assert!(access.sees(&admin, Kind::Tool, "github", "get_issue"));
@@ -145,7 +145,7 @@ fn an_endpoint_narrows_what_rules_allow_and_names_on_its_own() {
     );
     assert!(
         access
-            .view_key(&EndpointName::virtual_("gone".into()), &member("admins"))
+            .view_key(&EndpointName::named("gone".into()), &member("admins"))
             .is_none()
     );
     let whole = access

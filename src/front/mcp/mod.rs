@@ -89,7 +89,7 @@ impl Settings {
                 .config
                 .endpoints
                 .iter()
-                .map(|e| (e.path.clone(), EndpointName::virtual_(e.name.clone())))
+                .map(|e| (e.path.clone(), EndpointName::named(e.name.clone())))
                 .collect(),
             max_body: server.max_request_body_bytes,
             body_timeout: server.client_timeout,

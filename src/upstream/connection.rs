@@ -29,9 +29,10 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     UpstreamError,
     client::UpstreamClient,
-    exchange::{RawClient, RawLink, SessionSlot},
+    exchange::RawLink,
     http,
     inbound::Inbound,
+    raw_client::{RawClient, SessionSlot},
     relay::Relay,
     sse::SseTransport,
     stdio,

@@ -15,17 +15,13 @@ use std::{
     time::Duration,
 };
 
-use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use futures::FutureExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::TokioExecutor,
-};
 
+use super::raw_client::{RawClient, SessionSlot};
 use crate::{
     hook::{HookError, RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
@@ -47,61 +43,6 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Where raw request ids start: past every id rmcp's `u32` counter gives its own requests.
 const RAW_IDS: u64 = 1 << 32;
-
-/// The pooled HTTP client of an upstream's raw path (keep-alive connections, no cap on them).
-pub type RawClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-/// A raw client with the same TLS trust as the rest of Switchyard's HTTP (the platform's).
-pub fn raw_client(connect_timeout: Duration) -> Result<RawClient, String> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
-        .map_err(|error| error.to_string())?
-        .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(connect_timeout));
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new()).build(connector))
-}
-
-/// The upstream session id in use on a connection, as rmcp's worker negotiated it (and
-/// renegotiated, after the upstream lost the session).
-#[derive(Default)]
-pub struct SessionSlot {
-    id: ArcSwapOption<HeaderValue>,
-}
-
-impl SessionSlot {
-    /// Notes the session id a request of the worker carried or an answer named.
-    pub fn observe(&self, id: Option<&str>) {
-        let Some(id) = id else {
-            return;
-        };
-        let current = self.id.load();
-        if current
-            .as_deref()
-            .is_some_and(|known| known.as_bytes() == id.as_bytes())
-        {
-            return;
-        }
-        if let Ok(value) = HeaderValue::from_str(id) {
-            self.id.store(Some(Arc::new(value)));
-        }
-    }
-
-    fn get(&self) -> Option<Arc<HeaderValue>> {
-        self.id.load_full()
-    }
-}
 
 /// Why a raw exchange failed.
 #[derive(Debug, thiserror::Error)]

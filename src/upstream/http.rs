@@ -23,7 +23,7 @@ use rmcp::{
 };
 use sse_stream::Sse;
 
-use super::exchange::SessionSlot;
+use super::raw_client::SessionSlot;
 use crate::{
     config::HttpConfig,
     hook::{RequestHeaders, RequestHook},

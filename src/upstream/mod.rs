@@ -21,6 +21,7 @@ mod inbound;
 mod listen;
 mod open;
 mod principals;
+mod raw_client;
 mod relay;
 mod sse;
 mod status;
@@ -91,7 +92,7 @@ pub struct Upstream {
     /// One connection pool for all of this upstream's HTTP sessions.
     http: reqwest::Client,
     /// For streamable HTTP: the pooled client of the raw path, and the URL it posts to.
-    raw: Option<(exchange::RawClient, ::http::Uri)>,
+    raw: Option<(raw_client::RawClient, ::http::Uri)>,
     /// Whether the upstream's connections have a raw path (its shared one had, when made).
     raw_ready: AtomicBool,
     /// The shared session; swapped as the supervisor reconnects.
@@ -488,7 +489,7 @@ impl Upstream {
 
 /// The raw path's client and URL for an HTTP upstream (unused if it turns out to speak
 /// legacy SSE). Without a TLS setup or a URL hyper takes, requests take the typed path.
-fn raw_path(config: &UpstreamConfig) -> Option<(exchange::RawClient, ::http::Uri)> {
+fn raw_path(config: &UpstreamConfig) -> Option<(raw_client::RawClient, ::http::Uri)> {
     let TransportConfig::Http(http) = &config.transport else {
         return None;
     };
@@ -499,7 +500,7 @@ fn raw_path(config: &UpstreamConfig) -> Option<(exchange::RawClient, ::http::Uri
             return None;
         }
     };
-    match exchange::raw_client(config.policy.connect_timeout) {
+    match raw_client::raw_client(config.policy.connect_timeout) {
         Ok(client) => Some((client, uri)),
         Err(error) => {
             tracing::warn!(upstream = %config.name, %error, "no TLS setup for raw requests; all requests go the typed way");

@@ -15,7 +15,11 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use crate::{
-    fixtures::issuer::{self, ISSUER, Issuer, claims, now, sign},
+    deps,
+    fixtures::{
+        issuer::{self, ISSUER, Issuer, claims, now, sign},
+        oauth_upstream::OAuthUpstream,
+    },
     harness::{GatewayBuilder, INITIALIZE, TestGateway, api_key, api_keys_section, post_mcp, text},
 };
 
@@ -348,4 +352,53 @@ pub async fn authorized_client(
 fn base64_url(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The official TypeScript SDK's client signs in by itself: from the gateway's 401 it reads the
+/// protected-resource metadata, finds the authorization server there (a real one:
+/// `oidc-provider`), registers, gets a code for the scope the challenge names with the gateway
+/// as resource indicator, and then lists the tools with the JWT it got, which the gateway
+/// checks against the provider's keys.
+#[tokio::test]
+async fn an_sdk_client_finds_the_authorization_server_and_signs_in() {
+    let provider = OAuthUpstream::start(&["--interactions=auto", "--account=dana"]).await;
+    let issuer = provider.info["issuer"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[auth]\nscopes = [\"mcp:tools\"]\n[auth.jwt]\nissuer = {issuer:?}\njwks_url = \"{issuer}/jwks\"\n"
+        ))
+        .demo("demo")
+        .start()
+        .await;
+    provider
+        .configure(json!({"extra_resource": gw.url()}))
+        .await;
+    let output = tokio::process::Command::new(deps::node22())
+        .arg(deps::node_packages().join("oauth-client.mjs"))
+        .arg(gw.url())
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(report["authorization_server"], issuer, "{report:#}");
+    assert_eq!(report["resource"], gw.url(), "{report:#}");
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo__echo")),
+        "{report:#}"
+    );
+    let token = &provider.stats().await["as"]["last_access_token"];
+    assert_eq!(
+        (&token["sub"], &token["aud"]),
+        (&json!("dana"), &json!(gw.url()))
+    );
 }

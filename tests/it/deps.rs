@@ -81,6 +81,7 @@ pub fn node_packages() -> &'static Path {
                 "node/client.mjs",
                 "node/bind-local.cjs",
                 "node/oauth-upstream.mjs",
+                "node/oauth-client.mjs",
             ],
             |dir| {
                 run(

@@ -57,6 +57,7 @@ const DEFAULTS = {
   mcp_path: '/mcp',
   prm_root: 'off', // also serve metadata at /.well-known/oauth-protected-resource
   use_granted_resource: 'off', // token requests without `resource` still get the MCP audience
+  extra_resource: '', // another resource server the provider mints tokens for (a gateway's URL)
   token_endpoint: 'up', // down: the token endpoint answers 503 with an HTML page (an outage)
 };
 const opts = { ...DEFAULTS };
@@ -185,12 +186,14 @@ const provider = new Provider(issuer, {
       defaultResource: async (ctx, client, oneOf) => oneOf,
       useGrantedResource: async () => on(opts.use_granted_resource),
       getResourceServerInfo: async (ctx, indicator) => {
-        if (comparable(indicator) !== comparable(resource)) {
+        const known = [resource, opts.extra_resource].filter(Boolean);
+        const audience = known.find((r) => comparable(r) === comparable(indicator));
+        if (!audience) {
           throw new errors.InvalidTarget(`unknown resource ${indicator}`);
         }
         return {
           scope: opts.resource_scopes,
-          audience: resource,
+          audience,
           accessTokenTTL: seconds(opts.access_token_ttl),
           accessTokenFormat: 'jwt',
           jwt: { sign: { alg: 'RS256' } },
@@ -343,7 +346,7 @@ app.post('/control/reset', (req, res) => {
 });
 app.post('/control/config', (req, res) => {
   for (const [key, value] of Object.entries(req.body ?? {})) {
-    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource', 'token_endpoint'].includes(key)) {
+    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource', 'token_endpoint', 'extra_resource'].includes(key)) {
       return res.status(400).json({ error: `cannot change ${key} at run time` });
     }
     opts[key] = String(value);

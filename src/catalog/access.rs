@@ -30,7 +30,7 @@ impl ViewKey {
 }
 
 /// The policy and the virtual endpoints of one configuration, compiled.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Access {
     rules: Vec<Rule>,
     endpoints: Vec<EndpointSettings>,

@@ -102,7 +102,7 @@ impl Gateway {
     pub fn start_with(config: Config, metrics: Arc<Metrics>) -> Arc<Self> {
         let page_size = config.catalog.page_size;
         let scheme = scheme_of(&config);
-        let access = access_of(&config);
+        let access = Arc::new(access_of(&config));
         let public_url = config.oauth.public_url_or(config.server.listen);
         let oauth = OAuth::new(config.oauth.clone(), public_url);
         oauth.set_users_authenticate(config.auth.configured);
@@ -435,14 +435,14 @@ impl SupervisorHooks for GatewayHooks {
 
 /// How names are prefixed under `config`.
 /// `config`'s policy and virtual endpoints, compiled.
-fn access_of(config: &Config) -> Arc<Access> {
+fn access_of(config: &Config) -> Access {
     let upstreams: Vec<_> = config.upstreams.iter().map(|u| u.name.clone()).collect();
-    Arc::new(Access::new(
+    Access::new(
         config.policy.clone(),
         config.endpoints.clone(),
         &config.catalog,
         &upstreams,
-    ))
+    )
 }
 
 fn scheme_of(config: &Config) -> NameScheme {

@@ -118,14 +118,17 @@ impl Gateway {
         }
         let scheme = scheme_of(&next);
         let renamed = scheme != live.scheme;
-        // A view may change even where the upstreams' lists did not: every client is told.
-        let reviewed = renamed || access_changed;
-        // Endpoints name things by how many upstreams they serve: compiled again for a new set.
-        let access = if access_changed || !added.is_empty() || !removed.is_empty() {
-            access_of(&next)
-        } else {
+        // Compiled again, as endpoints also name things by `[catalog]` and by how many
+        // upstreams they serve; kept when it comes out the same (its snapshots' cursors too).
+        let fresh = access_of(&next);
+        let kept = fresh == *live.access;
+        let access = if kept {
             live.access.clone()
+        } else {
+            Arc::new(fresh)
         };
+        // A view may change even where the upstreams' lists did not: every client is told.
+        let reviewed = renamed || !kept;
         let grace = next.server.shutdown_grace;
         self.oauth().set_users_authenticate(next.auth.configured);
         self.live.store(Arc::new(Live {

@@ -171,6 +171,13 @@ async fn policy_and_endpoints_reload_live() {
     assert!(names.contains(&"demo__add".to_owned()), "{names:?}");
     let adding = connect_client(&gw.url_at("/profiles/adding/mcp"), "adding").await;
     assert_eq!(tool_names(&adding).await, ["demo__add"]);
+
+    // Endpoints follow `[catalog]` too, with the policy itself unchanged.
+    let separated = format!("{policy}\n[catalog]\nseparator = \".\"\n");
+    std::fs::write(&path, config_text(&url, &separated)).unwrap();
+    let entry = gw.gateway.reload_from_file(Trigger::Admin).await;
+    assert_eq!(entry.outcome, ReloadOutcome::Applied, "{entry:?}");
+    assert_eq!(tool_names(&adding).await, ["demo.add"]);
 }
 
 /// The metric names in every query of the Grafana dashboard.

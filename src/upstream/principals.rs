@@ -24,7 +24,7 @@ impl Upstream {
 
     /// Whether each user reaches this upstream on a connection of their own: their own
     /// tokens, or headers naming them.
-    pub fn connections_per_user(&self) -> bool {
+    fn connections_per_user(&self) -> bool {
         self.tokens_per_user()
             || matches!(&self.config.transport, TransportConfig::Http(http) if !http.user_headers.is_empty())
     }

@@ -219,12 +219,7 @@ impl Endpoint {
         params: InitializeRequestParams,
         parts: &Parts,
     ) -> Response<Body> {
-        let principal = parts
-            .extensions
-            .get::<Principal>()
-            .cloned()
-            .unwrap_or_default();
-        let endpoint = endpoint_of(parts);
+        let (principal, endpoint) = caller_of(parts);
         let viewer = Viewer {
             endpoint: &endpoint,
             principal: &principal,
@@ -269,12 +264,7 @@ impl Endpoint {
         parts: Parts,
         meta_malformed: bool,
     ) -> Response<Body> {
-        let principal = parts
-            .extensions
-            .get::<Principal>()
-            .cloned()
-            .unwrap_or_default();
-        let endpoint = endpoint_of(&parts);
+        let (principal, endpoint) = caller_of(&parts);
         let request = OwnedRequest::new(body.clone(), request);
         let Served { work, messages } = serve(
             &self.gateway,
@@ -315,10 +305,10 @@ impl Endpoint {
             .then(|| params.as_ref()?.get("name").and_then(wire::string))
             .flatten()
             .and_then(|name| {
-                let anonymous = Principal::anonymous();
+                let (principal, endpoint) = caller_of(parts);
                 let catalog = self.gateway.catalog_for(Viewer {
-                    endpoint: &endpoint_of(parts),
-                    principal: parts.extensions.get::<Principal>().unwrap_or(&anonymous),
+                    endpoint: &endpoint,
+                    principal: &principal,
                 });
                 catalog.tool_route(&name)?.param_headers.clone()
             });
@@ -339,13 +329,16 @@ impl Endpoint {
     }
 }
 
-/// The endpoint the request came to, as the front found it.
-fn endpoint_of(parts: &Parts) -> EndpointName {
-    parts
-        .extensions
-        .get::<EndpointName>()
-        .cloned()
-        .unwrap_or_default()
+/// Who made the request and the endpoint it came to, as the front found them.
+fn caller_of(parts: &Parts) -> (Principal, EndpointName) {
+    let extensions = &parts.extensions;
+    (
+        extensions.get::<Principal>().cloned().unwrap_or_default(),
+        extensions
+            .get::<EndpointName>()
+            .cloned()
+            .unwrap_or_default(),
+    )
 }
 
 /// Which era `message` belongs to, as rmcp's transport decides it; or the answer refusing it.

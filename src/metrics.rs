@@ -119,6 +119,11 @@ pub struct Metrics {
     pub sessions_active: IntGauge,
     pub sessions_opened: IntCounter,
     pub streams_open: IntGauge,
+    /// Sessions another replica opened, served here from their ids.
+    pub sessions_resumed: IntCounter,
+    /// 1 while the shared store answers (always, for the embedded one).
+    pub store_up: IntGauge,
+    pub store_errors: IntCounter,
     reloads: IntCounterVec,
     last_reload: Gauge,
 }
@@ -179,6 +184,18 @@ impl Metrics {
                 "switchyard_streams_open",
                 "Event streams open to clients",
             )?,
+            sessions_resumed: IntCounter::new(
+                "switchyard_sessions_resumed_total",
+                "Client sessions opened by another replica and served by this one",
+            )?,
+            store_up: IntGauge::new(
+                "switchyard_store_up",
+                "Whether the shared store (Redis) answers: 1 or 0 (always 1 when embedded)",
+            )?,
+            store_errors: IntCounter::new(
+                "switchyard_store_errors_total",
+                "Operations on the shared store that failed",
+            )?,
             reloads: IntCounterVec::new(
                 Opts::new(
                     "switchyard_config_reloads_total",
@@ -201,6 +218,9 @@ impl Metrics {
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;
         registry.register(Box::new(metrics.streams_open.clone()))?;
+        registry.register(Box::new(metrics.sessions_resumed.clone()))?;
+        registry.register(Box::new(metrics.store_up.clone()))?;
+        registry.register(Box::new(metrics.store_errors.clone()))?;
         registry.register(Box::new(metrics.reloads.clone()))?;
         registry.register(Box::new(metrics.last_reload.clone()))?;
         for outcome in ["applied", "rejected", "unchanged"] {

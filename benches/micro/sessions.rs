@@ -16,9 +16,12 @@ use tokio_util::sync::CancellationToken;
 pub fn session_lookup(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _entered = runtime.enter();
+    let metrics = switchyard::metrics::standalone();
+    let store = switchyard::store::Store::new(&Default::default(), &metrics);
     let table = SessionTable::new(
         Duration::from_secs(3600),
-        &switchyard::metrics::standalone(),
+        &metrics,
+        store,
         CancellationToken::new(),
     );
     let client = InitializeRequestParams::new(

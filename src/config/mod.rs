@@ -13,6 +13,7 @@ mod oauth;
 mod overlay;
 mod parse;
 mod raw;
+mod store;
 mod upstream;
 mod validate;
 
@@ -31,6 +32,7 @@ pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key, pem_pub
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
 pub use limits::{Limits, Rate};
+pub use store::{StoreKind, StoreSettings};
 
 pub use crate::names::PrefixMode;
 pub use overlay::{Overlay, overlay_path};
@@ -57,6 +59,8 @@ pub struct Config {
     pub policy: Vec<crate::policy::Rule>,
     /// `[endpoints.NAME]`: more endpoint paths, in file order.
     pub endpoints: Vec<crate::policy::EndpointSettings>,
+    /// `[store]`: where state shared beyond one request lives.
+    pub store: StoreSettings,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
 }

@@ -304,7 +304,7 @@ impl PrivateKey {
 }
 
 /// A 32-byte key in standard or URL-safe base64.
-fn decode_key(text: &str) -> Option<[u8; 32]> {
+pub(super) fn decode_key(text: &str) -> Option<[u8; 32]> {
     let text = text.trim();
     let bytes = STANDARD
         .decode(text)

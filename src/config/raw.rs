@@ -30,6 +30,7 @@ pub struct RawConfig {
     pub limits: Option<super::limits::RawLimits>,
     pub policy: Option<Vec<super::access::RawRule>>,
     pub endpoints: Option<Entries<super::access::RawEndpoint>>,
+    pub store: Option<super::store::RawStore>,
 }
 
 /// `[admin]`: the operators' listener (API, status page, metrics).

@@ -66,6 +66,7 @@ pub fn validate(
     let limits = check.limits(raw.limits.as_ref());
     let policy = check.policy_rules(raw.policy.as_deref());
     let endpoints = check.endpoints(raw.endpoints.as_ref(), &server.endpoint_path);
+    let store = check.store(raw.store.as_ref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -109,6 +110,7 @@ pub fn validate(
         limits,
         policy,
         endpoints,
+        store,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay

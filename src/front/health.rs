@@ -1,5 +1,6 @@
-//! `GET /healthz`: is the gateway up, and how is each upstream doing. Always 200 while the
-//! gateway runs (it serves whatever upstreams are ready); `status` says `degraded` otherwise.
+//! `GET /healthz`: is the gateway up, and how is each upstream and the shared store doing.
+//! Always 200 while the gateway runs (it serves whatever upstreams are ready); `status` says
+//! `degraded` when an upstream is not ready or the shared store does not answer.
 //! Authorization links are shown only to this machine: whoever follows one decides which
 //! account the upstream is used with.
 
@@ -12,13 +13,17 @@ use axum::{
 use serde::Serialize;
 
 use super::AppState;
-use crate::upstream::{UpstreamState, UpstreamStatus};
+use crate::{
+    store::StoreStatus,
+    upstream::{UpstreamState, UpstreamStatus},
+};
 
 #[derive(Serialize)]
 pub struct Health {
     status: &'static str,
     sessions: usize,
     tools: usize,
+    store: StoreStatus,
     upstreams: Vec<UpstreamHealth>,
 }
 
@@ -52,8 +57,14 @@ pub async fn health(
     let all_ready = upstreams
         .iter()
         .all(|u| u.status.state == UpstreamState::Ready);
+    let store = state.gateway.store().status();
     Json(Health {
-        status: if all_ready { "ok" } else { "degraded" },
+        status: if all_ready && store.up {
+            "ok"
+        } else {
+            "degraded"
+        },
+        store,
         sessions: state.mcp.session_count(),
         tools: state.gateway.catalog().tools().len(),
         upstreams,

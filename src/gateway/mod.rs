@@ -32,6 +32,7 @@ use crate::{
     policy::Viewer,
     principal::Principal,
     protocol::Era,
+    store::Store,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
@@ -89,6 +90,8 @@ pub struct Gateway {
     subscriptions: Arc<Subscriptions>,
     /// Switchyard as the OAuth client of its upstreams.
     oauth: Arc<OAuth>,
+    /// Where state shared beyond this process lives (`[store]`; fixed until a restart).
+    store: Arc<Store>,
     shutdown: CancellationToken,
 }
 
@@ -106,6 +109,7 @@ impl Gateway {
         let public_url = config.oauth.public_url_or(config.server.listen);
         let oauth = OAuth::new(config.oauth.clone(), public_url);
         oauth.set_users_authenticate(config.auth.configured);
+        let store = Store::new(&config.store, &metrics);
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 config: Arc::new(config),
@@ -126,6 +130,7 @@ impl Gateway {
             catalog_version: watch::Sender::new(0),
             subscriptions: Arc::default(),
             oauth,
+            store,
             shutdown: CancellationToken::new(),
         });
         let live = gateway.live.load_full();
@@ -295,6 +300,11 @@ impl Gateway {
 
     pub fn oauth(&self) -> &Arc<OAuth> {
         &self.oauth
+    }
+
+    /// The shared store (`[store]`), or the embedded one.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
     }
 
     /// Every live resource subscription.

@@ -226,6 +226,10 @@ fn keep_fixed(old: &Config, next: &mut Config, written: &Option<Written>) -> Vec
         needs_restart.push("oauth".to_owned());
         next.oauth = old.oauth.clone();
     }
+    if next.store != old.store {
+        needs_restart.push("store".to_owned());
+        next.store = old.store.clone();
+    }
     if next.admin != old.admin {
         needs_restart.push("admin".to_owned());
         next.admin = old.admin.clone();

@@ -11,6 +11,7 @@
 #![allow(deprecated)]
 
 mod handler;
+mod id;
 mod listen;
 mod notify;
 mod serve;
@@ -29,6 +30,7 @@ use rmcp::model::{ClientCapabilities, InitializeRequestParams, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
 pub use handler::negotiate;
+pub use id::{SessionIds, Ticket};
 pub use notify::{ListWatcher, spawn_list_notifier};
 pub use serve::{Caller, Served, has_modern_meta, meta_of, meta_version, serve};
 pub use table::SessionTable;

@@ -1,6 +1,11 @@
 //! The table of open client sessions: a sharded map from session id to session, and one sweeper
 //! task for the whole table that closes sessions left idle. An idle session is a small record
 //! and nothing else: no task, no channel, no upstream session until it makes a request.
+//!
+//! With a shared store, the table holds this replica's copies of sessions that live in the
+//! store: the sweeper renews there those its requests used, and forgets copies left idle
+//! here (the session goes on elsewhere) unless a stream of theirs is open here, in which case
+//! it asks the store whether the session still lives.
 
 use std::{
     sync::{
@@ -13,7 +18,10 @@ use std::{
 use dashmap::DashMap;
 use prometheus::{IntCounter, IntGauge};
 
-use crate::metrics::Metrics;
+use crate::{
+    metrics::Metrics,
+    store::{Store, session_hash},
+};
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
@@ -21,6 +29,14 @@ use super::Session;
 /// Open sessions by id.
 pub struct SessionTable {
     sessions: DashMap<Arc<str>, Arc<Session>>,
+    /// With a shared store: the ids of the sessions here by their hash (what the store names
+    /// them by), and when the sweeper last renewed them there (table clock).
+    by_hash: DashMap<Box<str>, Arc<str>>,
+    renewed_at: AtomicU64,
+    /// The store's recoveries as of the last renewal: after one, every session is written
+    /// again, as the store may have lost them.
+    recoveries: AtomicU64,
+    store: Arc<Store>,
     /// When the table was made; sessions note their last request as milliseconds since.
     epoch: Instant,
     /// Milliseconds; a reload may change it.
@@ -28,6 +44,7 @@ pub struct SessionTable {
     /// Sessions open, and opened so far (metrics).
     active: IntGauge,
     opened: IntCounter,
+    resumed: IntCounter,
 }
 
 impl SessionTable {
@@ -36,14 +53,20 @@ impl SessionTable {
     pub fn new(
         idle_timeout: Duration,
         metrics: &Metrics,
+        store: Arc<Store>,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         let table = Arc::new(Self {
             sessions: DashMap::new(),
+            by_hash: DashMap::new(),
+            renewed_at: AtomicU64::new(0),
+            recoveries: AtomicU64::new(0),
+            store,
             epoch: Instant::now(),
             idle_timeout_ms: AtomicU64::new(idle_timeout.as_millis() as u64),
             active: metrics.sessions_active.clone(),
             opened: metrics.sessions_opened.clone(),
+            resumed: metrics.sessions_resumed.clone(),
         });
         spawn_sweeper(Arc::downgrade(&table), shutdown);
         table
@@ -76,9 +99,39 @@ impl SessionTable {
         self.epoch.elapsed().as_millis() as u64
     }
 
+    /// How long a session lives without a request.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// A session a client just opened here.
     pub fn insert(&self, session: Arc<Session>) {
-        self.active.inc();
         self.opened.inc();
+        self.add(session);
+    }
+
+    /// A session another replica opened, served here from now on; if a concurrent request
+    /// adopted it first, that copy.
+    pub fn adopt(&self, session: Arc<Session>) -> Arc<Session> {
+        let adopted = match self.sessions.entry(session.id().clone()) {
+            dashmap::Entry::Occupied(entry) => return entry.get().clone(),
+            dashmap::Entry::Vacant(entry) => entry.insert(session).clone(),
+        };
+        self.active.inc();
+        self.resumed.inc();
+        if self.store.is_shared() {
+            self.by_hash
+                .insert(session_hash(adopted.id()).into(), adopted.id().clone());
+        }
+        adopted
+    }
+
+    fn add(&self, session: Arc<Session>) {
+        self.active.inc();
+        if self.store.is_shared() {
+            self.by_hash
+                .insert(session_hash(session.id()).into(), session.id().clone());
+        }
         self.sessions.insert(session.id().clone(), session);
     }
 
@@ -93,9 +146,25 @@ impl SessionTable {
     /// when its last request has finished.
     pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
         let (_, session) = self.sessions.remove(id)?;
-        self.active.dec();
-        session.close();
+        self.forget(&session);
         Some(session)
+    }
+
+    /// Ends this replica's copy of the session the store names `hash` (another replica ended
+    /// it).
+    pub fn remove_hashed(&self, hash: &str) {
+        if let Some((_, id)) = self.by_hash.remove(hash) {
+            self.remove(&id);
+        }
+    }
+
+    /// Closes a session gone from the map.
+    fn forget(&self, session: &Session) {
+        self.active.dec();
+        if self.store.is_shared() {
+            self.by_hash.remove(session_hash(session.id()).as_str());
+        }
+        session.close();
     }
 
     /// Every open session (for status pages).
@@ -106,27 +175,84 @@ impl SessionTable {
             .collect()
     }
 
-    /// Closes every session idle for longer than the timeout.
-    fn sweep(&self) {
+    /// Closes every session idle for longer than the timeout; with a shared store, first
+    /// renews there the sessions used since the last sweep.
+    async fn sweep(&self) {
         let now = self.now();
         let limit = self.idle_timeout_ms.load(Ordering::Relaxed);
-        let idle: Vec<Arc<str>> = self
+        if self.store.is_shared() {
+            self.renew(now).await;
+        }
+        let mut idle: Vec<Arc<Session>> = self
             .sessions
             .iter()
             .filter(|entry| now.saturating_sub(entry.value().last_active()) > limit)
-            .map(|entry| entry.key().clone())
+            .map(|entry| entry.value().clone())
             .collect();
-        for id in idle {
+        if self.store.is_shared() {
+            self.keep_listened(&mut idle).await;
+        }
+        for session in idle {
             // Removed only if still idle: a request may have come in since.
-            let removed = self.sessions.remove_if(&id, |_, session| {
+            let removed = self.sessions.remove_if(session.id(), |_, session| {
                 now.saturating_sub(session.last_active()) > limit
             });
             if let Some((_, session)) = removed {
-                self.active.dec();
                 tracing::debug!("closing a client session idle for {}s", limit / 1000);
-                session.close();
+                self.forget(&session);
             }
         }
+    }
+
+    /// Notes in the store that the sessions with requests since the last renewal are alive
+    /// for another idle timeout (and, after the store was unreachable, writes them again).
+    async fn renew(&self, now: u64) {
+        let mut since = self.renewed_at.swap(now, Ordering::Relaxed);
+        let recoveries = self.store.recoveries();
+        if self.recoveries.swap(recoveries, Ordering::Relaxed) != recoveries {
+            since = 0;
+        }
+        let hashes: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|entry| entry.value().last_active() >= since)
+            .map(|entry| session_hash(entry.key()))
+            .collect();
+        let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
+        if let Err(error) = self
+            .store
+            .renew_sessions(&hashes, self.idle_timeout())
+            .await
+        {
+            tracing::debug!(%error, "sessions not renewed in the shared store");
+            // Try them all again next time.
+            self.renewed_at.store(since, Ordering::Relaxed);
+        }
+    }
+
+    /// Of the idle copies, keeps those with a stream open here whose session the store says
+    /// lives (its requests go to other replicas); if the store cannot say, keeps them all.
+    async fn keep_listened(&self, idle: &mut Vec<Arc<Session>>) {
+        let listened: Vec<String> = idle
+            .iter()
+            .filter(|session| session.standalone().is_open())
+            .map(|session| session_hash(session.id()))
+            .collect();
+        if listened.is_empty() {
+            return;
+        }
+        let hashes: Vec<&str> = listened.iter().map(String::as_str).collect();
+        let alive = match self.store.sessions_alive(&hashes).await {
+            Ok(alive) => alive,
+            Err(_) => vec![true; hashes.len()],
+        };
+        idle.retain(|session| {
+            let hash = session_hash(session.id());
+            !hashes
+                .iter()
+                .zip(&alive)
+                .any(|(listened, alive)| *listened == hash && *alive)
+        });
     }
 }
 
@@ -147,7 +273,7 @@ fn spawn_sweeper(table: Weak<SessionTable>, shutdown: CancellationToken) {
                 _ = shutdown.cancelled() => return,
             }
             match table.upgrade() {
-                Some(table) => table.sweep(),
+                Some(table) => table.sweep().await,
                 None => return,
             }
         }

@@ -279,9 +279,10 @@ async fn pages_of_allowed_origins_call_the_endpoint_and_others_cannot() {
         "the page reads the challenge: {seen}"
     );
     assert_eq!(seen["status"], 200, "{seen}");
-    assert_eq!(
-        seen["session"].as_str().map(str::len),
-        Some(32),
+    assert!(
+        seen["session"]
+            .as_str()
+            .is_some_and(|id| id.len() >= 32 && id.bytes().all(|b| b.is_ascii_graphic())),
         "the page reads the session id: {seen}"
     );
     assert!(seen["text"].as_str().unwrap().contains("protocolVersion"));

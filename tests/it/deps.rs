@@ -130,41 +130,65 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
 }
 
 /// Debian's Chromium and its ChromeDriver (packages `chromium` and `chromium-driver`),
-/// installed with apt-get when missing (as root, or through `sudo -n`).
+/// installed with apt-get when missing.
 pub fn chromedriver() -> &'static Path {
     static DRIVER: OnceLock<PathBuf> = OnceLock::new();
     DRIVER.get_or_init(|| {
         let driver = PathBuf::from("/usr/bin/chromedriver");
-        if driver.exists() && Path::new("/usr/bin/chromium").exists() {
-            return driver;
-        }
-        let dir = cache();
-        fs::create_dir_all(&dir).expect("create the test cache");
-        let lock = File::create(dir.join(".apt-lock")).expect("create the lock file");
-        lock.lock().expect("lock the apt install");
-        if driver.exists() && Path::new("/usr/bin/chromium").exists() {
-            return driver;
-        }
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|out| out.stdout.trim_ascii() == b"0");
-        let apt = |args: &[&str]| {
-            let mut command = if root {
-                Command::new("apt-get")
-            } else {
-                let mut sudo = Command::new("sudo");
-                sudo.args(["-n", "apt-get"]);
-                sudo
-            };
-            command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-            run(
-                &mut command,
-                "apt-get (the browser test needs Debian's chromium and chromium-driver)",
-            );
-        };
-        apt(&["update", "-qq"]);
-        apt(&["install", "-y", "-qq", "chromium", "chromium-driver"]);
+        debian_packages(
+            &[&driver, Path::new("/usr/bin/chromium")],
+            &["chromium", "chromium-driver"],
+            "the browser test needs Debian's chromium and chromium-driver",
+        );
         driver
     })
+}
+
+/// Debian's `redis-server`, installed with apt-get when missing.
+pub fn redis_server() -> &'static Path {
+    static SERVER: OnceLock<PathBuf> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let server = PathBuf::from("/usr/bin/redis-server");
+        debian_packages(
+            &[&server],
+            &["redis-server"],
+            "the replica tests need Debian's redis-server",
+        );
+        server
+    })
+}
+
+/// Installs the Debian `packages` with apt-get (as root, or through `sudo -n`) unless every
+/// one of `files` exists; one install at a time across test processes.
+fn debian_packages(files: &[&Path], packages: &[&str], why: &str) {
+    let present = || files.iter().all(|file| file.exists());
+    if present() {
+        return;
+    }
+    let dir = cache();
+    fs::create_dir_all(&dir).expect("create the test cache");
+    let lock = File::create(dir.join(".apt-lock")).expect("create the lock file");
+    lock.lock().expect("lock the apt install");
+    if present() {
+        return;
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.trim_ascii() == b"0");
+    let apt = |args: &[&str]| {
+        let mut command = if root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-n", "apt-get"]);
+            sudo
+        };
+        command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        run(&mut command, &format!("apt-get ({why})"));
+    };
+    apt(&["update", "-qq"]);
+    let mut install = vec!["install", "-y", "-qq"];
+    install.extend_from_slice(packages);
+    apt(&install);
 }

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["gateway"],
     &["upstream"],
     &["catalog", "downstream", "oauth"],
-    &["error"],
+    &["error", "store"],
     &["config", "hook", "metrics", "protocol", "wire"],
     &["policy"],
     &["names", "principal"],

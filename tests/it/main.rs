@@ -18,6 +18,7 @@ mod oauth;
 mod operate;
 mod policy;
 mod relay;
+mod replicas;
 mod resilience;
 mod routing;
 mod sessions;

@@ -3,6 +3,7 @@
 mod access;
 mod auth;
 mod mcp_json;
+mod store;
 
 use std::{collections::HashMap, path::Path, time::Duration};
 

@@ -15,20 +15,21 @@ use crate::{
 };
 
 impl Endpoint {
-    pub(super) fn get(&self, request: Request<Body>) -> Response<Body> {
+    pub(super) async fn get(&self, request: Request<Body>) -> Response<Body> {
         if !checks::accepts(request.headers(), EVENT_STREAM) {
             return reply::refusal(
                 StatusCode::NOT_ACCEPTABLE,
                 "Not Acceptable: Client must accept text/event-stream",
             );
         }
-        let session = match self.session_of(&request) {
+        let (request, _) = request.into_parts();
+        let session = match self.session_of(&request).await {
             Ok(session) => session,
             Err(response) => return *response,
         };
         // Resuming a request's stream: it ended with its answer, or with its client.
         let resumes_request = request
-            .headers()
+            .headers
             .get(LAST_EVENT_ID)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|id| id.contains('/'));
@@ -47,23 +48,24 @@ impl Endpoint {
         }
     }
 
-    pub(super) fn delete(&self, request: Request<Body>) -> Response<Body> {
-        let session = match self.session_of(&request) {
+    pub(super) async fn delete(&self, request: Request<Body>) -> Response<Body> {
+        let (request, _) = request.into_parts();
+        let session = match self.session_of(&request).await {
             Ok(session) => session,
             Err(response) => return *response,
         };
-        self.sessions.remove(session.id());
+        self.end_session(&session).await;
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::OK;
         response
     }
 
     /// The session a GET or DELETE is for, or the answer refusing it.
-    fn session_of(
+    async fn session_of(
         &self,
-        request: &Request<Body>,
+        request: &http::request::Parts,
     ) -> Result<std::sync::Arc<crate::session::Session>, Refused> {
-        match VersionHeader::of(request.headers()) {
+        match VersionHeader::of(&request.headers) {
             VersionHeader::Invalid => {
                 return Err(Box::new(reply::refusal(
                     StatusCode::BAD_REQUEST,
@@ -82,7 +84,7 @@ impl Endpoint {
             _ => {}
         }
         let id = request
-            .headers()
+            .headers
             .get(MCP_SESSION_ID)
             .and_then(|value| value.to_str().ok())
             .ok_or_else(|| {
@@ -91,11 +93,6 @@ impl Endpoint {
                     "Bad Request: Session ID is required",
                 ))
             })?;
-        self.session_for(id, request.extensions()).ok_or_else(|| {
-            Box::new(reply::refusal(
-                StatusCode::NOT_FOUND,
-                "Not Found: Session not found",
-            ))
-        })
+        self.session_for(id, &request.extensions).await
     }
 }

@@ -15,7 +15,7 @@ use std::{
 use axum::body::Body;
 use bytes::Bytes;
 use dashmap::DashMap;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{Response, StatusCode};
 
 use super::reply::{self, Refused};
 use crate::{config::Limits, principal::Principal};
@@ -124,12 +124,7 @@ impl Limiter {
 
 /// 429 with `Retry-After` (whole seconds, at least one) and a JSON-RPC error body.
 pub fn too_many(message: &str, retry_after: Duration) -> Response<Body> {
-    let mut response = reply::refusal(StatusCode::TOO_MANY_REQUESTS, message);
-    let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-    response
+    reply::refusal_retry(StatusCode::TOO_MANY_REQUESTS, message, retry_after)
 }
 
 /// Keeps `held` until `response`'s body has been sent (or dropped): a streamed answer counts

@@ -12,6 +12,7 @@ mod cors;
 mod get;
 mod guard;
 mod limits;
+mod lookup;
 mod post;
 mod reply;
 
@@ -31,8 +32,7 @@ use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
     policy::EndpointName,
-    principal::Principal,
-    session::{Session, SessionTable, spawn_list_notifier},
+    session::{SessionIds, SessionTable, spawn_list_notifier},
 };
 
 /// The tower service behind the MCP endpoint path. Cheap to clone.
@@ -45,6 +45,8 @@ pub struct McpEndpoint {
 struct Endpoint {
     gateway: Arc<Gateway>,
     sessions: Arc<SessionTable>,
+    /// Seals and opens session ids (`[store] session_keys`, fixed until a restart).
+    ids: SessionIds,
     /// The endpoint's settings, as of a configuration generation (a reload changes them).
     settings: ArcSwap<Settings>,
 }
@@ -114,11 +116,23 @@ impl McpEndpoint {
     /// The endpoint for `gateway`; `shutdown` ends every session and stream.
     pub fn new(gateway: Arc<Gateway>, shutdown: CancellationToken) -> Self {
         let live = gateway.live();
+        let store = gateway.store().clone();
         let sessions = SessionTable::new(
             live.config.server.session_idle_timeout,
             gateway.metrics(),
+            store.clone(),
             shutdown.clone(),
         );
+        let table = Arc::downgrade(&sessions);
+        store.on_session_ended(
+            move |hash| {
+                if let Some(table) = table.upgrade() {
+                    table.remove_hashed(hash);
+                }
+            },
+            shutdown.clone(),
+        );
+        let ids = SessionIds::new(&live.config.store.session_keys);
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
         let settings = ArcSwap::from_pointee(Settings::of(&live, None));
         drop(live);
@@ -133,6 +147,7 @@ impl McpEndpoint {
             inner: Arc::new(Endpoint {
                 gateway,
                 sessions,
+                ids,
                 settings,
             }),
         }
@@ -174,22 +189,6 @@ impl Endpoint {
         let fresh = Arc::new(Settings::of(&live, Some(&settings)));
         self.settings.store(fresh.clone());
         fresh
-    }
-
-    /// The session `id` names if it belongs to the request's principal and was opened at the
-    /// request's endpoint: another principal's session, or one of another endpoint, is as
-    /// unknown as a made-up id.
-    fn session_for(&self, id: &str, extensions: &http::Extensions) -> Option<Arc<Session>> {
-        let session = self.sessions.get(id)?;
-        let home = session.home();
-        let same = match extensions.get::<Principal>() {
-            Some(principal) => *principal == home.principal,
-            None => home.principal.is_anonymous(),
-        };
-        let here = extensions
-            .get::<EndpointName>()
-            .unwrap_or(&EndpointName::MAIN);
-        (same && *here == home.endpoint).then_some(session)
     }
 
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
@@ -241,8 +240,8 @@ impl Endpoint {
         request.extensions_mut().insert(endpoint);
         let response = match *request.method() {
             Method::POST => self.post(request, settings).await,
-            Method::GET => self.get(request),
-            Method::DELETE => self.delete(request),
+            Method::GET => self.get(request).await,
+            Method::DELETE => self.delete(request).await,
             _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
         };
         limits::hold_until_sent(response, held)

@@ -110,8 +110,8 @@ impl Endpoint {
             return *response;
         }
         match (classified.era, session_id) {
-            (Era::Legacy, Some(id)) => match self.session_for(id, &parts.extensions) {
-                Some(session)
+            (Era::Legacy, Some(id)) => match self.session_for(id, &parts.extensions).await {
+                Ok(session)
                     if matches!(message, Message::Request(_))
                         && session.in_flight_count()
                             >= limits.max_in_flight_per_session as usize =>
@@ -124,15 +124,15 @@ impl Endpoint {
                         std::time::Duration::from_secs(1),
                     )
                 }
-                Some(session) => self.in_session(session, message, &body, parts).await,
-                None => reply::refusal(StatusCode::NOT_FOUND, "Not Found: Session not found"),
+                Ok(session) => self.in_session(session, message, &body, parts).await,
+                Err(refusal) => *refusal,
             },
             (Era::Legacy, None) => match (message, classified.handshake) {
                 (Message::Request(request), Some(params)) => {
                     if let Some(refusal) = self.session_quota(&parts, limits) {
                         return refusal;
                     }
-                    self.open_session(request.id.get(), params, &parts)
+                    self.open_session(request.id.get(), params, &parts).await
                 }
                 (Message::Request(request), None) if request.method == "server/discover" => {
                     self.stateless(&request, &body, parts, false).await
@@ -213,7 +213,7 @@ impl Endpoint {
     }
 
     /// `initialize` without a session: a new session, and the answer on its first stream.
-    fn open_session(
+    async fn open_session(
         &self,
         id: &str,
         params: InitializeRequestParams,
@@ -233,17 +233,16 @@ impl Endpoint {
                 return EventStream::single(EventIds::Standalone, message).into_response();
             }
         };
-        let session_id = new_session_id();
-        let session = Session::new(
-            session_id.clone(),
-            params,
-            result.protocol_version.clone(),
-            principal,
-            endpoint,
-            self.sessions.now(),
-            catalog.versions(),
-        );
-        self.sessions.insert(session);
+        let session = self
+            .new_session(
+                params,
+                result.protocol_version.clone(),
+                principal,
+                endpoint,
+                catalog.versions(),
+            )
+            .await;
+        let session_id = session.id().clone();
         let request_id = serde_json::from_str::<RequestId>(id).unwrap_or(RequestId::Number(0));
         let answer =
             ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), request_id);
@@ -463,18 +462,4 @@ fn notice(session: &Arc<Session>, notification: wire::Notification<'_>) {
         // `initialized`, and progress on what the client was asked: nothing to do.
         _ => {}
     }
-}
-
-/// A new session id: 128 random bits from the system's secure generator, as hex.
-fn new_session_id() -> Arc<str> {
-    let mut bytes = [0u8; 16];
-    if aws_lc_rs::rand::fill(&mut bytes).is_err() {
-        // The generator does not fail on supported systems; a v4 UUID is random too.
-        bytes = *uuid::Uuid::new_v4().as_bytes();
-    }
-    let mut id = String::with_capacity(32);
-    for byte in bytes {
-        id.push_str(&format!("{byte:02x}"));
-    }
-    Arc::from(id)
 }

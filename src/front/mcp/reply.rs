@@ -40,6 +40,20 @@ pub fn refusal(status: StatusCode, message: &str) -> Response<Body> {
     error(status, None, code, message)
 }
 
+/// `refusal`, with `Retry-After` (whole seconds, at least one).
+pub fn refusal_retry(
+    status: StatusCode,
+    message: &str,
+    retry_after: std::time::Duration,
+) -> Response<Body> {
+    let mut response = refusal(status, message);
+    let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
 /// One JSON-RPC message as the whole reply.
 pub fn json(status: StatusCode, message: Bytes) -> Response<Body> {
     let mut response = Response::new(Body::from(message));

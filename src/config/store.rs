@@ -1,0 +1,158 @@
+//! Checking `[store]`: where the state that outlives one request is kept. `embedded` (the
+//! default) keeps it in the process; `redis` shares it between replicas, which must then also
+//! share the keys that seal session ids.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use super::{oauth::decode_key, validate::Checker};
+
+const DEFAULT_PREFIX: &str = "switchyard";
+
+/// `[store]` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawStore {
+    pub kind: Option<String>,
+    pub url: Option<String>,
+    pub prefix: Option<String>,
+    pub session_keys: Option<Vec<String>>,
+}
+
+/// Where shared state lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreKind {
+    /// In this process: sessions, streams and tokens are this replica's alone.
+    Embedded,
+    /// In Redis at `url`, every key under `prefix:` (several gateways may share one Redis).
+    Redis { url: String, prefix: String },
+}
+
+impl fmt::Debug for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreKind::Embedded => f.write_str("Embedded"),
+            // The URL may carry a password.
+            StoreKind::Redis { prefix, .. } => write!(f, "Redis {{ prefix: {prefix:?}, .. }}"),
+        }
+    }
+}
+
+/// `[store]`, checked.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreSettings {
+    pub kind: StoreKind,
+    /// The keys session ids are sealed with: the first seals new ones, every one opens. Empty:
+    /// a key of the process's own, so sessions end with it.
+    pub session_keys: Vec<[u8; 32]>,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            kind: StoreKind::Embedded,
+            session_keys: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreSettings")
+            .field("kind", &self.kind)
+            .field("session_keys", &self.session_keys.len())
+            .finish()
+    }
+}
+
+impl StoreSettings {
+    pub fn is_shared(&self) -> bool {
+        matches!(self.kind, StoreKind::Redis { .. })
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn store(&mut self, raw: Option<&RawStore>) -> StoreSettings {
+        let Some(raw) = raw else {
+            return StoreSettings::default();
+        };
+        let mut session_keys = Vec::new();
+        for (n, text) in raw.session_keys.iter().flatten().enumerate() {
+            let key = format!("store.session_keys[{n}]");
+            let Some(text) = self.expand(&key, text) else {
+                continue;
+            };
+            match decode_key(&text) {
+                Some(bytes) if session_keys.contains(&bytes) => {
+                    self.problem(key, "repeats an earlier key");
+                }
+                Some(bytes) => session_keys.push(bytes),
+                None => self.problem(
+                    key,
+                    "must be 32 bytes in base64 (e.g. the output of `openssl rand -base64 32`)",
+                ),
+            }
+        }
+        let kind = match raw.kind.as_deref().unwrap_or("embedded") {
+            "embedded" => {
+                let only_redis = "applies to kind = \"redis\" only";
+                if raw.url.is_some() {
+                    self.problem("store.url", only_redis);
+                }
+                if raw.prefix.is_some() {
+                    self.problem("store.prefix", only_redis);
+                }
+                StoreKind::Embedded
+            }
+            "redis" => self.redis(raw, session_keys.is_empty()),
+            other => {
+                self.problem(
+                    "store.kind",
+                    format!("must be \"embedded\" or \"redis\", not {other:?}"),
+                );
+                StoreKind::Embedded
+            }
+        };
+        StoreSettings { kind, session_keys }
+    }
+
+    fn redis(&mut self, raw: &RawStore, no_keys: bool) -> StoreKind {
+        if no_keys {
+            self.problem(
+                "store.session_keys",
+                "replicas must share the key that seals session ids: give at least one (32 \
+                 random bytes in base64, e.g. `openssl rand -base64 32`), the same on every \
+                 replica",
+            );
+        }
+        let url = match raw.url.as_deref() {
+            None => {
+                self.problem("store.url", "is required with kind = \"redis\"");
+                String::new()
+            }
+            Some(text) => match self.expand("store.url", text) {
+                Some(url) => {
+                    if let Err(error) = redis::Client::open(url.as_str()) {
+                        self.problem(
+                            "store.url",
+                            format!("is not a Redis URL (redis://HOST:PORT/DB): {error}"),
+                        );
+                    }
+                    url
+                }
+                None => String::new(),
+            },
+        };
+        let prefix = raw.prefix.as_deref().unwrap_or(DEFAULT_PREFIX);
+        if prefix.is_empty() || prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            self.problem(
+                "store.prefix",
+                "must be a non-empty name without spaces (every key starts with it)",
+            );
+        }
+        StoreKind::Redis {
+            url,
+            prefix: prefix.to_owned(),
+        }
+    }
+}

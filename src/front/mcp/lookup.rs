@@ -1,0 +1,143 @@
+//! Finding the session a request names, opening one, ending one.
+//!
+//! A session id carries its session (`session::SessionIds`): a replica that does not have the
+//! session in its table opens the id and, if the shared store says the session lives, serves
+//! it from what the id carries. Every refusal of an id is the same 404 ("Session not
+//! found"), whether the id is made up, altered, sealed with a retired key, ended, expired, or
+//! another principal's; only a store that cannot answer gets something else (503), since the
+//! session may well be alive.
+
+use std::{sync::Arc, time::Duration};
+
+use http::StatusCode;
+use rmcp::model::InitializeRequestParams;
+
+use super::{
+    Endpoint,
+    reply::{self, Refused},
+};
+use crate::{
+    policy::EndpointName,
+    principal::Principal,
+    session::{Session, Ticket},
+    store::session_hash,
+};
+
+impl Endpoint {
+    /// The session `id` names if it belongs to the request's principal and was opened at the
+    /// request's endpoint: another principal's session, or one of another endpoint, is as
+    /// unknown as a made-up id.
+    pub(super) async fn session_for(
+        &self,
+        id: &str,
+        extensions: &http::Extensions,
+    ) -> Result<Arc<Session>, Refused> {
+        let principal = extensions
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_else(Principal::anonymous);
+        let endpoint = extensions
+            .get::<EndpointName>()
+            .unwrap_or(&EndpointName::MAIN);
+        if let Some(session) = self.sessions.get(id) {
+            let home = session.home();
+            return if home.principal == principal && home.endpoint == *endpoint {
+                Ok(session)
+            } else {
+                Err(not_found())
+            };
+        }
+        let store = self.gateway.store();
+        if !store.is_shared() {
+            return Err(not_found());
+        }
+        let ticket = self
+            .ids
+            .open(id)
+            .filter(|ticket| ticket.belongs_to(&principal, endpoint))
+            .ok_or_else(not_found)?;
+        match store.session_alive(&session_hash(id)).await {
+            Ok(true) => Ok(self.adopt(id, ticket, principal, endpoint.clone())),
+            Ok(false) => Err(not_found()),
+            Err(error) => Err(Box::new(reply::refusal_retry(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "Service Unavailable: {error}; the session may still be served by the replica that opened it"
+                ),
+                Duration::from_secs(1),
+            ))),
+        }
+    }
+
+    /// This replica's copy of a session another one opened.
+    fn adopt(
+        &self,
+        id: &str,
+        ticket: Ticket,
+        principal: Principal,
+        endpoint: EndpointName,
+    ) -> Arc<Session> {
+        let catalog = self.gateway.catalog();
+        let version = ticket.client.protocol_version.clone();
+        let session = Session::new(
+            Arc::from(id),
+            ticket.client,
+            version,
+            principal,
+            endpoint,
+            self.sessions.now(),
+            catalog.versions(),
+        );
+        tracing::debug!(session = %crate::session::short_hash(id), "serving a session another replica opened");
+        self.sessions.adopt(session)
+    }
+
+    /// A new session for the request's principal at its endpoint, in the table and (with a
+    /// shared store) alive for every replica.
+    pub(super) async fn new_session(
+        &self,
+        mut params: InitializeRequestParams,
+        version: rmcp::model::ProtocolVersion,
+        principal: Principal,
+        endpoint: EndpointName,
+        lists: crate::catalog::ListVersions,
+    ) -> Arc<Session> {
+        params.protocol_version = version.clone();
+        let id = self.ids.mint(&Ticket::new(&principal, &endpoint, &params));
+        let session = Session::new(
+            id,
+            params,
+            version,
+            principal,
+            endpoint,
+            self.sessions.now(),
+            lists,
+        );
+        self.sessions.insert(session.clone());
+        let store = self.gateway.store();
+        if store.is_shared() {
+            let hash = session_hash(session.id());
+            // Failing, the session is served here alone until the sweeper writes it again.
+            let _ = store
+                .session_opened(&hash, self.sessions.idle_timeout())
+                .await;
+        }
+        session
+    }
+
+    /// Ends session `session` here and, with a shared store, everywhere.
+    pub(super) async fn end_session(&self, session: &Session) {
+        self.sessions.remove(session.id());
+        let store = self.gateway.store();
+        if store.is_shared() {
+            let _ = store.session_ended(&session_hash(session.id())).await;
+        }
+    }
+}
+
+fn not_found() -> Refused {
+    Box::new(reply::refusal(
+        StatusCode::NOT_FOUND,
+        "Not Found: Session not found",
+    ))
+}

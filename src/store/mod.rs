@@ -1,0 +1,230 @@
+//! State that outlives one request and that replicas share: which sessions are alive (the
+//! rest of a session travels in its id), and the news that one ended.
+//!
+//! `embedded` (the default) keeps this in the process: a session lives in its replica's
+//! table and nowhere else, and nothing here is called upon. `redis` keeps it in Redis, every
+//! key under the configured prefix, so that any replica serves any session. Redis being
+//! unreachable is reported (log, `/healthz`, `switchyard_store_up`) and survived: what needs
+//! no shared state goes on being served, and each replica writes again what it holds once
+//! Redis answers (liveness is renewed from the replicas' tables, not kept only in Redis).
+
+mod redis;
+
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, SystemTime},
+};
+
+use prometheus::{IntCounter, IntGauge};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::{StoreKind, StoreSettings},
+    metrics::Metrics,
+};
+
+/// Why the shared store could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    #[error("the shared store (Redis) is unreachable: {0}")]
+    Unreachable(String),
+    /// Redis answered, but not with what a key of this kind holds.
+    #[error("the shared store's {kind} record cannot be read: {reason}")]
+    Unreadable { kind: &'static str, reason: String },
+}
+
+/// The shared store, or the absence of one.
+pub struct Store {
+    redis: Option<redis::Redis>,
+    health: Health,
+}
+
+/// What the store is and whether it answers, for `/healthz` and the admin API.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreStatus {
+    pub kind: &'static str,
+    pub up: bool,
+    /// The last failure, while it lasts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Since when it has failed (Unix seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down_since: Option<u64>,
+}
+
+impl Store {
+    /// The store `settings` describe. Redis is connected to on first use, and again after any
+    /// failure: a gateway starts whether or not Redis is up.
+    pub fn new(settings: &StoreSettings, metrics: &Metrics) -> Arc<Self> {
+        let health = Health {
+            down: Mutex::new(None),
+            recoveries: AtomicU64::new(0),
+            up_gauge: metrics.store_up.clone(),
+            errors: metrics.store_errors.clone(),
+        };
+        health.up_gauge.set(1);
+        let redis = match &settings.kind {
+            StoreKind::Embedded => None,
+            StoreKind::Redis { url, prefix } => Some(redis::Redis::new(url, prefix)),
+        };
+        Arc::new(Self { redis, health })
+    }
+
+    /// Whether replicas share this store (sessions, then, outlive their replica's table).
+    pub fn is_shared(&self) -> bool {
+        self.redis.is_some()
+    }
+
+    pub fn status(&self) -> StoreStatus {
+        let down = self.health.lock().clone();
+        StoreStatus {
+            kind: if self.is_shared() {
+                "redis"
+            } else {
+                "embedded"
+            },
+            up: down.is_none(),
+            down_since: down.as_ref().map(|(since, _)| {
+                since
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
+            }),
+            error: down.map(|(_, error)| error),
+        }
+    }
+
+    /// How many times the store answered again after failing: what it held may be gone (a
+    /// Redis restarted empty), so whoever keeps state in it writes it again.
+    pub fn recoveries(&self) -> u64 {
+        self.health.recoveries.load(Ordering::Relaxed)
+    }
+
+    /// Notes that session `hash` is alive for `ttl` from now.
+    pub async fn session_opened(&self, hash: &str, ttl: Duration) -> Result<(), StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
+        self.health.of(redis.renew(&[hash], ttl).await)
+    }
+
+    /// Whether session `hash` is alive anywhere: never, for the embedded store, where a
+    /// session lives only in its table.
+    pub async fn session_alive(&self, hash: &str) -> Result<bool, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(false);
+        };
+        self.health.of(redis.alive(hash).await)
+    }
+
+    /// Of the sessions `hashes`, which are alive (in the same order).
+    pub async fn sessions_alive(&self, hashes: &[&str]) -> Result<Vec<bool>, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(vec![false; hashes.len()]);
+        };
+        if hashes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.health.of(redis.alive_many(hashes).await)
+    }
+
+    /// Notes that the sessions `hashes` are alive for `ttl` from now.
+    pub async fn renew_sessions(&self, hashes: &[&str], ttl: Duration) -> Result<(), StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        self.health.of(redis.renew(hashes, ttl).await)
+    }
+
+    /// Ends session `hash` everywhere: it is no longer alive, and every replica hears so.
+    pub async fn session_ended(&self, hash: &str) -> Result<(), StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
+        self.health.of(redis.end(hash).await)
+    }
+
+    /// Calls `ended` with the hash of each session another replica ends, until `shutdown`
+    /// (nothing, for the embedded store).
+    pub fn on_session_ended(
+        self: &Arc<Self>,
+        ended: impl Fn(&str) + Send + Sync + 'static,
+        shutdown: CancellationToken,
+    ) {
+        if self.redis.is_none() {
+            return;
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            let Some(redis) = &store.redis else { return };
+            redis.listen_ended(&store.health, &ended, shutdown).await;
+        });
+    }
+}
+
+/// Whether the store answers, noted from every use of it.
+struct Health {
+    /// Since when, and why, it has been failing.
+    down: Mutex<Option<(SystemTime, String)>>,
+    recoveries: AtomicU64,
+    up_gauge: IntGauge,
+    errors: IntCounter,
+}
+
+impl Health {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(SystemTime, String)>> {
+        self.down
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Notes how a use of the store went, and passes its result on.
+    fn of<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        match &result {
+            Ok(_) => self.up(),
+            Err(error) => self.failed(error),
+        }
+        result
+    }
+
+    fn up(&self) {
+        // Read without the lock first: this runs on every use.
+        if self.up_gauge.get() == 1 {
+            return;
+        }
+        if self.lock().take().is_some() {
+            tracing::info!("the shared store (Redis) answers again");
+            self.recoveries.fetch_add(1, Ordering::Relaxed);
+        }
+        self.up_gauge.set(1);
+    }
+
+    fn failed(&self, error: &StoreError) {
+        self.errors.inc();
+        let mut down = self.lock();
+        if down.is_none() {
+            tracing::error!(%error, "the shared store failed; sessions opened on other replicas cannot be served here until it answers");
+        }
+        *down = Some((
+            down.as_ref()
+                .map_or_else(SystemTime::now, |(since, _)| *since),
+            error.to_string(),
+        ));
+        self.up_gauge.set(0);
+    }
+}
+
+/// The hex SHA-256 of a session id, first 128 bits: what the store knows a session by (an id
+/// itself never leaves the process).
+pub fn session_hash(id: &str) -> String {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, id.as_bytes());
+    digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -1,0 +1,172 @@
+//! The Redis side of the shared store: key names, the commands, and the subscription that
+//! hears of sessions ended elsewhere.
+//!
+//! Keys: `PREFIX:session:HASH` (a session is alive while it exists; it expires after the idle
+//! timeout unless a replica that serves the session renews it). Channel: `PREFIX:ended`
+//! (the hashes of sessions a client ended).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use redis::{AsyncCommands, aio::ConnectionManager};
+use tokio_util::sync::CancellationToken;
+
+use super::{Health, StoreError};
+
+/// How long one command may take before the store counts as unreachable.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The pause before listening again after the subscription failed, doubling up to the max.
+const RELISTEN_DELAY: Duration = Duration::from_millis(100);
+const RELISTEN_MAX_DELAY: Duration = Duration::from_secs(5);
+
+pub(super) struct Redis {
+    client: redis::Client,
+    /// Connects on first use and again after a failure.
+    connection: ConnectionManager,
+    prefix: String,
+}
+
+impl Redis {
+    /// `url` was checked with the configuration.
+    pub(super) fn new(url: &str, prefix: &str) -> Self {
+        let client = redis::Client::open(url).expect("the configuration checked the Redis URL");
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(Duration::from_millis(500));
+        let connection = ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .expect("a lazy connection needs no push sender");
+        Self {
+            client,
+            connection,
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    fn session_key(&self, hash: &str) -> String {
+        format!("{}:session:{hash}", self.prefix)
+    }
+
+    fn ended_channel(&self) -> String {
+        format!("{}:ended", self.prefix)
+    }
+
+    pub(super) async fn renew(&self, hashes: &[&str], ttl: Duration) -> Result<(), StoreError> {
+        let millis = ttl.as_millis().max(1) as u64;
+        let mut pipe = redis::pipe();
+        for hash in hashes {
+            pipe.cmd("SET")
+                .arg(self.session_key(hash))
+                .arg(1)
+                .arg("PX")
+                .arg(millis)
+                .ignore();
+        }
+        let () = pipe
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(failure("session"))?;
+        Ok(())
+    }
+
+    pub(super) async fn alive(&self, hash: &str) -> Result<bool, StoreError> {
+        let found: i64 = self
+            .connection
+            .clone()
+            .exists(self.session_key(hash))
+            .await
+            .map_err(failure("session"))?;
+        Ok(found > 0)
+    }
+
+    pub(super) async fn alive_many(&self, hashes: &[&str]) -> Result<Vec<bool>, StoreError> {
+        let mut pipe = redis::pipe();
+        for hash in hashes {
+            pipe.exists(self.session_key(hash));
+        }
+        let found: Vec<i64> = pipe
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(failure("session"))?;
+        Ok(found.into_iter().map(|n| n > 0).collect())
+    }
+
+    pub(super) async fn end(&self, hash: &str) -> Result<(), StoreError> {
+        let () = redis::pipe()
+            .del(self.session_key(hash))
+            .ignore()
+            .publish(self.ended_channel(), hash)
+            .ignore()
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(failure("session"))?;
+        Ok(())
+    }
+
+    /// Subscribes to the ended sessions' channel, and again after every failure, until
+    /// `shutdown`.
+    pub(super) async fn listen_ended(
+        &self,
+        health: &Health,
+        ended: &(impl Fn(&str) + Send + Sync),
+        shutdown: CancellationToken,
+    ) {
+        let mut delay = RELISTEN_DELAY;
+        loop {
+            let listened = tokio::select! {
+                listened = self.listen_once(health, ended) => listened,
+                () = shutdown.cancelled() => return,
+            };
+            if let Err(error) = listened {
+                health.failed(&error);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = shutdown.cancelled() => return,
+            }
+            delay = (delay * 2).min(RELISTEN_MAX_DELAY);
+        }
+    }
+
+    async fn listen_once(
+        &self,
+        health: &Health,
+        ended: &(impl Fn(&str) + Send + Sync),
+    ) -> Result<(), StoreError> {
+        let connect = self.client.get_async_pubsub();
+        let mut pubsub = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+            .await
+            .map_err(|_| StoreError::Unreachable("connecting timed out".into()))?
+            .map_err(failure("ended session"))?;
+        pubsub
+            .subscribe(self.ended_channel())
+            .await
+            .map_err(failure("ended session"))?;
+        health.up();
+        let mut messages = pubsub.on_message();
+        while let Some(message) = messages.next().await {
+            match std::str::from_utf8(message.get_payload_bytes()) {
+                Ok(hash) => ended(hash),
+                Err(_) => tracing::warn!("an ended-session message that is not text was ignored"),
+            }
+        }
+        Err(StoreError::Unreachable("the subscription ended".into()))
+    }
+}
+
+/// The store error for a failed command on a key of `kind`: an answer that does not parse
+/// names the kind; anything else is the store being unreachable.
+fn failure(kind: &'static str) -> impl Fn(redis::RedisError) -> StoreError {
+    move |error| match error.kind() {
+        redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType => {
+            StoreError::Unreadable {
+                kind,
+                reason: error.to_string(),
+            }
+        }
+        _ => StoreError::Unreachable(error.to_string()),
+    }
+}

@@ -11,6 +11,7 @@
 mod asks;
 mod outlet;
 mod pipe;
+mod shared_stream;
 
 use std::sync::{
     Arc,
@@ -22,6 +23,7 @@ use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken};
 pub use asks::{Asks, ask_client, cannot_forward, check_capability, kind};
 pub use outlet::{Attached, Closed, Outlet, Standalone};
 pub use pipe::{PipeReceiver, PipeSender, pipe};
+pub use shared_stream::SharedStream;
 
 use crate::{
     policy::{EndpointName, Viewer},

@@ -2,12 +2,15 @@
 //! session's standalone stream (the one a client opens with GET), which keeps what is sent to it
 //! before the client opens it.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::pipe::{PipeSender, Refused};
+use super::{
+    pipe::{PipeSender, Refused},
+    shared_stream::SharedStream,
+};
 
 /// The stream a message was meant for is not open (any more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -82,6 +85,9 @@ const STREAM_CAPACITY: usize = 64;
 pub struct Standalone {
     /// Held only to look at or change the state, never across an await.
     state: Mutex<StandaloneState>,
+    /// With a shared store: the store keeps the stream's events, and this replica's stream
+    /// reads them from there (the local state then holds nothing).
+    shared: OnceLock<Arc<SharedStream>>,
 }
 
 #[derive(Default)]
@@ -104,6 +110,16 @@ pub enum Attached {
 }
 
 impl Standalone {
+    /// From now on, the stream's events are kept in a shared store.
+    pub fn share(&self, shared: Arc<SharedStream>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// The shared side of the stream, if a shared store keeps its events.
+    pub fn shared(&self) -> Option<&Arc<SharedStream>> {
+        self.shared.get()
+    }
+
     /// Opens a stream for the session's client.
     pub fn attach(&self) -> Attached {
         let mut state = self.lock();
@@ -130,6 +146,9 @@ impl Standalone {
 
     /// Whether a stream is open now.
     pub fn is_open(&self) -> bool {
+        if let Some(shared) = self.shared() {
+            return shared.is_open();
+        }
         self.lock()
             .live
             .as_ref()
@@ -138,6 +157,9 @@ impl Standalone {
 
     /// Ends every stream of the session, for good.
     pub fn close_all(&self) {
+        if let Some(shared) = self.shared() {
+            shared.close();
+        }
         let mut state = self.lock();
         state.closed = true;
         state.live = None;
@@ -163,6 +185,12 @@ impl Standalone {
     }
 
     async fn send(&self, message: Bytes) -> Result<(), Closed> {
+        if let Some(shared) = self.shared() {
+            if self.lock().closed {
+                return Err(Closed);
+            }
+            return shared.send(message).await;
+        }
         match self.sender_or_keep(message) {
             Ok((sender, message)) => sender.send(message).await.map_err(|_| Closed),
             Err(()) if self.lock().closed => Err(Closed),
@@ -171,6 +199,13 @@ impl Standalone {
     }
 
     fn offer(&self, message: Bytes) -> Result<(), mpsc::error::TrySendError<Bytes>> {
+        if let Some(shared) = self.shared() {
+            if self.lock().closed {
+                return Err(mpsc::error::TrySendError::Closed(message));
+            }
+            shared.offer(message);
+            return Ok(());
+        }
         match self.sender_or_keep(message) {
             Ok((sender, message)) => sender.try_send(message),
             Err(()) => Ok(()),

@@ -33,7 +33,7 @@ pub use handler::negotiate;
 pub use id::{SessionIds, Ticket};
 pub use notify::{ListWatcher, spawn_list_notifier};
 pub use serve::{Caller, Served, has_modern_meta, meta_of, meta_version, serve};
-pub use table::SessionTable;
+pub use table::{SessionTable, TableEars};
 pub use upstreams::{SessionUpstreams, Source};
 
 use crate::{

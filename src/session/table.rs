@@ -20,7 +20,7 @@ use prometheus::{IntCounter, IntGauge};
 
 use crate::{
     metrics::Metrics,
-    store::{Store, session_hash},
+    store::{Heard, Store, session_hash},
 };
 use tokio_util::sync::CancellationToken;
 
@@ -253,6 +253,45 @@ impl SessionTable {
                 .zip(&alive)
                 .any(|(listened, alive)| *listened == hash && *alive)
         });
+    }
+}
+
+/// What replicas publish, for a table: sessions ended elsewhere end here; news of an event
+/// makes the stream open here (if any) read it.
+pub struct TableEars(pub Weak<SessionTable>);
+
+impl Heard for TableEars {
+    fn session_ended(&self, hash: &str) {
+        if let Some(table) = self.0.upgrade() {
+            table.remove_hashed(hash);
+        }
+    }
+
+    fn session_event(&self, hash: &str) {
+        let Some(table) = self.0.upgrade() else {
+            return;
+        };
+        let Some(id) = table.by_hash.get(hash).map(|id| id.value().clone()) else {
+            return;
+        };
+        if let Some(shared) = table
+            .sessions
+            .get(&id)
+            .and_then(|session| session.standalone().shared().cloned())
+        {
+            shared.pull();
+        }
+    }
+
+    fn reconnected(&self) {
+        let Some(table) = self.0.upgrade() else {
+            return;
+        };
+        for entry in table.sessions.iter() {
+            if let Some(shared) = entry.value().standalone().shared() {
+                shared.pull();
+            }
+        }
     }
 }
 

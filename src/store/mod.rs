@@ -1,5 +1,6 @@
 //! State that outlives one request and that replicas share: which sessions are alive (the
-//! rest of a session travels in its id), and the news that one ended.
+//! rest of a session travels in its id), the events of their standalone streams (sealed), and
+//! the news that one ended or has a new event.
 //!
 //! `embedded` (the default) keeps this in the process: a session lives in its replica's
 //! table and nowhere else, and nothing here is called upon. `redis` keeps it in Redis, every
@@ -9,6 +10,9 @@
 //! Redis answers (liveness is renewed from the replicas' tables, not kept only in Redis).
 
 mod redis;
+mod seal;
+
+pub use seal::Sealer;
 
 use std::{
     sync::{
@@ -40,6 +44,8 @@ pub enum StoreError {
 pub struct Store {
     redis: Option<redis::Redis>,
     health: Health,
+    /// Seals what must not be readable in the store, and session ids.
+    sealer: Arc<Sealer>,
 }
 
 /// What the store is and whether it answers, for `/healthz` and the admin API.
@@ -70,7 +76,16 @@ impl Store {
             StoreKind::Embedded => None,
             StoreKind::Redis { url, prefix } => Some(redis::Redis::new(url, prefix)),
         };
-        Arc::new(Self { redis, health })
+        Arc::new(Self {
+            redis,
+            health,
+            sealer: Arc::new(Sealer::new(&settings.session_keys)),
+        })
+    }
+
+    /// The sealer of the keys replicas share (`[store] session_keys`).
+    pub fn sealer(&self) -> &Arc<Sealer> {
+        &self.sealer
     }
 
     /// Whether replicas share this store (sessions, then, outlive their replica's table).
@@ -149,22 +164,113 @@ impl Store {
         self.health.of(redis.end(hash).await)
     }
 
-    /// Calls `ended` with the hash of each session another replica ends, until `shutdown`
-    /// (nothing, for the embedded store).
-    pub fn on_session_ended(
-        self: &Arc<Self>,
-        ended: impl Fn(&str) + Send + Sync + 'static,
-        shutdown: CancellationToken,
-    ) {
+    /// Tells `heard` what replicas publish, until `shutdown` (nothing, for the embedded
+    /// store).
+    pub fn listen(self: &Arc<Self>, heard: Arc<dyn Heard>, shutdown: CancellationToken) {
         if self.redis.is_none() {
             return;
         }
         let store = self.clone();
         tokio::spawn(async move {
             let Some(redis) = &store.redis else { return };
-            redis.listen_ended(&store.health, &ended, shutdown).await;
+            redis.listen(&store.health, &*heard, shutdown).await;
         });
     }
+
+    /// Adds `message` to the events of session `hash`'s standalone stream (sealed), kept
+    /// for `ttl`; every replica hears of it.
+    pub async fn append_event(
+        &self,
+        hash: &str,
+        message: &[u8],
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
+        let sealed = self.sealer.seal(&event_purpose(hash), message);
+        self.health.of(redis.append(hash, &sealed, ttl).await)
+    }
+
+    /// The events of session `hash` after event `after` (or all kept), oldest first.
+    pub async fn events_after(
+        &self,
+        hash: &str,
+        after: Option<&str>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(Vec::new());
+        };
+        let sealed = self.health.of(redis.events_after(hash, after).await)?;
+        let purpose = event_purpose(hash);
+        sealed
+            .into_iter()
+            .map(|(id, sealed)| match self.sealer.open(&purpose, &sealed) {
+                Some(message) => Ok(StoredEvent {
+                    id,
+                    message: message.into(),
+                }),
+                None => Err(StoreError::Unreadable {
+                    kind: "stream event",
+                    reason: format!(
+                        "event {id} does not open with this replica's session keys (another \
+                         key, or altered)"
+                    ),
+                }),
+            })
+            .collect()
+    }
+
+    /// The last event of session `hash` a stream was sent, if any.
+    pub async fn events_seen(&self, hash: &str) -> Result<Option<String>, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(None);
+        };
+        self.health.of(redis.seen(hash).await)
+    }
+
+    /// Notes that a stream of session `hash` was sent its events up to `id`.
+    pub async fn set_events_seen(
+        &self,
+        hash: &str,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
+        self.health.of(redis.set_seen(hash, id, ttl).await)
+    }
+}
+
+/// What replicas publish, as one replica hears it.
+pub trait Heard: Send + Sync {
+    /// Session `hash` was ended (by its client, on some replica).
+    fn session_ended(&self, hash: &str);
+    /// Session `hash`'s standalone stream has a new event.
+    fn session_event(&self, hash: &str);
+    /// Listening (again): what was published meanwhile was missed.
+    fn reconnected(&self);
+}
+
+/// One event of a session's standalone stream: its id in the store, and the message.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub id: String,
+    pub message: bytes::Bytes,
+}
+
+/// Whether a client's `Last-Event-ID` is an id the store gives events (`MILLIS-SEQ`).
+pub fn is_event_id(id: &str) -> bool {
+    let Some((millis, seq)) = id.split_once('-') else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    digits(millis) && digits(seq)
+}
+
+fn event_purpose(hash: &str) -> Vec<u8> {
+    [b"switchyard stream event ".as_slice(), hash.as_bytes()].concat()
 }
 
 /// Whether the store answers, noted from every use of it.

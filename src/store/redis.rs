@@ -2,8 +2,11 @@
 //! hears of sessions ended elsewhere.
 //!
 //! Keys: `PREFIX:session:HASH` (a session is alive while it exists; it expires after the idle
-//! timeout unless a replica that serves the session renews it). Channel: `PREFIX:ended`
-//! (the hashes of sessions a client ended).
+//! timeout unless a replica that serves the session renews it), `PREFIX:events:HASH` (a
+//! stream of the session's sealed standalone-stream events, the last `EVENTS_KEPT`, expiring
+//! with the session) and `PREFIX:events:HASH:seen` (the last event a stream of it was sent).
+//! Channels: `PREFIX:ended` and `PREFIX:events` (the hashes of sessions ended, and of those
+//! with a new event).
 
 use std::time::Duration;
 
@@ -11,7 +14,7 @@ use futures::StreamExt;
 use redis::{AsyncCommands, aio::ConnectionManager};
 use tokio_util::sync::CancellationToken;
 
-use super::{Health, StoreError};
+use super::{Health, Heard, StoreError};
 
 /// How long one command may take before the store counts as unreachable.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -19,6 +22,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The pause before listening again after the subscription failed, doubling up to the max.
 const RELISTEN_DELAY: Duration = Duration::from_millis(100);
 const RELISTEN_MAX_DELAY: Duration = Duration::from_secs(5);
+/// Events kept per session stream (about: Redis trims whole nodes).
+const EVENTS_KEPT: usize = 1000;
 
 pub(super) struct Redis {
     client: redis::Client,
@@ -52,6 +57,96 @@ impl Redis {
 
     fn ended_channel(&self) -> String {
         format!("{}:ended", self.prefix)
+    }
+
+    fn events_key(&self, hash: &str) -> String {
+        format!("{}:events:{hash}", self.prefix)
+    }
+
+    fn events_channel(&self) -> String {
+        format!("{}:events", self.prefix)
+    }
+
+    /// Adds `sealed` to session `hash`'s events and tells every replica.
+    pub(super) async fn append(
+        &self,
+        hash: &str,
+        sealed: &[u8],
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let key = self.events_key(hash);
+        let () = redis::pipe()
+            .cmd("XADD")
+            .arg(&key)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(EVENTS_KEPT)
+            .arg("*")
+            .arg("m")
+            .arg(sealed)
+            .ignore()
+            .pexpire(&key, ttl.as_millis().max(1) as i64)
+            .ignore()
+            .publish(self.events_channel(), hash)
+            .ignore()
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(failure("stream event"))?;
+        Ok(())
+    }
+
+    /// Session `hash`'s events after `after` (an event id), or all, oldest first: (id,
+    /// sealed message).
+    pub(super) async fn events_after(
+        &self,
+        hash: &str,
+        after: Option<&str>,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
+        let reply: redis::streams::StreamRangeReply = self
+            .connection
+            .clone()
+            .xrange_count(self.events_key(hash), start, "+", EVENTS_KEPT)
+            .await
+            .map_err(failure("stream event"))?;
+        reply
+            .ids
+            .into_iter()
+            .map(|entry| match entry.map.get("m") {
+                Some(redis::Value::BulkString(bytes)) => Ok((entry.id, bytes.clone())),
+                other => Err(StoreError::Unreadable {
+                    kind: "stream event",
+                    reason: format!("entry {} holds {other:?}, not a sealed message", entry.id),
+                }),
+            })
+            .collect()
+    }
+
+    pub(super) async fn seen(&self, hash: &str) -> Result<Option<String>, StoreError> {
+        self.connection
+            .clone()
+            .get(format!("{}:seen", self.events_key(hash)))
+            .await
+            .map_err(failure("stream cursor"))
+    }
+
+    pub(super) async fn set_seen(
+        &self,
+        hash: &str,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let () = self
+            .connection
+            .clone()
+            .pset_ex(
+                format!("{}:seen", self.events_key(hash)),
+                id,
+                ttl.as_millis().max(1) as u64,
+            )
+            .await
+            .map_err(failure("stream cursor"))?;
+        Ok(())
     }
 
     pub(super) async fn renew(&self, hashes: &[&str], ttl: Duration) -> Result<(), StoreError> {
@@ -95,8 +190,9 @@ impl Redis {
     }
 
     pub(super) async fn end(&self, hash: &str) -> Result<(), StoreError> {
+        let events = self.events_key(hash);
         let () = redis::pipe()
-            .del(self.session_key(hash))
+            .del(&[self.session_key(hash), format!("{events}:seen"), events])
             .ignore()
             .publish(self.ended_channel(), hash)
             .ignore()
@@ -106,18 +202,17 @@ impl Redis {
         Ok(())
     }
 
-    /// Subscribes to the ended sessions' channel, and again after every failure, until
-    /// `shutdown`.
-    pub(super) async fn listen_ended(
+    /// Subscribes to the channels, and again after every failure, until `shutdown`.
+    pub(super) async fn listen(
         &self,
         health: &Health,
-        ended: &(impl Fn(&str) + Send + Sync),
+        heard: &dyn Heard,
         shutdown: CancellationToken,
     ) {
         let mut delay = RELISTEN_DELAY;
         loop {
             let listened = tokio::select! {
-                listened = self.listen_once(health, ended) => listened,
+                listened = self.listen_once(health, heard) => listened,
                 () = shutdown.cancelled() => return,
             };
             if let Err(error) = listened {
@@ -131,26 +226,30 @@ impl Redis {
         }
     }
 
-    async fn listen_once(
-        &self,
-        health: &Health,
-        ended: &(impl Fn(&str) + Send + Sync),
-    ) -> Result<(), StoreError> {
+    async fn listen_once(&self, health: &Health, heard: &dyn Heard) -> Result<(), StoreError> {
         let connect = self.client.get_async_pubsub();
         let mut pubsub = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
             .map_err(|_| StoreError::Unreachable("connecting timed out".into()))?
             .map_err(failure("ended session"))?;
+        let (ended, events) = (self.ended_channel(), self.events_channel());
         pubsub
-            .subscribe(self.ended_channel())
+            .subscribe(&[&ended, &events])
             .await
             .map_err(failure("ended session"))?;
         health.up();
+        // Events published while no one listened are read when a stream next pulls.
+        heard.reconnected();
         let mut messages = pubsub.on_message();
         while let Some(message) = messages.next().await {
-            match std::str::from_utf8(message.get_payload_bytes()) {
-                Ok(hash) => ended(hash),
-                Err(_) => tracing::warn!("an ended-session message that is not text was ignored"),
+            let Ok(hash) = std::str::from_utf8(message.get_payload_bytes()) else {
+                tracing::warn!("a message that is not text was ignored on the store's channels");
+                continue;
+            };
+            if message.get_channel_name() == ended {
+                heard.session_ended(hash);
+            } else {
+                heard.session_event(hash);
             }
         }
         Err(StoreError::Unreachable("the subscription ended".into()))

@@ -108,6 +108,7 @@ impl Drop for Replica {
 struct Cluster {
     replicas: Vec<Replica>,
     balancer: RoundRobin,
+    config: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -119,7 +120,7 @@ impl Cluster {
         std::fs::write(
             &config,
             format!(
-                "[server]\nsession_idle_timeout_seconds = {idle_seconds}\n\n\
+                "[server]\nsession_idle_timeout_seconds = {idle_seconds}\nwatch_config = false\n\n\
                  [store]\nkind = \"redis\"\nurl = \"{}\"\nsession_keys = [\"{key}\"]\n\n\
                  [upstreams.demo]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n",
                 redis.url()
@@ -131,6 +132,7 @@ impl Cluster {
         let cluster = Self {
             replicas,
             balancer,
+            config,
             _dir: dir,
         };
         for replica in &cluster.replicas {
@@ -277,7 +279,10 @@ async fn any_replica_serves_any_session() {
             "clientInfo": {"name": "forger", "version": "1"}}))
         .unwrap(),
     );
-    let foreign = switchyard::session::SessionIds::new(&[[7; 32]]).mint(&ticket);
+    let foreign = switchyard::session::SessionIds::new(std::sync::Arc::new(
+        switchyard::store::Sealer::new(&[[7; 32]]),
+    ))
+    .mint(&ticket);
     for bad in [
         altered.as_str(),
         "0123456789abcdef0123456789abcdef",
@@ -475,5 +480,146 @@ async fn a_redis_outage_is_reported_and_survived() {
     for n in 0..3 {
         let (status, body) = post(&url, Some(&fresh), echo(40 + n, "fresh")).await;
         assert_eq!(status, 200, "{body}");
+    }
+}
+
+/// Reads an event stream: each event as (id, data), as they come.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    async fn open(addr: SocketAddr, session: &str, last_event_id: Option<&str>) -> Self {
+        let mut request = reqwest::Client::new()
+            .get(format!("http://{addr}/mcp"))
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The events that come within `within`, then until none comes for a second.
+    async fn batch(&mut self, within: Duration) -> Vec<(String, String)> {
+        let mut events = Vec::new();
+        let mut wait = within;
+        while let Some(event) = self.next(wait).await {
+            events.push(event);
+            wait = Duration::from_secs(1);
+        }
+        events
+    }
+
+    /// The next event with data, within `within`.
+    async fn next(&mut self, within: Duration) -> Option<(String, String)> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    event
+                        .lines()
+                        .find_map(|line| line.strip_prefix(name))
+                        .map(|v| v.trim().to_owned())
+                };
+                if let Some(data) = field("data:").filter(|d| !d.is_empty()) {
+                    return Some((field("id:").unwrap_or_default(), data));
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .ok()?
+                .ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+/// Writes the cluster's configuration with `extra` upstreams and has `replica` reload it.
+fn reload_with(cluster: &Cluster, replica: usize, extra: &str) {
+    let text = std::fs::read_to_string(&cluster.config).unwrap();
+    let base = text.split("# extra\n").next().unwrap().to_owned();
+    std::fs::write(&cluster.config, format!("{base}# extra\n{extra}")).unwrap();
+    let status = Command::new("kill")
+        .args(["-HUP", &cluster.replicas[replica].child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A session's standalone stream is open on one replica while another sends it something (a
+/// list change after its reload): the event reaches it through Redis. The replica dies; the
+/// client comes back on a third with `Last-Event-ID` and gets what was sent meanwhile, and
+/// nothing twice. Redis holds the events sealed.
+#[tokio::test]
+async fn a_stream_resumed_on_another_replica_misses_no_event() {
+    let redis = RedisServer::start().await;
+    let mut cluster = Cluster::start(&redis, 300).await;
+    let url = cluster.balancer.url();
+    let session = raw_session(&url).await;
+    let (status, _) = post(&url, Some(&session), echo(1, "hello")).await;
+    assert_eq!(status, 200, "every replica has served the session once");
+
+    let mut stream = Events::open(cluster.replicas[0].addr, &session, None).await;
+    reload_with(
+        &cluster,
+        1,
+        &format!("[upstreams.second]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n"),
+    );
+    let first = stream.batch(Duration::from_secs(20)).await;
+    assert!(
+        first
+            .iter()
+            .any(|(_, data)| data.contains("notifications/tools/list_changed")),
+        "replica 1's list change reaches the stream on replica 0: {first:?}"
+    );
+    assert!(first.iter().all(|(id, _)| !id.is_empty()), "ids: {first:?}");
+    let last_seen = first.last().unwrap().0.clone();
+
+    cluster.replicas[0].kill();
+    reload_with(
+        &cluster,
+        2,
+        &format!("[upstreams.third]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n"),
+    );
+    // Sent while no stream is open anywhere: kept.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut resumed = Events::open(cluster.replicas[1].addr, &session, Some(&last_seen)).await;
+    let second = resumed.batch(Duration::from_secs(20)).await;
+    assert!(
+        second
+            .iter()
+            .any(|(_, data)| data.contains("notifications/tools/list_changed")),
+        "the events sent while the client was away: {second:?}"
+    );
+    for (id, _) in &second {
+        assert!(
+            first.iter().all(|(seen, _)| seen != id),
+            "{id} was sent twice: {first:?} then {second:?}"
+        );
+    }
+
+    // Without Last-Event-ID, a stream starts after the last event any stream was sent.
+    drop(resumed);
+    let mut fresh = Events::open(cluster.replicas[2].addr, &session, None).await;
+    assert!(fresh.next(Duration::from_millis(800)).await.is_none());
+
+    // In Redis: the events, sealed.
+    let stored = redis.dump("switchyard:events:*").await;
+    assert!(!stored.is_empty());
+    for (key, value) in &stored {
+        let text = String::from_utf8_lossy(value);
+        assert!(
+            !text.contains("list_changed"),
+            "{key} holds a message in clear"
+        );
     }
 }

@@ -27,14 +27,19 @@ impl Endpoint {
             Ok(session) => session,
             Err(response) => return *response,
         };
-        // Resuming a request's stream: it ended with its answer, or with its client.
-        let resumes_request = request
+        let last_event_id = request
             .headers
             .get(LAST_EVENT_ID)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|id| id.contains('/'));
-        if resumes_request {
+            .and_then(|value| value.to_str().ok());
+        // Resuming a request's stream: it ended with its answer, or with its client.
+        if last_event_id.is_some_and(|id| id.contains('/')) {
             return EventStream::ended().into_response();
+        }
+        if let Some(shared) = session.standalone().shared() {
+            // Its events are in the shared store, whichever replica the client came to.
+            return EventStream::channel(EventIds::Framed, shared.attach(last_event_id))
+                .counted(&self.gateway.metrics().streams_open)
+                .into_response();
         }
         match session.standalone().attach() {
             Attached::Live(messages) | Attached::Shadow(messages) => {

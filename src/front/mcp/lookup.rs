@@ -17,6 +17,7 @@ use super::{
     reply::{self, Refused},
 };
 use crate::{
+    downstream::SharedStream,
     policy::EndpointName,
     principal::Principal,
     session::{Session, Ticket},
@@ -89,6 +90,7 @@ impl Endpoint {
             catalog.versions(),
         );
         tracing::debug!(session = %crate::session::short_hash(id), "serving a session another replica opened");
+        self.share_stream(&session);
         self.sessions.adopt(session)
     }
 
@@ -113,6 +115,7 @@ impl Endpoint {
             self.sessions.now(),
             lists,
         );
+        self.share_stream(&session);
         self.sessions.insert(session.clone());
         let store = self.gateway.store();
         if store.is_shared() {
@@ -123,6 +126,18 @@ impl Endpoint {
                 .await;
         }
         session
+    }
+
+    /// With a shared store, the session's standalone stream keeps its events there.
+    fn share_stream(&self, session: &Session) {
+        let store = self.gateway.store();
+        if store.is_shared() {
+            session.standalone().share(SharedStream::new(
+                store.clone(),
+                session_hash(session.id()),
+                self.sessions.idle_timeout(),
+            ));
+        }
     }
 
     /// Ends session `session` here and, with a shared store, everywhere.

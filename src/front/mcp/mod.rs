@@ -32,7 +32,7 @@ use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
     policy::EndpointName,
-    session::{SessionIds, SessionTable, spawn_list_notifier},
+    session::{SessionIds, SessionTable, TableEars, spawn_list_notifier},
 };
 
 /// The tower service behind the MCP endpoint path. Cheap to clone.
@@ -123,16 +123,11 @@ impl McpEndpoint {
             store.clone(),
             shutdown.clone(),
         );
-        let table = Arc::downgrade(&sessions);
-        store.on_session_ended(
-            move |hash| {
-                if let Some(table) = table.upgrade() {
-                    table.remove_hashed(hash);
-                }
-            },
+        store.listen(
+            Arc::new(TableEars(Arc::downgrade(&sessions))),
             shutdown.clone(),
         );
-        let ids = SessionIds::new(&live.config.store.session_keys);
+        let ids = SessionIds::new(store.sealer().clone());
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
         let settings = ArcSwap::from_pointee(Settings::of(&live, None));
         drop(live);

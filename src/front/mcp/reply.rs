@@ -122,7 +122,9 @@ pub async fn begin(ids: EventIds, mut work: Work, mut messages: PipeReceiver) ->
     let grace = async {
         match ids {
             EventIds::Request(_) => tokio::time::sleep(HEADERS_GRACE).await,
-            EventIds::None | EventIds::Standalone => std::future::pending().await,
+            EventIds::None | EventIds::Standalone | EventIds::Framed => {
+                std::future::pending().await
+            }
         }
     };
     tokio::select! {
@@ -161,6 +163,9 @@ pub enum EventIds {
     Request(u64),
     /// `{index}` on a session's standalone stream.
     Standalone,
+    /// The messages come as whole events with their ids (a standalone stream whose events a
+    /// shared store keeps, under the store's ids).
+    Framed,
 }
 
 /// An event id, `{index}` or `{index}/{stream}`, written without allocating.
@@ -324,6 +329,7 @@ impl EventStream {
             EventIds::None => None,
             EventIds::Request(stream) => Some(EventId::new(index, Some(stream))),
             EventIds::Standalone => Some(EventId::new(index, None)),
+            EventIds::Framed => None,
         }
     }
 
@@ -352,6 +358,9 @@ impl EventStream {
             Source::Ended => Poll::Ready(()),
             Source::Channel(messages) => {
                 match ready!(messages.poll_recv(cx)) {
+                    Some(event) if matches!(self.ids, EventIds::Framed) => {
+                        self.ready.push_back(event);
+                    }
                     Some(message) => self.push_message(&message),
                     None => self.source = Source::Ended,
                 }

@@ -74,11 +74,9 @@ pub struct Session {
 /// Eight hex digits of the SHA-256 of a session id: enough to tell sessions apart in logs and
 /// the admin API, useless to take one over.
 pub fn short_hash(id: &str) -> String {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, id.as_bytes());
-    digest.as_ref()[..4]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let mut hash = crate::store::session_hash(id);
+    hash.truncate(8);
+    hash
 }
 
 impl Session {

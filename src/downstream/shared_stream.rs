@@ -46,6 +46,11 @@ impl SharedStream {
         })
     }
 
+    /// The session's hash: what the store knows it by.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
     /// Keeps `message` in the store for whichever replica holds the stream.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
         match self

@@ -156,6 +156,11 @@ impl Session {
         self.home.asks.as_ref().expect("a session can be asked")
     }
 
+    /// What a shared store knows the session by (none without one).
+    pub fn shared_hash(&self) -> Option<&str> {
+        self.standalone().shared().map(|shared| shared.hash())
+    }
+
     /// The session's standalone stream.
     pub fn standalone(&self) -> &Arc<Standalone> {
         match &self.home.outlet {

@@ -20,7 +20,7 @@ use prometheus::{IntCounter, IntGauge};
 
 use crate::{
     metrics::Metrics,
-    store::{Heard, Store, session_hash},
+    store::{Heard, Store},
 };
 use tokio_util::sync::CancellationToken;
 
@@ -117,22 +117,22 @@ impl SessionTable {
             dashmap::Entry::Occupied(entry) => return entry.get().clone(),
             dashmap::Entry::Vacant(entry) => entry.insert(session).clone(),
         };
-        self.active.inc();
         self.resumed.inc();
-        if self.store.is_shared() {
-            self.by_hash
-                .insert(session_hash(adopted.id()).into(), adopted.id().clone());
-        }
+        self.counted_in(&adopted);
         adopted
     }
 
     fn add(&self, session: Arc<Session>) {
-        self.active.inc();
-        if self.store.is_shared() {
-            self.by_hash
-                .insert(session_hash(session.id()).into(), session.id().clone());
-        }
+        self.counted_in(&session);
         self.sessions.insert(session.id().clone(), session);
+    }
+
+    /// Counts a session just put in the map, and finds it by its hash from now on.
+    fn counted_in(&self, session: &Session) {
+        self.active.inc();
+        if let Some(hash) = session.shared_hash() {
+            self.by_hash.insert(hash.into(), session.id().clone());
+        }
     }
 
     /// The session `id`, noted as active now.
@@ -161,8 +161,8 @@ impl SessionTable {
     /// Closes a session gone from the map.
     fn forget(&self, session: &Session) {
         self.active.dec();
-        if self.store.is_shared() {
-            self.by_hash.remove(session_hash(session.id()).as_str());
+        if let Some(hash) = session.shared_hash() {
+            self.by_hash.remove(hash);
         }
         session.close();
     }
@@ -212,13 +212,13 @@ impl SessionTable {
         if self.recoveries.swap(recoveries, Ordering::Relaxed) != recoveries {
             since = 0;
         }
-        let hashes: Vec<String> = self
+        let sessions: Vec<Arc<Session>> = self
             .sessions
             .iter()
             .filter(|entry| entry.value().last_active() >= since)
-            .map(|entry| session_hash(entry.key()))
+            .map(|entry| entry.value().clone())
             .collect();
-        let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
+        let hashes: Vec<&str> = sessions.iter().filter_map(|s| s.shared_hash()).collect();
         if let Err(error) = self
             .store
             .renew_sessions(&hashes, self.idle_timeout())
@@ -233,26 +233,26 @@ impl SessionTable {
     /// Of the idle copies, keeps those with a stream open here whose session the store says
     /// lives (its requests go to other replicas); if the store cannot say, keeps them all.
     async fn keep_listened(&self, idle: &mut Vec<Arc<Session>>) {
-        let listened: Vec<String> = idle
-            .iter()
-            .filter(|session| session.standalone().is_open())
-            .map(|session| session_hash(session.id()))
-            .collect();
+        let (listened, quiet): (Vec<_>, Vec<_>) = std::mem::take(idle)
+            .into_iter()
+            .partition(|session| session.standalone().is_open() && session.shared_hash().is_some());
+        *idle = quiet;
         if listened.is_empty() {
             return;
         }
-        let hashes: Vec<&str> = listened.iter().map(String::as_str).collect();
-        let alive = match self.store.sessions_alive(&hashes).await {
-            Ok(alive) => alive,
-            Err(_) => vec![true; hashes.len()],
-        };
-        idle.retain(|session| {
-            let hash = session_hash(session.id());
-            !hashes
+        let hashes: Vec<&str> = listened.iter().filter_map(|s| s.shared_hash()).collect();
+        let alive = self
+            .store
+            .sessions_alive(&hashes)
+            .await
+            .unwrap_or_else(|_| vec![true; hashes.len()]);
+        idle.extend(
+            listened
                 .iter()
-                .zip(&alive)
-                .any(|(listened, alive)| *listened == hash && *alive)
-        });
+                .zip(alive)
+                .filter(|(_, alive)| !alive)
+                .map(|(session, _)| session.clone()),
+        );
     }
 }
 

@@ -117,21 +117,11 @@ impl Store {
         self.health.recoveries.load(Ordering::Relaxed)
     }
 
-    /// Notes that session `hash` is alive for `ttl` from now.
-    pub async fn session_opened(&self, hash: &str, ttl: Duration) -> Result<(), StoreError> {
-        let Some(redis) = &self.redis else {
-            return Ok(());
-        };
-        self.health.of(redis.renew(&[hash], ttl).await)
-    }
-
     /// Whether session `hash` is alive anywhere: never, for the embedded store, where a
     /// session lives only in its table.
     pub async fn session_alive(&self, hash: &str) -> Result<bool, StoreError> {
-        let Some(redis) = &self.redis else {
-            return Ok(false);
-        };
-        self.health.of(redis.alive(hash).await)
+        let alive = self.sessions_alive(&[hash]).await?;
+        Ok(alive.first().copied().unwrap_or(false))
     }
 
     /// Of the sessions `hashes`, which are alive (in the same order).

@@ -167,16 +167,6 @@ impl Redis {
         Ok(())
     }
 
-    pub(super) async fn alive(&self, hash: &str) -> Result<bool, StoreError> {
-        let found: i64 = self
-            .connection
-            .clone()
-            .exists(self.session_key(hash))
-            .await
-            .map_err(failure("session"))?;
-        Ok(found > 0)
-    }
-
     pub(super) async fn alive_many(&self, hashes: &[&str]) -> Result<Vec<bool>, StoreError> {
         let mut pipe = redis::pipe();
         for hash in hashes {

@@ -33,16 +33,17 @@ impl Endpoint {
         id: &str,
         extensions: &http::Extensions,
     ) -> Result<Arc<Session>, Refused> {
-        let principal = extensions
-            .get::<Principal>()
-            .cloned()
-            .unwrap_or_else(Principal::anonymous);
+        let principal = extensions.get::<Principal>();
         let endpoint = extensions
             .get::<EndpointName>()
             .unwrap_or(&EndpointName::MAIN);
         if let Some(session) = self.sessions.get(id) {
             let home = session.home();
-            return if home.principal == principal && home.endpoint == *endpoint {
+            let same = match principal {
+                Some(principal) => *principal == home.principal,
+                None => home.principal.is_anonymous(),
+            };
+            return if same && home.endpoint == *endpoint {
                 Ok(session)
             } else {
                 Err(not_found())
@@ -52,6 +53,7 @@ impl Endpoint {
         if !store.is_shared() {
             return Err(not_found());
         }
+        let principal = principal.cloned().unwrap_or_else(Principal::anonymous);
         let ticket = self
             .ids
             .open(id)
@@ -117,12 +119,12 @@ impl Endpoint {
         );
         self.share_stream(&session);
         self.sessions.insert(session.clone());
-        let store = self.gateway.store();
-        if store.is_shared() {
-            let hash = session_hash(session.id());
+        if let Some(hash) = session.shared_hash() {
             // Failing, the session is served here alone until the sweeper writes it again.
-            let _ = store
-                .session_opened(&hash, self.sessions.idle_timeout())
+            let _ = self
+                .gateway
+                .store()
+                .renew_sessions(&[hash], self.sessions.idle_timeout())
                 .await;
         }
         session
@@ -143,9 +145,8 @@ impl Endpoint {
     /// Ends session `session` here and, with a shared store, everywhere.
     pub(super) async fn end_session(&self, session: &Session) {
         self.sessions.remove(session.id());
-        let store = self.gateway.store();
-        if store.is_shared() {
-            let _ = store.session_ended(&session_hash(session.id())).await;
+        if let Some(hash) = session.shared_hash() {
+            let _ = self.gateway.store().session_ended(hash).await;
         }
     }
 }

@@ -1,18 +1,13 @@
 //! The `switchyard` command and its configuration files: `check`, every file in `conf/`, and
 //! running from an MCP client's `mcpServers` JSON.
 
-use std::{
-    io::{BufRead, BufReader},
-    path::Path,
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::{path::Path, process::Command, time::Duration};
 
 use serde_json::json;
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{SWITCHYARD, TestGateway, call, connect_client, text},
+    harness::{GatewayProcess, SWITCHYARD, TestGateway, call, connect_client, text},
 };
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
@@ -123,32 +118,8 @@ async fn the_binary_serves_and_stops_cleanly() {
         "remote": {"url": notes.url()}
     }});
     let path = write(dir.path(), "servers.json", &config.to_string());
-    let mut child = Command::new(SWITCHYARD)
-        .args(["run", "-c"])
-        .arg(&path)
-        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (url_tx, url_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("serving MCP on ") {
-                let url = line[at + 15..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .to_owned();
-                let _ = url_tx.send(url);
-            }
-        }
-    });
-    let url = url_rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the gateway starts");
+    let gateway = GatewayProcess::start(&path);
+    let url = gateway.url();
     let client = connect_client(&url, "cli").await;
     let mut ready = false;
     for _ in 0..100 {
@@ -181,7 +152,7 @@ async fn the_binary_serves_and_stops_cleanly() {
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
     let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &gateway.child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -197,9 +168,8 @@ async fn the_binary_serves_and_stops_cleanly() {
     let (result, _slow) = in_flight.await.unwrap();
     let result = result.expect("the call in flight finishes within the grace period");
     assert_eq!(text(&result), "waited 2 seconds");
-    let exit = tokio::task::spawn_blocking(move || child.wait())
+    let exit = tokio::task::spawn_blocking(move || gateway.wait())
         .await
-        .unwrap()
         .unwrap();
     assert!(exit.success(), "{exit:?}");
     assert_eq!(

@@ -22,6 +22,10 @@ use rmcp::{
 use switchyard::{Gateway, config};
 use tokio_util::sync::CancellationToken;
 
+mod process;
+
+pub use process::GatewayProcess;
+
 pub type Client = RunningService<RoleClient, ClientConfig>;
 
 /// The switchyard binary under test (used as the stdio demo upstream and for the CLI).
@@ -227,13 +231,18 @@ impl TestGateway {
 
     /// `GET /healthz` as JSON.
     pub async fn health(&self) -> serde_json::Value {
-        reqwest::get(format!("http://{}/healthz", self.addr))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        healthz(self.addr).await
     }
+}
+
+/// `GET /healthz` of the gateway listening on `addr`, as JSON.
+pub async fn healthz(addr: SocketAddr) -> serde_json::Value {
+    reqwest::get(format!("http://{addr}/healthz"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 impl Drop for TestGateway {

@@ -1,0 +1,91 @@
+//! The gateway binary as its own process: for tests that signal, kill or replicate it.
+
+use std::{net::SocketAddr, path::Path, time::Duration};
+
+use super::SWITCHYARD;
+
+/// The gateway binary, run on a configuration file with both listeners on free loopback
+/// ports (read back from its log). Killed when dropped.
+pub struct GatewayProcess {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+    pub admin: SocketAddr,
+}
+
+impl GatewayProcess {
+    pub fn start(config: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(SWITCHYARD)
+            .args(["run", "-c"])
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let address = |line: &str, after: &str| {
+                let at = line.find(after)? + after.len();
+                let rest = line[at..].trim_start_matches("http://");
+                rest.split(['/', ' ']).next()?.parse::<SocketAddr>().ok()
+            };
+            let (mut main, mut admin) = (None, None);
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if std::env::var_os("GATEWAY_LOG").is_some() {
+                    eprintln!("{line}");
+                }
+                main = main.or_else(|| address(&line, "serving MCP on "));
+                admin = admin.or_else(|| address(&line, "metrics on "));
+                if let (Some(found), Some(admin)) = (main, admin) {
+                    let _ = tx.send((found, admin));
+                    main = None;
+                }
+            }
+        });
+        let (addr, admin) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the gateway starts");
+        Self { child, addr, admin }
+    }
+
+    /// `http://ADDR/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A counter or gauge of its `/metrics` (on the admin listener).
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = reqwest::get(format!("http://{}/metrics", self.admin))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics"))
+    }
+
+    /// Waits for the process to exit by itself (blocking).
+    pub fn wait(mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

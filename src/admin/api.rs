@@ -277,7 +277,7 @@ pub async fn authorize(
         );
     };
     let principal = match target.principal.as_deref().map(Principal::parse) {
-        None => auth.service_grant().principal.clone(),
+        None => auth.service_grant().await.principal.clone(),
         Some(Some(principal)) => principal,
         Some(None) => {
             return error(

@@ -107,9 +107,9 @@ impl Gateway {
         let scheme = scheme_of(&config);
         let access = Arc::new(access_of(&config));
         let public_url = config.oauth.public_url_or(config.server.listen);
-        let oauth = OAuth::new(config.oauth.clone(), public_url);
-        oauth.set_users_authenticate(config.auth.configured);
         let store = Store::new(&config.store, &metrics);
+        let oauth = OAuth::new(config.oauth.clone(), public_url, &store);
+        oauth.set_users_authenticate(config.auth.configured);
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 config: Arc::new(config),
@@ -133,6 +133,7 @@ impl Gateway {
             store,
             shutdown: CancellationToken::new(),
         });
+        gateway.store.listen(gateway.shutdown.child_token());
         let live = gateway.live.load_full();
         let upstreams = live
             .config

@@ -13,11 +13,14 @@
 //! - A 403 `insufficient_scope` asks for the scopes held plus those the upstream names (step
 //!   up); if it names only scopes already held, there is nothing more to ask for, and the grant
 //!   fails.
+//! - Replicas share the vault: a renewal takes the grant's lease first and reads the vault
+//!   again, so a token another replica renewed meanwhile is taken instead of renewed twice (a
+//!   refresh token is spent once). Without the lease (the shared store is down), nothing is
+//!   renewed: the token is used while it lasts.
 
 use std::sync::Arc;
 
 use dashmap::DashMap;
-use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::{
@@ -26,13 +29,14 @@ use super::{
     discovery::{self, Discovered},
     grant::Grant,
     identity,
-    store::Kind,
     token::{Exchange, TokenEndpoint, TokenSet},
+    vault::Kind,
 };
 use crate::{
     config::{GrantKind, UpstreamOAuth},
     names::UpstreamName,
     principal::Principal,
+    store::record_hash,
 };
 
 /// An upstream refused a request: its status, its `WWW-Authenticate`, and the access token the
@@ -53,12 +57,6 @@ enum Unrenewed {
     /// Nothing can renew the token (or the authorization server refused the grant): a user
     /// must authorize.
     Refused,
-}
-
-/// The principals of one upstream that have stored tokens (so they can all be forgotten).
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub(super) struct Index {
-    pub(super) principals: Vec<String>,
 }
 
 pub struct Authorizer {
@@ -99,14 +97,25 @@ impl Authorizer {
     }
 
     /// The grant of `principal`, with its stored tokens.
-    pub fn grant(&self, principal: &Principal) -> Arc<Grant> {
-        if let Some(grant) = self.grants.get(principal) {
-            return grant.clone();
+    pub async fn grant(&self, principal: &Principal) -> Arc<Grant> {
+        let grant = match self.grants.get(principal) {
+            Some(grant) => grant.clone(),
+            None => self
+                .grants
+                .entry(principal.clone())
+                .or_insert_with(|| Arc::new(Grant::unsynced(principal.clone())))
+                .clone(),
+        };
+        if !grant.is_synced() {
+            self.sync(&grant).await;
         }
-        self.grants
-            .entry(principal.clone())
-            .or_insert_with(|| Arc::new(Grant::new(principal.clone(), self.load(principal))))
-            .clone()
+        grant
+    }
+
+    /// The grant of `principal` if this replica made it already (else it has nothing to show:
+    /// no link, no failure).
+    pub fn grant_if_made(&self, principal: &Principal) -> Option<Arc<Grant>> {
+        self.grants.get(principal).map(|grant| grant.clone())
     }
 
     /// The grant the upstream's shared connection uses (discovery, health checks, and the
@@ -114,24 +123,25 @@ impl Authorizer {
     /// every request is anonymous. With it, it is the anonymous grant if that has tokens (or
     /// the grant needs no user), else that of the first user with stored tokens: the lists of
     /// an upstream are found with some user's token; each user's calls still use their own.
-    pub fn service_grant(&self) -> Arc<Grant> {
-        let anonymous = self.grant(&Principal::anonymous());
+    pub async fn service_grant(&self) -> Arc<Grant> {
+        let anonymous = self.grant(&Principal::anonymous()).await;
         if !self.oauth.users_authenticate() || self.is_machine() || anonymous.token().is_some() {
             return anonymous;
         }
-        self.index()
-            .principals
-            .iter()
-            .map(|stored| self.grant(&principal_of(stored)))
-            .find(|grant| grant.token().is_some())
-            .unwrap_or(anonymous)
+        for stored in self.index().await {
+            let grant = self.grant(&principal_of(&stored)).await;
+            if grant.token().is_some() {
+                return grant;
+            }
+        }
+        anonymous
     }
 
     /// The link `principal` follows to authorize Switchyard at the upstream for themselves,
     /// if their grant wants authorization or they have no tokens yet (made now); `None` for a
     /// grant that involves no user.
     pub async fn link_for(&self, principal: &Principal) -> Result<Option<Link>, OAuthError> {
-        let grant = self.grant(principal);
+        let grant = self.grant(principal).await;
         let wanted = matches!(grant.need(), Need::Authorization { .. });
         if !wanted && (self.is_machine() || grant.token().is_some()) {
             return Ok(None);
@@ -164,6 +174,9 @@ impl Authorizer {
     /// The access token for a request now: renewed first if due, acquired first for the client
     /// credentials grant; `None` if there is none (the request then meets a 401).
     pub async fn token(&self, grant: &Grant) -> Option<String> {
+        if !grant.is_synced() {
+            self.sync(grant).await;
+        }
         match grant.token() {
             Some(token) if !token.is_due() => Some(token.access_token.clone()),
             Some(token) if token.refresh_token.is_none() && !self.is_machine() => {
@@ -197,7 +210,7 @@ impl Authorizer {
                                 // The upstream refused the very token it was sent, and nothing
                                 // can renew it. (A 401 to a request that carried no token says
                                 // nothing about the stored ones.)
-                                self.drop_token(grant);
+                                self.drop_token(grant).await;
                             }
                             grant.require_authorization(challenge, None);
                         }
@@ -238,7 +251,7 @@ impl Authorizer {
                 .await
             {
                 Ok(token) => {
-                    self.keep(grant, token);
+                    self.keep(grant, token).await;
                     true
                 }
                 Err(error) => {
@@ -252,9 +265,10 @@ impl Authorizer {
     }
 
     /// A token in place of the grant's current one, which is due or was `refused` by the
-    /// upstream, once for every waiter: by refreshing it, or for the client credentials grant
-    /// by asking again (discovering with the upstream's `challenge`, if it sent one). If that
-    /// fails but the current token is unexpired and not the one refused, that token.
+    /// upstream, once for every waiter of every replica: under the grant's lock and its lease
+    /// (with replicas), by refreshing it, or for the client credentials grant by asking again
+    /// (discovering with the upstream's `challenge`, if it sent one). If that fails but the
+    /// current token is unexpired and not the one refused, that token.
     async fn renew(
         &self,
         grant: &Grant,
@@ -262,19 +276,37 @@ impl Authorizer {
         challenge: Option<&Challenge>,
     ) -> Result<String, Unrenewed> {
         let _one = grant.renewing.lock().await;
-        let current = grant.token();
-        // Unexpired and not the one refused: what a request may still carry.
-        let usable = || {
-            current
-                .as_ref()
-                .filter(|t| !t.is_expired() && Some(t.access_token.as_str()) != refused)
-                .map(|t| t.access_token.clone())
+        let key = self.store_key(&grant.principal);
+        let lease = match self.oauth.vault.renewal_lease(&key).await {
+            Ok(lease) => lease,
+            Err(error) => {
+                // Renewing without it could spend a refresh token another replica spends too.
+                tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "cannot take the lease on renewing the upstream's token; it is used while it lasts");
+                return usable(grant.token().as_deref(), refused).ok_or(Unrenewed::Failed);
+            }
         };
+        if lease.is_some() {
+            // Another replica may have renewed it (or dropped it) meanwhile.
+            self.sync(grant).await;
+        }
+        let renewed = self.renew_held(grant, refused, challenge).await;
+        self.oauth.vault.release(lease).await;
+        renewed
+    }
+
+    /// `renew`, with the grant's lock (and lease) held.
+    async fn renew_held(
+        &self,
+        grant: &Grant,
+        refused: Option<&str>,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, Unrenewed> {
+        let current = grant.token();
         if let Some(token) = &current
             && Some(token.access_token.as_str()) != refused
             && !token.is_due()
         {
-            // Another request renewed it while this one waited.
+            // Renewed while this request waited.
             return Ok(token.access_token.clone());
         }
         let renewed = match &current {
@@ -284,12 +316,12 @@ impl Authorizer {
                     .await
             }
             // Nothing to renew it with: use it while it lasts.
-            _ => return usable().ok_or(Unrenewed::Refused),
+            _ => return usable(current.as_deref(), refused).ok_or(Unrenewed::Refused),
         };
         let error = match renewed {
             Ok(token) => {
                 let access = token.access_token.clone();
-                self.keep(grant, token);
+                self.keep(grant, token).await;
                 return Ok(access);
             }
             Err(error) => error,
@@ -297,12 +329,12 @@ impl Authorizer {
         tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "cannot renew the upstream's token");
         if error.is_invalid_grant() && !self.is_machine() {
             // The refresh token is dead: a user must authorize again.
-            self.drop_token(grant);
+            self.drop_token(grant).await;
             grant.require_authorization(None, None);
             return Err(Unrenewed::Refused);
         }
         // Any other failure may pass (the server is down, or overloaded): keep the tokens.
-        usable().ok_or_else(|| {
+        usable(current.as_deref(), refused).ok_or_else(|| {
             if self.is_machine() {
                 grant.fail(error.to_string());
             }
@@ -364,25 +396,18 @@ impl Authorizer {
         Ok(discovered)
     }
 
-    /// Keeps new tokens: in the grant (waking its waiters) and in the store.
-    pub(super) fn keep(&self, grant: &Grant, token: TokenSet) {
+    /// Keeps new tokens: in the grant (waking its waiters) and in the vault (where other
+    /// replicas hear of them).
+    pub(super) async fn keep(&self, grant: &Grant, token: TokenSet) {
         let key = self.store_key(&grant.principal);
-        if let Err(error) = self.oauth.store.save(Kind::Tokens, &key, &token) {
-            tracing::error!(upstream = %self.upstream, %error, "cannot store the upstream's tokens; they will not survive a restart");
+        if let Err(error) = self.oauth.vault.save(Kind::Tokens, &key, &token).await {
+            tracing::error!(upstream = %self.upstream, %error, "cannot store the upstream's tokens; they will not survive a restart, nor reach other replicas");
         }
-        let principal = grant.principal.as_str();
-        let indexed = self.oauth.store.update(
-            Kind::Index,
-            self.upstream.as_str(),
-            |index: &mut Option<Index>| {
-                let index = index.get_or_insert_default();
-                let new = !index.principals.iter().any(|p| p == principal);
-                if new {
-                    index.principals.push(principal.to_owned());
-                }
-                new
-            },
-        );
+        let indexed = self
+            .oauth
+            .vault
+            .add_principal(self.upstream.as_str(), grant.principal.as_str())
+            .await;
         if let Err(error) = indexed {
             tracing::warn!(%error, "cannot update the token index");
         }
@@ -390,43 +415,80 @@ impl Authorizer {
         self.authorized.send_modify(|n| *n += 1);
     }
 
-    fn drop_token(&self, grant: &Grant) {
+    async fn drop_token(&self, grant: &Grant) {
         grant.clear_token();
         let key = self.store_key(&grant.principal);
-        if let Err(error) = self.oauth.store.delete(Kind::Tokens, &key) {
+        if let Err(error) = self.oauth.vault.delete(Kind::Tokens, &key).await {
             tracing::warn!(%error, "cannot delete a stale token");
         }
     }
 
-    fn load(&self, principal: &Principal) -> Option<TokenSet> {
-        match self
-            .oauth
-            .store
-            .load(Kind::Tokens, &self.store_key(principal))
-        {
-            Ok(token) => token,
+    /// Reads the grant's tokens from the vault (another replica may have changed them).
+    async fn sync(&self, grant: &Grant) {
+        let _one = grant.syncing.lock().await;
+        let key = self.store_key(&grant.principal);
+        let stored = match self.oauth.vault.load(Kind::Tokens, &key).await {
+            Ok(stored) => stored,
             Err(error) => {
                 tracing::warn!(upstream = %self.upstream, %error, "cannot read the stored tokens");
+                if self.oauth.vault.shared().is_some() {
+                    // Read again at the next use.
+                    return;
+                }
                 None
             }
+        };
+        if grant.adopt(stored) {
+            self.authorized.send_modify(|n| *n += 1);
         }
     }
 
-    pub(super) fn index(&self) -> Index {
-        let mut index: Index = self
-            .oauth
-            .store
-            .load(Kind::Index, self.upstream.as_str())
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+    /// Another replica stored or dropped the tokens whose key has the record hash `hash`:
+    /// the grant they belong to takes them now.
+    pub(super) fn tokens_changed(self: &Arc<Self>, hash: &str) {
+        let Some(grant) = self
+            .grants
+            .iter()
+            .find(|grant| record_hash(&self.store_key(&grant.principal)) == hash)
+            .map(|grant| grant.clone())
+        else {
+            return;
+        };
+        grant.unsync();
+        let authorizer = self.clone();
+        tokio::spawn(async move { authorizer.sync(&grant).await });
+    }
+
+    /// Announcements may have been missed: every grant reads its tokens again.
+    pub(super) fn unsync_all(self: &Arc<Self>) {
+        let grants: Vec<_> = self.grants.iter().map(|grant| grant.clone()).collect();
+        for grant in &grants {
+            grant.unsync();
+        }
+        let authorizer = self.clone();
+        tokio::spawn(async move {
+            for grant in grants {
+                authorizer.sync(&grant).await;
+            }
+        });
+    }
+
+    /// The principals of this upstream with tokens: those stored, and those of this replica.
+    pub(super) async fn index(&self) -> Vec<String> {
+        let mut principals = match self.oauth.vault.principals(self.upstream.as_str()).await {
+            Ok(principals) => principals,
+            Err(error) => {
+                tracing::warn!(upstream = %self.upstream, %error, "cannot read the token index");
+                Vec::new()
+            }
+        };
         for grant in &self.grants {
             let principal = grant.principal.as_str().to_owned();
-            if grant.token().is_some() && !index.principals.contains(&principal) {
-                index.principals.push(principal);
+            if grant.token().is_some() && !principals.contains(&principal) {
+                principals.push(principal);
             }
         }
-        index
+        principals
     }
 
     pub(super) fn store_key(&self, principal: &Principal) -> String {
@@ -454,7 +516,7 @@ impl Authorizer {
     pub(super) fn identity_context(&self) -> identity::Context<'_> {
         identity::Context {
             http: &self.oauth.http,
-            store: &self.oauth.store,
+            vault: &self.oauth.vault,
             config: &self.config,
             client_name: &self.oauth.settings.client_name,
             metadata_url: self.oauth.metadata_url.as_ref(),
@@ -475,6 +537,13 @@ pub(super) fn endpoint_of(discovered: &Discovered) -> TokenEndpoint {
         resource: discovered.resource.clone(),
         revocation: server.revocation_endpoint.clone(),
     }
+}
+
+/// `token` if a request may still carry it: unexpired, and not the one `refused`.
+fn usable(token: Option<&TokenSet>, refused: Option<&str>) -> Option<String> {
+    token
+        .filter(|t| !t.is_expired() && Some(t.access_token.as_str()) != refused)
+        .map(|t| t.access_token.clone())
 }
 
 pub(super) fn principal_of(stored: &str) -> Principal {

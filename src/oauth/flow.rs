@@ -3,7 +3,7 @@
 //! browser comes back to the callback (the issuer checked, the code exchanged, the tokens
 //! kept, or the failure recorded for display).
 
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use oauth2::{
     AuthUrl, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, Scope, basic::BasicClient,
@@ -80,31 +80,30 @@ impl Authorizer {
             request = request.add_extra_param("resource", resource.clone());
         }
         let (url, _) = request.url();
-        self.oauth.pending.insert(
-            state.clone(),
-            PendingAuthorization {
-                upstream: self.upstream.clone(),
-                principal: grant.principal.clone(),
-                verifier: verifier.secret().clone(),
-                redirect_uri,
-                scopes,
-                endpoint: endpoint_of(&discovered),
-                client,
-                issuer: server.issuer.clone(),
-                require_iss: server.authorization_response_iss_parameter_supported,
-                created: Instant::now(),
-                superseded: false,
-            },
-        );
         let created = SystemTime::now();
-        tracing::info!(upstream = %self.upstream, principal = %grant.principal, "authorization needed: {url}");
-        Ok(Link {
+        let link = Link {
             url: url.to_string(),
-            state,
+            state: state.clone(),
             created,
             expires: created + self.oauth.settings.authorization_lifetime,
             elicitation_id: uuid::Uuid::new_v4().to_string(),
-        })
+        };
+        let pending = PendingAuthorization {
+            upstream: self.upstream.clone(),
+            principal: grant.principal.clone(),
+            verifier: verifier.secret().clone(),
+            redirect_uri,
+            scopes,
+            endpoint: endpoint_of(&discovered),
+            client,
+            issuer: server.issuer.clone(),
+            require_iss: server.authorization_response_iss_parameter_supported,
+            created,
+            superseded: false,
+        };
+        let link = self.oauth.pending.insert(state, pending, link).await;
+        tracing::info!(upstream = %self.upstream, principal = %grant.principal, "authorization needed: {}", link.url);
+        Ok(link)
     }
 
     /// The scopes to ask for: a step-up's; else the configured ones; else the challenge's; else
@@ -144,11 +143,11 @@ impl Authorizer {
         pending: PendingAuthorization,
         query: CallbackQuery,
     ) -> Result<(), OAuthError> {
-        let grant = self.grant(&pending.principal);
+        let grant = self.grant(&pending.principal).await;
         match self.redeem(&pending, query).await {
             Ok(token) => {
                 tracing::info!(upstream = %self.upstream, principal = %grant.principal, "authorized");
-                self.keep(&grant, token);
+                self.keep(&grant, token).await;
                 Ok(())
             }
             Err(error) => {
@@ -205,7 +204,8 @@ impl Authorizer {
         {
             // A registration the server no longer knows: register anew next time.
             self.identity_context()
-                .forget_registration(&pending.endpoint.issuer);
+                .forget_registration(&pending.endpoint.issuer)
+                .await;
         }
         result
     }

@@ -4,21 +4,16 @@
 
 use url::Url;
 
-use super::{
-    Authorizer,
-    authorizer::{Index, principal_of},
-    store::Kind,
-    token::TokenSet,
-};
+use super::{Authorizer, authorizer::principal_of, token::TokenSet, vault::Kind};
 
 impl Authorizer {
     /// Revokes (where the server supports RFC 7009) and forgets every stored token of this
     /// upstream; how many principals had some.
     pub(super) async fn forget_all(&self) -> usize {
-        let index = self.index();
+        let index = self.index().await;
         let mut forgotten = 0;
-        for principal in index.principals.iter().map(|p| principal_of(p)) {
-            let grant = self.grant(&principal);
+        for principal in index.iter().map(|p| principal_of(p)) {
+            let grant = self.grant(&principal).await;
             // Held to the end: a refresh in flight would otherwise store its new tokens after
             // these are forgotten, and one waiting finds none to refresh.
             let _one = grant.renewing.lock().await;
@@ -26,26 +21,17 @@ impl Authorizer {
                 self.revoke(&token).await;
             }
             let key = self.store_key(&principal);
-            if matches!(self.oauth.store.delete(Kind::Tokens, &key), Ok(true)) {
+            if matches!(self.oauth.vault.delete(Kind::Tokens, &key).await, Ok(true)) {
                 forgotten += 1;
             }
             grant.clear_token();
         }
         // Only those forgotten leave the index: a principal that got tokens meanwhile stays.
-        let unindexed = self.oauth.store.update(
-            Kind::Index,
-            self.upstream.as_str(),
-            |stored: &mut Option<Index>| {
-                let Some(kept) = stored else {
-                    return false;
-                };
-                kept.principals.retain(|p| !index.principals.contains(p));
-                if kept.principals.is_empty() {
-                    *stored = None;
-                }
-                true
-            },
-        );
+        let unindexed = self
+            .oauth
+            .vault
+            .remove_principals(self.upstream.as_str(), &index)
+            .await;
         if let Err(error) = unindexed {
             tracing::warn!(%error, "cannot update the token index");
         }

@@ -3,10 +3,15 @@
 //!
 //! Reading the token is lock-free (`ArcSwapOption`); refreshing is serialized per grant, and a
 //! waiter that finds the token already replaced uses the new one, so a burst of requests makes
-//! one refresh. Every change bumps a version that supervisors wait on.
+//! one refresh. Every change bumps a version that supervisors wait on. A grant is in sync with
+//! the vault once its tokens were read from it; it falls out of sync where changes may have
+//! been missed (the announcements of other replicas were not heard for a while).
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::SystemTime,
 };
 
@@ -60,18 +65,62 @@ pub struct Grant {
     pub(super) linking: tokio::sync::Mutex<()>,
     need: Mutex<Need>,
     version: watch::Sender<u64>,
+    /// Whether `token` is what the vault held when last read (or written by this grant).
+    synced: AtomicBool,
+    /// Held while reading the vault's tokens for it.
+    pub(super) syncing: tokio::sync::Mutex<()>,
 }
 
 impl Grant {
+    /// A grant holding `token`, in sync with the vault.
     pub fn new(principal: Principal, token: Option<TokenSet>) -> Self {
+        let grant = Self::unsynced(principal);
+        grant.token.store(token.map(Arc::new));
+        grant.synced.store(true, Ordering::Relaxed);
+        grant
+    }
+
+    /// A grant whose tokens are yet to be read from the vault.
+    pub fn unsynced(principal: Principal) -> Self {
         Self {
             principal,
-            token: ArcSwapOption::from(token.map(Arc::new)),
+            token: ArcSwapOption::empty(),
             renewing: tokio::sync::Mutex::new(()),
             linking: tokio::sync::Mutex::new(()),
             need: Mutex::new(Need::Nothing),
             version: watch::Sender::new(0),
+            synced: AtomicBool::new(false),
+            syncing: tokio::sync::Mutex::new(()),
         }
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Its tokens may differ from the vault's: read them again before the next use.
+    pub(super) fn unsync(&self) {
+        self.synced.store(false, Ordering::Release);
+    }
+
+    /// Takes what the vault holds (read just now); true if that changed the token. New
+    /// tokens meet whatever was needed; none where there were some means they were dropped.
+    pub(super) fn adopt(&self, stored: Option<TokenSet>) -> bool {
+        self.synced.store(true, Ordering::Release);
+        let current = self.token();
+        let same = match (&current, &stored) {
+            (Some(current), Some(stored)) => current.access_token == stored.access_token,
+            (None, None) => true,
+            _ => false,
+        };
+        if same {
+            return false;
+        }
+        match stored {
+            Some(token) => self.set_token(token),
+            None => self.clear_token(),
+        }
+        true
     }
 
     pub fn token(&self) -> Option<Arc<TokenSet>> {

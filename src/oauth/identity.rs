@@ -12,15 +12,15 @@ use super::{
     answer::unreadable,
     discovery::Discovered,
     http::Http,
-    store::{Kind, Store},
     token::ClientIdentity,
+    vault::{Kind, Vault},
 };
 use crate::config::{AuthMethod, UpstreamOAuth};
 
 /// What choosing an identity needs to know.
 pub struct Context<'a> {
     pub http: &'a Http,
-    pub store: &'a Store,
+    pub vault: &'a Vault,
     pub config: &'a UpstreamOAuth,
     pub client_name: &'a str,
     /// The client ID metadata document URL, if Switchyard has one (https only).
@@ -81,7 +81,7 @@ impl Context<'_> {
     /// The stored registration with this server, or a new one.
     async fn registered(&self, discovered: &Discovered) -> Result<ClientIdentity, OAuthError> {
         let key = format!("{}\0{}", self.registration_key, discovered.issuer);
-        if let Some(stored) = self.store.load::<Registration>(Kind::Clients, &key)?
+        if let Some(stored) = self.vault.load::<Registration>(Kind::Clients, &key).await?
             && stored.issuer == discovered.issuer
             && stored.redirect_uri == self.redirect_uri
         {
@@ -93,14 +93,14 @@ impl Context<'_> {
             redirect_uri: self.redirect_uri.to_owned(),
             client: client.clone(),
         };
-        self.store.save(Kind::Clients, &key, &registration)?;
+        self.vault.save(Kind::Clients, &key, &registration).await?;
         Ok(client)
     }
 
     /// Forgets the stored registration with this server (it was refused).
-    pub fn forget_registration(&self, issuer: &str) {
+    pub async fn forget_registration(&self, issuer: &str) {
         let key = format!("{}\0{issuer}", self.registration_key);
-        if let Err(error) = self.store.delete(Kind::Clients, &key) {
+        if let Err(error) = self.vault.delete(Kind::Clients, &key).await {
             tracing::warn!(%error, "cannot delete a client registration");
         }
     }

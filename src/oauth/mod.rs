@@ -14,7 +14,7 @@
 //! | `forget`     | revoking and forgetting an upstream's tokens                                |
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
 //! | `pending`    | authorizations in progress, by `state`                                      |
-//! | `store`      | the encrypted token store                                                   |
+//! | `vault`      | tokens and registrations kept: files, or the store replicas share          |
 //! | `fake_endpoint` | (tests only) a stand-in authorization server that records requests       |
 //!
 //! How an authorization goes: an upstream answers 401; the connection's hook finds no usable
@@ -38,8 +38,8 @@ mod hook;
 mod http;
 mod identity;
 mod pending;
-mod store;
 mod token;
+mod vault;
 
 use std::{
     sync::{Arc, Weak},
@@ -53,13 +53,14 @@ use url::Url;
 pub use authorizer::{Authorizer, Rejection};
 pub use grant::{Grant, Link, Need};
 pub use hook::OAuthHook;
-pub use store::StoreError;
+pub use vault::VaultError;
 
-use self::{http::Http, pending::Pending, store::Store};
+use self::{http::Http, pending::Pending, vault::Vault};
 use crate::{
     config::{OAuthSettings, UpstreamOAuth},
     names::UpstreamName,
     principal::Principal,
+    store::{Heard, Store},
 };
 
 /// Why an OAuth step failed.
@@ -85,8 +86,8 @@ pub enum OAuthError {
     Store(String),
 }
 
-impl From<StoreError> for OAuthError {
-    fn from(error: StoreError) -> Self {
+impl From<VaultError> for OAuthError {
+    fn from(error: VaultError) -> Self {
         OAuthError::Store(error.to_string())
     }
 }
@@ -143,7 +144,7 @@ pub struct OAuth {
     /// The client ID metadata document URL, when Switchyard has an https one.
     metadata_url: Option<Url>,
     http: Http,
-    store: Store,
+    vault: Vault,
     pending: Pending,
     authorizers: DashMap<UpstreamName, Weak<Authorizer>>,
     /// Whether clients authenticate to the gateway (`[auth]`): then each user has their own
@@ -153,25 +154,30 @@ pub struct OAuth {
 
 impl OAuth {
     /// `public_url` is where browsers reach this gateway (the configured one, or the address it
-    /// listens on).
-    pub fn new(settings: OAuthSettings, public_url: Url) -> Arc<Self> {
+    /// listens on); `store` is shared with other replicas, if it is the Redis one.
+    pub fn new(settings: OAuthSettings, public_url: Url, store: &Arc<Store>) -> Arc<Self> {
         let base = public_url.as_str().trim_end_matches('/').to_owned();
         let metadata_url = settings.client_metadata_url.clone().or_else(|| {
             (public_url.scheme() == "https")
                 .then(|| Url::parse(&format!("{base}/oauth/client-metadata.json")).ok())
                 .flatten()
         });
-        Arc::new(Self {
+        let oauth = Arc::new(Self {
             redirect_uri: format!("{base}/oauth/callback"),
             origin: public_url.origin(),
             metadata_url,
             http: Http::new(),
-            store: Store::new(settings.state_dir.clone(), settings.key.clone()),
-            pending: Pending::with_lifetime(settings.authorization_lifetime),
+            vault: Vault::new(&settings, store),
+            pending: Pending::new(
+                settings.authorization_lifetime,
+                store.is_shared().then(|| store.clone()),
+            ),
             authorizers: DashMap::new(),
             users_authenticate: Default::default(),
             settings,
-        })
+        });
+        store.hear(Arc::new(OAuthEars(Arc::downgrade(&oauth))));
+        oauth
     }
 
     /// Says whether clients authenticate to the gateway (set at start and at each reload).
@@ -220,6 +226,13 @@ impl OAuth {
         self.authorizers.get(upstream).and_then(|a| a.upgrade())
     }
 
+    fn each_authorizer(&self) -> Vec<Arc<Authorizer>> {
+        self.authorizers
+            .iter()
+            .filter_map(|entry| entry.value().upgrade())
+            .collect()
+    }
+
     /// Completes the authorization a redirect to `/oauth/callback` concludes; the upstream it
     /// was for, or why it failed (also recorded on the upstream's grant, where it can be).
     pub async fn callback(
@@ -227,7 +240,7 @@ impl OAuth {
         query: CallbackQuery,
     ) -> Result<UpstreamName, (Option<UpstreamName>, OAuthError)> {
         let state = query.state.as_deref().unwrap_or_default();
-        let pending = self.pending.take(state).map_err(|unmatched| {
+        let pending = self.pending.take(state).await.map_err(|unmatched| {
             let reason = match unmatched {
                 pending::Unmatched::Unknown => {
                     "this authorization is unknown or was already used; start it again"
@@ -235,6 +248,9 @@ impl OAuth {
                 pending::Unmatched::Expired => "this authorization expired; start it again",
                 pending::Unmatched::Superseded => {
                     "a newer authorization replaced this one; use the newest link"
+                }
+                pending::Unmatched::Unreadable => {
+                    "the shared store cannot be read now; follow the link again in a moment"
                 }
             };
             (None, OAuthError::Callback(reason.into()))
@@ -271,13 +287,8 @@ impl OAuth {
     /// `principal`'s own authorizations still to give: for every upstream where their grant
     /// wants one or they have no tokens, its link (made now).
     pub async fn awaiting_for(&self, principal: &Principal) -> Vec<Awaiting> {
-        let authorizers: Vec<_> = self
-            .authorizers
-            .iter()
-            .filter_map(|entry| entry.value().upgrade())
-            .collect();
         let mut awaiting = Vec::new();
-        for authorizer in authorizers {
+        for authorizer in self.each_authorizer() {
             match authorizer.link_for(principal).await {
                 Ok(Some(link)) => {
                     awaiting.push(Awaiting::new(authorizer.upstream(), principal, link))
@@ -319,6 +330,34 @@ impl OAuth {
             self.settings.success_redirect.as_ref()
         } else {
             self.settings.error_redirect.as_ref()
+        }
+    }
+}
+
+/// What other replicas announce, as the OAuth client hears it: tokens a replica stored or
+/// dropped are taken at once by the grants they belong to; after a gap in listening, every
+/// grant reads its tokens again before its next use.
+struct OAuthEars(Weak<OAuth>);
+
+impl Heard for OAuthEars {
+    fn record_changed(&self, kind: &str, hash: &str) {
+        if kind != vault::Kind::Tokens.shared_name() {
+            return;
+        }
+        let Some(oauth) = self.0.upgrade() else {
+            return;
+        };
+        for authorizer in oauth.each_authorizer() {
+            authorizer.tokens_changed(hash);
+        }
+    }
+
+    fn reconnected(&self) {
+        let Some(oauth) = self.0.upgrade() else {
+            return;
+        };
+        for authorizer in oauth.each_authorizer() {
+            authorizer.unsync_all();
         }
     }
 }

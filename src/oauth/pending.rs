@@ -1,22 +1,38 @@
 //! Authorizations in progress, by their `state`: each is bound to the upstream and principal it
 //! is for and to its PKCE verifier, is used at most once, and expires after its lifetime
-//! (`authorization_lifetime_seconds`, ten minutes by default).
+//! (`authorization_lifetime_seconds`, ten minutes by default). A newer authorization for the
+//! same upstream and principal supersedes older ones.
+//!
+//! One process keeps them in memory. Replicas keep them in the shared store (sealed), so that
+//! the browser's return may land on any replica, along with the link users follow for each
+//! (upstream, principal): a replica that needs the same authorization shows the link another
+//! made rather than superseding it.
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
-    time::{Duration, Instant},
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime},
 };
 
-use super::token::{ClientIdentity, TokenEndpoint};
-use crate::{names::UpstreamName, principal::Principal};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    grant::Link,
+    token::{ClientIdentity, TokenEndpoint},
+};
+use crate::{names::UpstreamName, principal::Principal, store::Store};
 
 /// How long an expired or superseded authorization is remembered after its lifetime.
 const TOMBSTONE: Duration = Duration::from_secs(10 * 60);
+const PENDING: &str = "oauth-pending";
+const LINK: &str = "oauth-link";
 
 /// What the callback of one authorization needs.
+#[derive(Serialize, Deserialize)]
 pub struct PendingAuthorization {
+    #[serde(with = "as_text")]
     pub upstream: UpstreamName,
+    #[serde(with = "as_text")]
     pub principal: Principal,
     pub verifier: String,
     pub redirect_uri: String,
@@ -28,9 +44,16 @@ pub struct PendingAuthorization {
     pub issuer: Option<String>,
     /// The server said it sends `iss`: a callback without one is refused.
     pub require_iss: bool,
-    pub created: Instant,
+    pub created: SystemTime,
     /// A newer authorization for the same upstream and principal replaced this one.
+    #[serde(skip)]
     pub superseded: bool,
+}
+
+impl PendingAuthorization {
+    fn age(&self) -> Duration {
+        self.created.elapsed().unwrap_or_default()
+    }
 }
 
 /// Why a callback's `state` matched nothing.
@@ -41,27 +64,74 @@ pub enum Unmatched {
     Expired,
     /// A newer authorization replaced it.
     Superseded,
+    /// The shared store could not be read.
+    Unreadable,
+}
+
+/// The link users follow for one (upstream, principal), as replicas share it.
+#[derive(Serialize, Deserialize)]
+struct SharedLink {
+    state: String,
+    url: String,
+    created: SystemTime,
+    expires: SystemTime,
+    elicitation_id: String,
+    scopes: Vec<String>,
+}
+
+impl SharedLink {
+    fn link(self) -> Link {
+        Link {
+            url: self.url,
+            state: self.state,
+            created: self.created,
+            expires: self.expires,
+            elicitation_id: self.elicitation_id,
+        }
+    }
 }
 
 pub struct Pending {
     entries: Mutex<HashMap<String, PendingAuthorization>>,
     lifetime: Duration,
+    /// Where replicas keep them, if they share a store.
+    shared: Option<Arc<Store>>,
 }
 
 impl Pending {
-    pub fn with_lifetime(lifetime: Duration) -> Self {
+    pub fn new(lifetime: Duration, shared: Option<Arc<Store>>) -> Self {
         Self {
             entries: Mutex::default(),
             lifetime,
+            shared,
         }
     }
 
-    pub fn insert(&self, state: String, pending: PendingAuthorization) {
+    /// Records `pending` under `state` with `link`, the link to it; gives the link users are
+    /// to follow: with replicas, a live one another replica made for the same upstream,
+    /// principal and scopes, if there is one (and then this one is dropped).
+    pub async fn insert(&self, state: String, pending: PendingAuthorization, link: Link) -> Link {
+        let Some(store) = &self.shared else {
+            self.insert_here(state, pending);
+            return link;
+        };
+        match self.insert_shared(store, &state, &pending, &link).await {
+            Ok(Some(theirs)) => theirs,
+            Ok(None) => link,
+            Err(error) => {
+                // The callback may come back here: keep it here too.
+                tracing::warn!(%error, "cannot share a pending authorization; its callback must reach this replica");
+                self.insert_here(state, pending);
+                link
+            }
+        }
+    }
+
+    fn insert_here(&self, state: String, pending: PendingAuthorization) {
         // Expired entries are kept a while, to tell a late user why their link no longer works.
         let kept = self.lifetime + TOMBSTONE;
         let mut entries = self.lock();
-        entries.retain(|_, p| p.created.elapsed() < kept);
-        // A new authorization for the same user and upstream supersedes the old one.
+        entries.retain(|_, p| p.age() < kept);
         for old in entries.values_mut() {
             if old.upstream == pending.upstream && old.principal == pending.principal {
                 old.superseded = true;
@@ -70,11 +140,74 @@ impl Pending {
         entries.insert(state, pending);
     }
 
-    /// Takes the authorization `state` names: at most once, only within its lifetime, and only
-    /// if no newer one replaced it.
-    pub fn take(&self, state: &str) -> Result<PendingAuthorization, Unmatched> {
-        let pending = self.lock().remove(state).ok_or(Unmatched::Unknown)?;
-        if pending.created.elapsed() >= self.lifetime {
+    /// `insert` with replicas: the link record is written only if absent, unless the one there
+    /// asks for other scopes (a step-up supersedes it).
+    async fn insert_shared(
+        &self,
+        store: &Store,
+        state: &str,
+        pending: &PendingAuthorization,
+        link: &Link,
+    ) -> Result<Option<Link>, crate::store::StoreError> {
+        let record = serde_json::to_vec(pending).expect("a pending authorization serializes");
+        store
+            .save_record(PENDING, state, &record, Some(self.lifetime + TOMBSTONE))
+            .await?;
+        let key = link_key(&pending.upstream, &pending.principal);
+        let ours = serde_json::to_vec(&SharedLink {
+            state: state.to_owned(),
+            url: link.url.clone(),
+            created: link.created,
+            expires: link.expires,
+            elicitation_id: link.elicitation_id.clone(),
+            scopes: pending.scopes.clone(),
+        })
+        .expect("a link serializes");
+        if store
+            .save_record_if_absent(LINK, &key, &ours, Some(self.lifetime))
+            .await?
+        {
+            return Ok(None);
+        }
+        if let Some(theirs) = self.shared_link(store, &key).await?
+            && theirs.scopes == pending.scopes
+            && SystemTime::now() < theirs.expires
+        {
+            store.delete_record(PENDING, state).await?;
+            return Ok(Some(theirs.link()));
+        }
+        store
+            .save_record(LINK, &key, &ours, Some(self.lifetime))
+            .await?;
+        Ok(None)
+    }
+
+    async fn shared_link(
+        &self,
+        store: &Store,
+        key: &str,
+    ) -> Result<Option<SharedLink>, crate::store::StoreError> {
+        let Some(record) = store.load_record(LINK, key).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&record).map(Some).map_err(|e| {
+            crate::store::StoreError::Unreadable {
+                kind: LINK,
+                reason: e.to_string(),
+            }
+        })
+    }
+
+    /// Takes the authorization `state` names: at most once (across replicas), only within its
+    /// lifetime, and only if no newer one replaced it.
+    pub async fn take(&self, state: &str) -> Result<PendingAuthorization, Unmatched> {
+        let here = self.lock().remove(state);
+        let pending = match (here, &self.shared) {
+            (Some(pending), _) => pending,
+            (None, None) => return Err(Unmatched::Unknown),
+            (None, Some(store)) => self.take_shared(store, state).await?,
+        };
+        if pending.age() >= self.lifetime {
             return Err(Unmatched::Expired);
         }
         if pending.superseded {
@@ -83,10 +216,80 @@ impl Pending {
         Ok(pending)
     }
 
+    async fn take_shared(
+        &self,
+        store: &Store,
+        state: &str,
+    ) -> Result<PendingAuthorization, Unmatched> {
+        let unreadable = |error: &dyn std::fmt::Display| {
+            tracing::warn!(%error, "cannot read a pending authorization from the shared store");
+            Unmatched::Unreadable
+        };
+        let record = store
+            .take_record(PENDING, state)
+            .await
+            .map_err(|e| unreadable(&e))?
+            .ok_or(Unmatched::Unknown)?;
+        let mut pending: PendingAuthorization =
+            serde_json::from_slice(&record).map_err(|e| unreadable(&e))?;
+        let key = link_key(&pending.upstream, &pending.principal);
+        match self.shared_link(store, &key).await {
+            Ok(Some(link)) if link.state != state => pending.superseded = true,
+            Ok(Some(_)) => {
+                // Used: a later need makes a new link.
+                if let Err(error) = store.delete_record(LINK, &key).await {
+                    tracing::warn!(%error, "cannot delete a used authorization link");
+                }
+            }
+            Ok(None) => {}
+            Err(error) => return Err(unreadable(&error)),
+        }
+        Ok(pending)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, PendingAuthorization>> {
         self.entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn link_key(upstream: &UpstreamName, principal: &Principal) -> String {
+    format!("{upstream}\0{principal}")
+}
+
+/// Upstream names and principals as the text they are made from.
+mod as_text {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer, T: std::fmt::Display>(
+        value: &T,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(value)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: super::FromText>(
+        deserializer: D,
+    ) -> Result<T, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        T::from_text(&text).ok_or_else(|| D::Error::custom(format!("`{text}` is not valid here")))
+    }
+}
+
+trait FromText: Sized {
+    fn from_text(text: &str) -> Option<Self>;
+}
+
+impl FromText for UpstreamName {
+    fn from_text(text: &str) -> Option<Self> {
+        UpstreamName::new(text).ok()
+    }
+}
+
+impl FromText for Principal {
+    fn from_text(text: &str) -> Option<Self> {
+        Principal::parse(text)
     }
 }
 
@@ -106,35 +309,63 @@ mod tests {
             client: samples::client(),
             issuer: None,
             require_iss: false,
-            created: Instant::now(),
+            created: SystemTime::now(),
             superseded: false,
         }
     }
 
-    #[test]
-    fn a_state_is_used_once() {
-        let pending_set = Pending::with_lifetime(Duration::from_secs(600));
-        pending_set.insert("s1".into(), pending("a"));
-        assert!(pending_set.take("s1").is_ok());
-        assert_eq!(pending_set.take("s1").err(), Some(Unmatched::Unknown));
-        assert_eq!(pending_set.take("never").err(), Some(Unmatched::Unknown));
+    async fn insert(set: &Pending, state: &str, upstream: &str) {
+        let created = SystemTime::now();
+        let link = Link {
+            url: format!("https://as.example/authorize?state={state}"),
+            state: state.into(),
+            created,
+            expires: created + set.lifetime,
+            elicitation_id: state.into(),
+        };
+        let shown = set.insert(state.into(), pending(upstream), link).await;
+        assert_eq!(
+            shown.state, state,
+            "without replicas, its own link is shown"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_state_is_used_once() {
+        let set = Pending::new(Duration::from_secs(600), None);
+        insert(&set, "s1", "a").await;
+        assert!(set.take("s1").await.is_ok());
+        assert_eq!(set.take("s1").await.err(), Some(Unmatched::Unknown));
+        assert_eq!(set.take("never").await.err(), Some(Unmatched::Unknown));
+    }
+
+    #[tokio::test]
+    async fn a_state_expires() {
+        let set = Pending::new(Duration::ZERO, None);
+        insert(&set, "s1", "a").await;
+        assert_eq!(set.take("s1").await.err(), Some(Unmatched::Expired));
+    }
+
+    #[tokio::test]
+    async fn a_new_authorization_supersedes_the_old_one() {
+        let set = Pending::new(Duration::from_secs(600), None);
+        insert(&set, "old", "a").await;
+        insert(&set, "other", "b").await;
+        insert(&set, "new", "a").await;
+        assert_eq!(set.take("old").await.err(), Some(Unmatched::Superseded));
+        assert!(set.take("other").await.is_ok());
+        assert!(set.take("new").await.is_ok());
     }
 
     #[test]
-    fn a_state_expires() {
-        let pending_set = Pending::with_lifetime(Duration::ZERO);
-        pending_set.insert("s1".into(), pending("a"));
-        assert_eq!(pending_set.take("s1").err(), Some(Unmatched::Expired));
-    }
-
-    #[test]
-    fn a_new_authorization_supersedes_the_old_one() {
-        let pending_set = Pending::with_lifetime(Duration::from_secs(600));
-        pending_set.insert("old".into(), pending("a"));
-        pending_set.insert("other".into(), pending("b"));
-        pending_set.insert("new".into(), pending("a"));
-        assert_eq!(pending_set.take("old").err(), Some(Unmatched::Superseded));
-        assert!(pending_set.take("other").is_ok());
-        assert!(pending_set.take("new").is_ok());
+    fn a_pending_authorization_round_trips_as_json() {
+        let json = serde_json::to_vec(&pending("github")).unwrap();
+        let back: PendingAuthorization = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back.upstream.as_str(), "github");
+        assert_eq!(back.principal, Principal::anonymous());
+        let bad = String::from_utf8(json)
+            .unwrap()
+            .replace("github", "not a name!");
+        assert!(serde_json::from_str::<PendingAuthorization>(&bad).is_err());
     }
 }

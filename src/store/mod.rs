@@ -1,6 +1,7 @@
 //! State that outlives one request and that replicas share: which sessions are alive (the
-//! rest of a session travels in its id), the events of their standalone streams (sealed), and
-//! the news that one ended or has a new event.
+//! rest of a session travels in its id), the events of their standalone streams (sealed), the
+//! news that one ended or has a new event, and sealed records, sets and leases for whoever
+//! keeps more (`records`: the OAuth vault).
 //!
 //! `embedded` (the default) keeps this in the process: a session lives in its replica's
 //! table and nowhere else, and nothing here is called upon. `redis` keeps it in Redis, every
@@ -9,9 +10,11 @@
 //! no shared state goes on being served, and each replica writes again what it holds once
 //! Redis answers (liveness is renewed from the replicas' tables, not kept only in Redis).
 
+mod records;
 mod redis;
 mod seal;
 
+pub use records::{Lease, record_hash};
 pub use seal::Sealer;
 
 use std::{
@@ -46,6 +49,8 @@ pub struct Store {
     health: Health,
     /// Seals what must not be readable in the store, and session ids.
     sealer: Arc<Sealer>,
+    /// Who is told what replicas publish.
+    hearers: std::sync::RwLock<Vec<Arc<dyn Heard>>>,
 }
 
 /// What the store is and whether it answers, for `/healthz` and the admin API.
@@ -80,6 +85,7 @@ impl Store {
             redis,
             health,
             sealer: Arc::new(Sealer::new(&settings.session_keys)),
+            hearers: Default::default(),
         })
     }
 
@@ -154,16 +160,24 @@ impl Store {
         self.health.of(redis.end(hash).await)
     }
 
-    /// Tells `heard` what replicas publish, until `shutdown` (nothing, for the embedded
-    /// store).
-    pub fn listen(self: &Arc<Self>, heard: Arc<dyn Heard>, shutdown: CancellationToken) {
+    /// Tells `heard`, from now on, what replicas publish.
+    pub fn hear(&self, heard: Arc<dyn Heard>) {
+        self.hearers
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(heard);
+    }
+
+    /// Listens to what replicas publish, telling those who `hear`, until `shutdown` (nothing,
+    /// for the embedded store). Called once.
+    pub fn listen(self: &Arc<Self>, shutdown: CancellationToken) {
         if self.redis.is_none() {
             return;
         }
         let store = self.clone();
         tokio::spawn(async move {
             let Some(redis) = &store.redis else { return };
-            redis.listen(&store.health, &*heard, shutdown).await;
+            redis.listen(&store.health, &*store, shutdown).await;
         });
     }
 
@@ -236,11 +250,44 @@ impl Store {
 /// What replicas publish, as one replica hears it.
 pub trait Heard: Send + Sync {
     /// Session `hash` was ended (by its client, on some replica).
-    fn session_ended(&self, hash: &str);
+    fn session_ended(&self, _hash: &str) {}
     /// Session `hash`'s standalone stream has a new event.
-    fn session_event(&self, hash: &str);
+    fn session_event(&self, _hash: &str) {}
+    /// The record of `kind` whose key has `record_hash` `hash` changed.
+    fn record_changed(&self, _kind: &str, _hash: &str) {}
     /// Listening (again): what was published meanwhile was missed.
-    fn reconnected(&self);
+    fn reconnected(&self) {}
+}
+
+/// The store tells each of its hearers.
+impl Heard for Store {
+    fn session_ended(&self, hash: &str) {
+        self.each_hearer(|heard| heard.session_ended(hash));
+    }
+
+    fn session_event(&self, hash: &str) {
+        self.each_hearer(|heard| heard.session_event(hash));
+    }
+
+    fn record_changed(&self, kind: &str, hash: &str) {
+        self.each_hearer(|heard| heard.record_changed(kind, hash));
+    }
+
+    fn reconnected(&self) {
+        self.each_hearer(|heard| heard.reconnected());
+    }
+}
+
+impl Store {
+    fn each_hearer(&self, tell: impl Fn(&dyn Heard)) {
+        let hearers = self
+            .hearers
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for heard in hearers.iter() {
+            tell(&**heard);
+        }
+    }
 }
 
 /// One event of a session's standalone stream: its id in the store, and the message.

@@ -6,7 +6,7 @@
 //! stream of the session's sealed standalone-stream events, the last `EVENTS_KEPT`, expiring
 //! with the session) and `PREFIX:events:HASH:seen` (the last event a stream of it was sent).
 //! Channels: `PREFIX:ended` and `PREFIX:events` (the hashes of sessions ended, and of those
-//! with a new event).
+//! with a new event), and `PREFIX:changed` (records changed, see `records`).
 
 use std::time::Duration;
 
@@ -49,6 +49,15 @@ impl Redis {
             connection,
             prefix: prefix.to_owned(),
         }
+    }
+
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// A handle on the shared connection (cheap: it is multiplexed).
+    pub(super) fn connection(&self) -> ConnectionManager {
+        self.connection.clone()
     }
 
     fn session_key(&self, hash: &str) -> String {
@@ -222,9 +231,13 @@ impl Redis {
             .await
             .map_err(|_| StoreError::Unreachable("connecting timed out".into()))?
             .map_err(failure("ended session"))?;
-        let (ended, events) = (self.ended_channel(), self.events_channel());
+        let (ended, events, changed) = (
+            self.ended_channel(),
+            self.events_channel(),
+            self.changed_channel(),
+        );
         pubsub
-            .subscribe(&[&ended, &events])
+            .subscribe(&[&ended, &events, &changed])
             .await
             .map_err(failure("ended session"))?;
         health.up();
@@ -232,14 +245,17 @@ impl Redis {
         heard.reconnected();
         let mut messages = pubsub.on_message();
         while let Some(message) = messages.next().await {
-            let Ok(hash) = std::str::from_utf8(message.get_payload_bytes()) else {
+            let Ok(payload) = std::str::from_utf8(message.get_payload_bytes()) else {
                 tracing::warn!("a message that is not text was ignored on the store's channels");
                 continue;
             };
-            if message.get_channel_name() == ended {
-                heard.session_ended(hash);
-            } else {
-                heard.session_event(hash);
+            let channel = message.get_channel_name();
+            if channel == ended {
+                heard.session_ended(payload);
+            } else if channel == events {
+                heard.session_event(payload);
+            } else if let Some((kind, hash)) = payload.split_once(' ') {
+                heard.record_changed(kind, hash);
             }
         }
         Err(StoreError::Unreachable("the subscription ended".into()))
@@ -248,7 +264,7 @@ impl Redis {
 
 /// The store error for a failed command on a key of `kind`: an answer that does not parse
 /// names the kind; anything else is the store being unreachable.
-fn failure(kind: &'static str) -> impl Fn(redis::RedisError) -> StoreError {
+pub(super) fn failure(kind: &'static str) -> impl Fn(redis::RedisError) -> StoreError {
     move |error| match error.kind() {
         redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType => {
             StoreError::Unreadable {

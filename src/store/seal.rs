@@ -96,7 +96,7 @@ impl Sealer {
 
 /// Secure random bytes; the system's generator does not fail on supported systems, and a
 /// v4 UUID (also from it) stands in if it ever does.
-fn fill_random(out: &mut [u8]) {
+pub(super) fn fill_random(out: &mut [u8]) {
     if rand::fill(out).is_err() {
         for chunk in out.chunks_mut(16) {
             let uuid = uuid::Uuid::new_v4();

@@ -421,7 +421,7 @@ impl Upstream {
     /// now, if there is none yet).
     pub async fn authorization_link(&self, principal: &Principal) -> Option<Link> {
         let auth = self.auth.as_ref()?;
-        let grant = auth.grant(principal);
+        let grant = auth.grant(principal).await;
         if !matches!(grant.need(), Need::Authorization { .. }) {
             return None;
         }
@@ -436,7 +436,7 @@ impl Upstream {
 
     /// The unexpired link shown for `principal`'s authorization, if there is one.
     pub fn current_link(&self, principal: &Principal) -> Option<Link> {
-        match self.auth.as_ref()?.grant(principal).need() {
+        match self.auth.as_ref()?.grant_if_made(principal)?.need() {
             Need::Authorization {
                 link: Some(link), ..
             } if link.is_live() => Some(link),

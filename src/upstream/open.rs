@@ -122,7 +122,7 @@ impl Upstream {
             TransportConfig::Http(_) => None,
         };
         let capabilities = relayable(&home.capabilities);
-        let hook = self.request_hook(&home.principal);
+        let hook = self.request_hook(&home.principal).await;
         let relay = Relay::for_session(home);
         let connection = self
             .open(Era::Legacy, client, capabilities, relay, slot, hook)
@@ -138,11 +138,10 @@ impl Upstream {
     /// relay; each request is then passed to the client it concerns, or refused if that client
     /// lacks the capability.
     async fn open_shared(&self, era: Era) -> Result<Connection, UpstreamError> {
-        let principal = self
-            .auth
-            .as_ref()
-            .map(|auth| auth.service_grant().principal.clone())
-            .unwrap_or_default();
+        let principal = match &self.auth {
+            Some(auth) => auth.service_grant().await.principal.clone(),
+            None => Principal::default(),
+        };
         let connection = self.open_for(era, &principal).await?;
         self.service.store(Arc::new(principal));
         Ok(connection)
@@ -168,7 +167,7 @@ impl Upstream {
             capabilities,
             Relay::shared(),
             None,
-            self.request_hook(principal),
+            self.request_hook(principal).await,
         )
         .await
     }
@@ -256,7 +255,7 @@ impl Upstream {
     /// The hook for a new connection made for `principal`: the configured headers (those
     /// naming the user filled in with the principal's claims), and the principal's access
     /// token where the upstream uses OAuth.
-    fn request_hook(&self, principal: &Principal) -> Arc<dyn RequestHook> {
+    async fn request_hook(&self, principal: &Principal) -> Arc<dyn RequestHook> {
         let TransportConfig::Http(http) = &self.config.transport else {
             return StaticHeaders::new(Vec::new());
         };
@@ -267,7 +266,7 @@ impl Upstream {
                 .filter_map(|(name, template)| Some((name.clone(), template.render(principal)?))),
         );
         match &self.auth {
-            Some(auth) => OAuthHook::new(auth.clone(), auth.grant(principal), headers),
+            Some(auth) => OAuthHook::new(auth.clone(), auth.grant(principal).await, headers),
             None => StaticHeaders::new(headers),
         }
     }

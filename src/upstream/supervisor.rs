@@ -61,7 +61,7 @@ pub fn spawn_supervisor(
         // counts as one, so that a server crashing at start backs off like one failing to).
         let mut failures: u32 = 0;
         loop {
-            let token_before = shared_token(&upstream);
+            let token_before = shared_token(&upstream).await;
             let attempt = tokio::select! {
                 attempt = connect(&upstream) => attempt,
                 _ = shutdown.cancelled() => return,
@@ -207,7 +207,7 @@ async fn authorization(
     let mut others = auth.authorizations();
     loop {
         // A user who authorizes meanwhile may become the one the shared connection acts for.
-        let grant = auth.service_grant();
+        let grant = auth.service_grant().await;
         let mut changes = grant.subscribe();
         others.borrow_and_update();
         changes.borrow_and_update();
@@ -253,8 +253,8 @@ async fn authorization(
 }
 
 /// The access token of the upstream's shared grant, if it has OAuth and a token.
-fn shared_token(upstream: &Upstream) -> Option<String> {
-    let grant = upstream.auth()?.service_grant();
+async fn shared_token(upstream: &Upstream) -> Option<String> {
+    let grant = upstream.auth()?.service_grant().await;
     grant.token().map(|t| t.access_token.clone())
 }
 
@@ -265,9 +265,9 @@ async fn authorized(upstream: &Upstream) {
         return std::future::pending().await;
     };
     let mut any = auth.authorizations();
-    let before = shared_token(upstream);
+    let before = shared_token(upstream).await;
     while any.changed().await.is_ok() {
-        let now = shared_token(upstream);
+        let now = shared_token(upstream).await;
         if now.is_some() && now != before {
             return;
         }

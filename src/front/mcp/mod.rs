@@ -123,10 +123,7 @@ impl McpEndpoint {
             store.clone(),
             shutdown.clone(),
         );
-        store.listen(
-            Arc::new(TableEars(Arc::downgrade(&sessions))),
-            shutdown.clone(),
-        );
+        store.hear(Arc::new(TableEars(Arc::downgrade(&sessions))));
         let ids = SessionIds::new(store.sealer().clone());
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
         let settings = ArcSwap::from_pointee(Settings::of(&live, None));

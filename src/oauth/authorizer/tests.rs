@@ -21,7 +21,15 @@ fn authorizer(state: &std::path::Path) -> Authorizer {
         error_redirect: None,
         authorization_lifetime: Duration::from_secs(600),
     };
-    let oauth = OAuth::new(settings, Url::parse("http://127.0.0.1:8080").unwrap());
+    let store = crate::store::Store::new(
+        &crate::config::StoreSettings::default(),
+        &crate::metrics::standalone(),
+    );
+    let oauth = OAuth::new(
+        settings,
+        Url::parse("http://127.0.0.1:8080").unwrap(),
+        &store,
+    );
     Authorizer::new(
         oauth,
         UpstreamName::new("files").unwrap(),
@@ -39,24 +47,33 @@ async fn tokens_are_kept_per_principal_and_survive_a_restart() {
     let state = tempfile::tempdir().unwrap();
     let alice = Principal::user("alice");
     let first = authorizer(state.path());
-    first.keep(&first.grant(&alice), token("alice-token"));
-    first.keep(&first.grant(&Principal::anonymous()), token("shared-token"));
+    first
+        .keep(&*first.grant(&alice).await, token("alice-token"))
+        .await;
+    first
+        .keep(
+            &*first.grant(&Principal::anonymous()).await,
+            token("shared-token"),
+        )
+        .await;
     assert_eq!(
-        first.token(&first.grant(&alice)).await.as_deref(),
+        first.token(&*first.grant(&alice).await).await.as_deref(),
         Some("alice-token")
     );
     assert_eq!(
-        first.token(&first.grant(&Principal::user("bob"))).await,
+        first
+            .token(&*first.grant(&Principal::user("bob")).await)
+            .await,
         None
     );
 
     let restarted = authorizer(state.path());
-    let grant = restarted.grant(&alice);
+    let grant = restarted.grant(&alice).await;
     assert_eq!(
         restarted.token(&grant).await.as_deref(),
         Some("alice-token")
     );
-    let shared = restarted.grant(&Principal::anonymous());
+    let shared = restarted.grant(&Principal::anonymous()).await;
     assert_eq!(
         restarted.token(&shared).await.as_deref(),
         Some("shared-token")
@@ -65,23 +82,26 @@ async fn tokens_are_kept_per_principal_and_survive_a_restart() {
     assert_eq!(restarted.forget_all().await, 2);
     assert_eq!(restarted.token(&grant).await, None);
     let fresh = authorizer(state.path());
-    let again = fresh.grant(&alice);
+    let again = fresh.grant(&alice).await;
     assert_eq!(fresh.token(&again).await, None, "forgotten on disk");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tokens_kept_at_once_for_many_principals_are_all_indexed() {
     let state = tempfile::tempdir().unwrap();
-    let first = authorizer(state.path());
-    std::thread::scope(|scope| {
-        for i in 0..8 {
-            let first = &first;
-            scope.spawn(move || {
-                let grant = first.grant(&Principal::user(&format!("user{i}")));
-                first.keep(&grant, token(&format!("token{i}")));
-            });
-        }
-    });
+    let first = Arc::new(authorizer(state.path()));
+    let keeping: Vec<_> = (0..8)
+        .map(|i| {
+            let first = first.clone();
+            tokio::spawn(async move {
+                let grant = first.grant(&Principal::user(&format!("user{i}"))).await;
+                first.keep(&grant, token(&format!("token{i}"))).await;
+            })
+        })
+        .collect();
+    for keeper in keeping {
+        keeper.await.unwrap();
+    }
     // A restarted gateway knows them only from the index.
     assert_eq!(authorizer(state.path()).forget_all().await, 8);
 }
@@ -107,9 +127,13 @@ fn refusal(sent_token: Option<&str>) -> Rejection<'_> {
     }
 }
 
-fn stored(state: &std::path::Path, principal: &Principal) -> Option<String> {
-    authorizer(state)
-        .load(principal)
+async fn stored(state: &std::path::Path, principal: &Principal) -> Option<String> {
+    let auth = authorizer(state);
+    auth.oauth
+        .vault
+        .load::<TokenSet>(Kind::Tokens, &auth.store_key(principal))
+        .await
+        .unwrap()
         .map(|token| token.access_token)
 }
 
@@ -122,10 +146,10 @@ async fn a_due_token_whose_refresh_fails_is_used_while_it_lasts() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
     let alice = Principal::user("alice");
-    let grant = auth.grant(&alice);
-    auth.keep(&grant, refreshable("due", DOWN, 30));
+    let grant = auth.grant(&alice).await;
+    auth.keep(&grant, refreshable("due", DOWN, 30)).await;
     assert_eq!(auth.token(&grant).await.as_deref(), Some("due"));
-    assert_eq!(stored(state.path(), &alice).as_deref(), Some("due"));
+    assert_eq!(stored(state.path(), &alice).await.as_deref(), Some("due"));
 }
 
 #[tokio::test]
@@ -133,14 +157,17 @@ async fn a_refusal_of_a_request_without_a_token_keeps_the_stored_tokens() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
     let alice = Principal::user("alice");
-    let grant = auth.grant(&alice);
-    auth.keep(&grant, refreshable("expired", DOWN, -10));
+    let grant = auth.grant(&alice).await;
+    auth.keep(&grant, refreshable("expired", DOWN, -10)).await;
     // The refresh fails: the request goes out without a token, and meets a 401.
     assert_eq!(auth.token(&grant).await, None);
     assert!(!auth.rejected(&grant, refusal(None)).await);
     assert!(grant.token().is_some(), "kept in the grant");
     assert!(!needs_authorization(&grant), "to be refreshed later");
-    assert_eq!(stored(state.path(), &alice).as_deref(), Some("expired"));
+    assert_eq!(
+        stored(state.path(), &alice).await.as_deref(),
+        Some("expired")
+    );
 }
 
 #[tokio::test]
@@ -148,11 +175,14 @@ async fn a_refused_token_whose_refresh_fails_is_kept_for_a_later_refresh() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
     let alice = Principal::user("alice");
-    let grant = auth.grant(&alice);
-    auth.keep(&grant, refreshable("refused", DOWN, 600));
+    let grant = auth.grant(&alice).await;
+    auth.keep(&grant, refreshable("refused", DOWN, 600)).await;
     assert!(!auth.rejected(&grant, refusal(Some("refused"))).await);
     assert!(!needs_authorization(&grant));
-    assert_eq!(stored(state.path(), &alice).as_deref(), Some("refused"));
+    assert_eq!(
+        stored(state.path(), &alice).await.as_deref(),
+        Some("refused")
+    );
 }
 
 #[tokio::test]
@@ -160,12 +190,12 @@ async fn a_refused_token_that_nothing_renews_is_dropped() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
     let alice = Principal::user("alice");
-    let grant = auth.grant(&alice);
-    auth.keep(&grant, token("refused"));
+    let grant = auth.grant(&alice).await;
+    auth.keep(&grant, token("refused")).await;
     assert!(!auth.rejected(&grant, refusal(Some("refused"))).await);
     assert!(grant.token().is_none());
     assert!(needs_authorization(&grant));
-    assert_eq!(stored(state.path(), &alice), None);
+    assert_eq!(stored(state.path(), &alice).await, None);
 }
 
 #[tokio::test]
@@ -174,8 +204,9 @@ async fn a_refresh_token_the_server_refuses_is_dropped() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
     let alice = Principal::user("alice");
-    let grant = auth.grant(&alice);
-    auth.keep(&grant, refreshable("refused", &server.url, 600));
+    let grant = auth.grant(&alice).await;
+    auth.keep(&grant, refreshable("refused", &server.url, 600))
+        .await;
     assert!(!auth.rejected(&grant, refusal(Some("refused"))).await);
     let seen = server.seen();
     assert_eq!(seen.len(), 1, "one refresh");
@@ -189,15 +220,15 @@ async fn a_refresh_token_the_server_refuses_is_dropped() {
     );
     assert!(grant.token().is_none());
     assert!(needs_authorization(&grant));
-    assert_eq!(stored(state.path(), &alice), None);
+    assert_eq!(stored(state.path(), &alice).await, None);
 }
 
 #[tokio::test]
 async fn a_refusal_of_a_request_sent_before_a_token_came_retries_with_it() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
-    let grant = auth.grant(&Principal::anonymous());
-    auth.keep(&grant, refreshable("new", DOWN, 600));
+    let grant = auth.grant(&Principal::anonymous()).await;
+    auth.keep(&grant, refreshable("new", DOWN, 600)).await;
     assert!(auth.rejected(&grant, refusal(None)).await);
     assert_eq!(
         grant.token().map(|t| t.access_token.clone()).as_deref(),
@@ -239,7 +270,7 @@ async fn the_client_credentials_grant_discovers_through_the_challenge() {
         client_secret: Some("secret".into()),
         ..UpstreamOAuth::default()
     };
-    let grant = auth.grant(&Principal::anonymous());
+    let grant = auth.grant(&Principal::anonymous()).await;
     assert_eq!(
         auth.token(&grant).await,
         None,
@@ -294,7 +325,8 @@ async fn revocations(client: ClientIdentity) -> Vec<crate::oauth::fake_endpoint:
     let mut token = refreshable("access", DOWN, 600);
     token.endpoint.revocation = Some(server.url.clone());
     token.client = client;
-    auth.keep(&auth.grant(&Principal::anonymous()), token);
+    auth.keep(&*auth.grant(&Principal::anonymous()).await, token)
+        .await;
     assert_eq!(auth.forget_all().await, 1);
     let seen = server.seen();
     let hints: Vec<_> = seen.iter().map(|r| r.field("token_type_hint")).collect();
@@ -375,8 +407,8 @@ async fn a_refresh_in_flight_does_not_bring_forgotten_tokens_back() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
     let alice = Principal::user("alice");
-    let grant = auth.grant(&alice);
-    auth.keep(&grant, refreshable("due", &server.url, 30));
+    let grant = auth.grant(&alice).await;
+    auth.keep(&grant, refreshable("due", &server.url, 30)).await;
     let forget = async {
         // Once the refresh is under way.
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -386,14 +418,14 @@ async fn a_refresh_in_flight_does_not_bring_forgotten_tokens_back() {
     assert_eq!(renewed.as_deref(), Some("fresh"));
     assert_eq!(forgotten, 1);
     assert!(grant.token().is_none());
-    assert_eq!(stored(state.path(), &alice), None);
+    assert_eq!(stored(state.path(), &alice).await, None);
 }
 
 #[tokio::test]
 async fn a_failure_is_kept_as_it_was_and_escaped_once_where_shown() {
     let state = tempfile::tempdir().unwrap();
     let auth = authorizer(state.path());
-    let grant = auth.grant(&Principal::anonymous());
+    let grant = auth.grant(&Principal::anonymous()).await;
     let pending = crate::oauth::pending::PendingAuthorization {
         upstream: auth.upstream.clone(),
         principal: Principal::anonymous(),
@@ -404,7 +436,7 @@ async fn a_failure_is_kept_as_it_was_and_escaped_once_where_shown() {
         client: crate::oauth::token::samples::client(),
         issuer: None,
         require_iss: false,
-        created: std::time::Instant::now(),
+        created: std::time::SystemTime::now(),
         superseded: false,
     };
     let refused = crate::oauth::CallbackQuery {

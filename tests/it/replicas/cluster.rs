@@ -25,22 +25,33 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn start(redis: &RedisServer, idle_seconds: u32) -> Self {
+        Self::start_with(redis, idle_seconds, |_| String::new()).await
+    }
+
+    /// `start`, the configuration ending with what `extra` gives for the balancer's origin.
+    pub async fn start_with(
+        redis: &RedisServer,
+        idle_seconds: u32,
+        extra: impl FnOnce(&str) -> String,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("switchyard.toml");
         let key = base64::engine::general_purpose::STANDARD.encode(KEY);
+        let balancer = RoundRobin::bind().await;
         std::fs::write(
             &config,
             format!(
                 "[server]\nsession_idle_timeout_seconds = {idle_seconds}\nwatch_config = false\n\n\
                  [store]\nkind = \"redis\"\nurl = \"{}\"\nsession_keys = [\"{key}\"]\n\n\
-                 [upstreams.demo]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n",
-                redis.url()
+                 [upstreams.demo]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n\n{}",
+                redis.url(),
+                extra(&balancer.origin()),
             ),
         )
         .unwrap();
         let replicas: Vec<GatewayProcess> =
             (0..3).map(|_| GatewayProcess::start(&config)).collect();
-        let balancer = RoundRobin::start(replicas.iter().map(|r| r.addr).collect()).await;
+        balancer.set_backends(replicas.iter().map(|r| r.addr).collect());
         let cluster = Self {
             replicas,
             balancer,

@@ -4,6 +4,7 @@
 
 mod cluster;
 mod streams;
+mod tokens;
 
 use std::{
     sync::{

@@ -1,5 +1,5 @@
-//! The encrypted store: tokens per (upstream, principal) and dynamic client registrations per
-//! (upstream, authorization server), so that a restart needs no new authorization.
+//! The vault of one process: files in the state directory, so that a restart needs no new
+//! authorization.
 //!
 //! Each record is one file, `{kind}/{sha256 of its key}.bin`: a version byte, a random 96-bit
 //! nonce, and the record's JSON sealed with AES-256-GCM, the record's key bound in as
@@ -24,55 +24,19 @@ use aws_lc_rs::{
 use base64::{Engine, engine::general_purpose::STANDARD};
 use serde::{Serialize, de::DeserializeOwned};
 
+use super::{Kind, VaultError};
 use crate::config::OAuthKey;
 
 const VERSION: u8 = 1;
 
-/// Why the store could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}: the key file does not hold a base64 key of 32 bytes", .0.display())]
-    BadKeyFile(PathBuf),
-    #[error("{}: cannot be decrypted with this key (was the key changed?)", .0.display())]
-    Undecryptable(PathBuf),
-    #[error("{}: {reason}", path.display())]
-    Corrupt { path: PathBuf, reason: String },
-    #[error("no secure random numbers: {0}")]
-    Random(String),
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> VaultError + '_ {
+    move |source| VaultError::Io {
         path: path.to_owned(),
         source,
     }
 }
 
-/// What a record is, which is also its directory.
-#[derive(Debug, Clone, Copy)]
-pub enum Kind {
-    Tokens,
-    Clients,
-    /// Which principals of an upstream have tokens.
-    Index,
-}
-
-impl Kind {
-    fn dir(self) -> &'static str {
-        match self {
-            Kind::Tokens => "tokens",
-            Kind::Clients => "clients",
-            Kind::Index => "index",
-        }
-    }
-}
-
-pub struct Store {
+pub struct Files {
     dir: PathBuf,
     key_source: OAuthKey,
     /// Loaded (or created) on first use, so a gateway without OAuth upstreams touches nothing.
@@ -85,7 +49,7 @@ pub struct Store {
     updating: Mutex<()>,
 }
 
-impl Store {
+impl Files {
     pub fn new(dir: PathBuf, key: OAuthKey) -> Self {
         Self {
             dir,
@@ -101,7 +65,7 @@ impl Store {
         &self,
         kind: Kind,
         key: &str,
-    ) -> Result<Option<T>, StoreError> {
+    ) -> Result<Option<T>, VaultError> {
         let path = self.path(kind, key);
         let sealed = match fs::read(&path) {
             Ok(bytes) => bytes,
@@ -110,13 +74,13 @@ impl Store {
         };
         let cipher = self.key()?;
         if sealed.len() < 1 + NONCE_LEN || sealed[0] != VERSION {
-            return Err(StoreError::Corrupt {
+            return Err(VaultError::Corrupt {
                 path,
                 reason: "not a Switchyard store file".into(),
             });
         }
         let nonce = Nonce::try_assume_unique_for_key(&sealed[1..1 + NONCE_LEN]).map_err(|_| {
-            StoreError::Corrupt {
+            VaultError::Corrupt {
                 path: path.clone(),
                 reason: "bad nonce".into(),
             }
@@ -124,22 +88,22 @@ impl Store {
         let mut body = sealed[1 + NONCE_LEN..].to_vec();
         let plain = cipher
             .open_in_place(nonce, Aad::from(key.as_bytes()), &mut body)
-            .map_err(|_| StoreError::Undecryptable(path.clone()))?;
+            .map_err(|_| VaultError::Undecryptable(path.clone()))?;
         serde_json::from_slice(plain)
             .map(Some)
-            .map_err(|e| StoreError::Corrupt {
+            .map_err(|e| VaultError::Corrupt {
                 path,
                 reason: e.to_string(),
             })
     }
 
     /// Writes the record of `kind` under `key`, replacing any earlier one.
-    pub fn save<T: Serialize>(&self, kind: Kind, key: &str, value: &T) -> Result<(), StoreError> {
+    pub fn save<T: Serialize>(&self, kind: Kind, key: &str, value: &T) -> Result<(), VaultError> {
         let path = self.path(kind, key);
         let cipher = self.key()?;
         let mut nonce = [0u8; NONCE_LEN];
-        rand::fill(&mut nonce).map_err(|e| StoreError::Random(e.to_string()))?;
-        let mut body = serde_json::to_vec(value).map_err(|e| StoreError::Corrupt {
+        rand::fill(&mut nonce).map_err(|e| VaultError::Random(e.to_string()))?;
+        let mut body = serde_json::to_vec(value).map_err(|e| VaultError::Corrupt {
             path: path.clone(),
             reason: e.to_string(),
         })?;
@@ -149,7 +113,7 @@ impl Store {
                 Aad::from(key.as_bytes()),
                 &mut body,
             )
-            .map_err(|_| StoreError::Random("sealing failed".into()))?;
+            .map_err(|_| VaultError::Random("sealing failed".into()))?;
         let mut sealed = Vec::with_capacity(1 + NONCE_LEN + body.len());
         sealed.push(VERSION);
         sealed.extend_from_slice(&nonce);
@@ -166,7 +130,7 @@ impl Store {
         kind: Kind,
         key: &str,
         change: impl FnOnce(&mut Option<T>) -> bool,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), VaultError> {
         let _one = lock(&self.updating);
         let mut record = self.load(kind, key)?;
         if !change(&mut record) {
@@ -179,7 +143,7 @@ impl Store {
     }
 
     /// Deletes the record of `kind` under `key`; true if there was one.
-    pub fn delete(&self, kind: Kind, key: &str) -> Result<bool, StoreError> {
+    pub fn delete(&self, kind: Kind, key: &str) -> Result<bool, VaultError> {
         let path = self.path(kind, key);
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
@@ -191,10 +155,10 @@ impl Store {
     fn path(&self, kind: Kind, key: &str) -> PathBuf {
         let hash = digest::digest(&digest::SHA256, key.as_bytes());
         let name: String = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-        self.dir.join(kind.dir()).join(format!("{name}.bin"))
+        self.dir.join(kind.name()).join(format!("{name}.bin"))
     }
 
-    fn key(&self) -> Result<&LessSafeKey, StoreError> {
+    fn key(&self) -> Result<&LessSafeKey, VaultError> {
         if let Some(key) = self.key.get() {
             return Ok(key);
         }
@@ -208,7 +172,7 @@ impl Store {
             OAuthKey::File(path) => read_or_create_key(path)?,
         };
         let unbound = UnboundKey::new(&AES_256_GCM, &bytes)
-            .map_err(|_| StoreError::Random("bad key length".into()))?;
+            .map_err(|_| VaultError::Random("bad key length".into()))?;
         Ok(self.key.get_or_init(|| LessSafeKey::new(unbound)))
     }
 }
@@ -222,12 +186,12 @@ fn lock(mutex: &Mutex<()>) -> MutexGuard<'_, ()> {
 /// The key in `path`, or a new random one written there (readable by its owner only). Another
 /// process may create the file at the same moment: the file appears only whole and only if
 /// absent, and the one that finds it there already reads that key back.
-fn read_or_create_key(path: &Path) -> Result<[u8; 32], StoreError> {
+fn read_or_create_key(path: &Path) -> Result<[u8; 32], VaultError> {
     match fs::read_to_string(path) {
         Ok(text) => decode_key(path, &text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let mut key = [0u8; 32];
-            rand::fill(&mut key).map_err(|e| StoreError::Random(e.to_string()))?;
+            rand::fill(&mut key).map_err(|e| VaultError::Random(e.to_string()))?;
             let text = format!("{}\n", STANDARD.encode(key));
             if write_private(path, text.as_bytes(), Replace::Never)? {
                 tracing::info!(path = %path.display(), "created the token store key");
@@ -240,12 +204,12 @@ fn read_or_create_key(path: &Path) -> Result<[u8; 32], StoreError> {
     }
 }
 
-fn decode_key(path: &Path, text: &str) -> Result<[u8; 32], StoreError> {
+fn decode_key(path: &Path, text: &str) -> Result<[u8; 32], VaultError> {
     STANDARD
         .decode(text.trim())
         .ok()
         .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-        .ok_or_else(|| StoreError::BadKeyFile(path.to_owned()))
+        .ok_or_else(|| VaultError::BadKeyFile(path.to_owned()))
 }
 
 /// Whether `write_private` may replace a file that exists.
@@ -259,7 +223,7 @@ enum Replace {
 /// temporary file of a unique name in the same directory (so concurrent writers never share
 /// one), renamed into place. With `Replace::Never`, false if `path` already existed (it is
 /// left as it was).
-fn write_private(path: &Path, bytes: &[u8], replace: Replace) -> Result<bool, StoreError> {
+fn write_private(path: &Path, bytes: &[u8], replace: Replace) -> Result<bool, VaultError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let mut builder = tempfile::Builder::new();
@@ -285,7 +249,7 @@ fn write_private(path: &Path, bytes: &[u8], replace: Replace) -> Result<bool, St
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
+fn create_private_dir(dir: &Path) -> Result<(), VaultError> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -305,7 +269,7 @@ mod tests {
     #[test]
     fn round_trips_encrypted_with_owner_only_files() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(
+        let store = Files::new(
             dir.path().join("state"),
             OAuthKey::File(dir.path().join("state/key")),
         );
@@ -338,7 +302,7 @@ mod tests {
         }
 
         // The same key file opens it after a restart; another key does not.
-        let again = Store::new(
+        let again = Files::new(
             dir.path().join("state"),
             OAuthKey::File(dir.path().join("state/key")),
         );
@@ -348,10 +312,10 @@ mod tests {
                 .unwrap()
                 .is_some()
         );
-        let other = Store::new(dir.path().join("state"), OAuthKey::Inline([7; 32]));
+        let other = Files::new(dir.path().join("state"), OAuthKey::Inline([7; 32]));
         assert!(matches!(
             other.load::<Secret>(Kind::Tokens, "github\0alice"),
-            Err(StoreError::Undecryptable(_))
+            Err(VaultError::Undecryptable(_))
         ));
 
         assert!(store.delete(Kind::Tokens, "github\0alice").unwrap());
@@ -361,7 +325,7 @@ mod tests {
     #[test]
     fn a_record_does_not_open_under_another_key() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().to_owned(), OAuthKey::Inline([1; 32]));
+        let store = Files::new(dir.path().to_owned(), OAuthKey::Inline([1; 32]));
         store.save(Kind::Clients, "a", &"one").unwrap();
         fs::copy(
             store.path(Kind::Clients, "a"),
@@ -370,7 +334,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             store.load::<String>(Kind::Clients, "b"),
-            Err(StoreError::Undecryptable(_))
+            Err(VaultError::Undecryptable(_))
         ));
     }
 
@@ -379,7 +343,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
         let key_file = state.join("key");
-        let shared = Store::new(state.clone(), OAuthKey::File(key_file.clone()));
+        let shared = Files::new(state.clone(), OAuthKey::File(key_file.clone()));
         std::thread::scope(|scope| {
             for i in 0..8 {
                 let (shared, state, key_file) = (&shared, &state, &key_file);
@@ -388,12 +352,12 @@ mod tests {
                         .save(Kind::Tokens, &format!("shared{i}"), &i)
                         .unwrap();
                     // A store of its own, as another process has.
-                    let own = Store::new(state.clone(), OAuthKey::File(key_file.clone()));
+                    let own = Files::new(state.clone(), OAuthKey::File(key_file.clone()));
                     own.save(Kind::Tokens, &format!("own{i}"), &i).unwrap();
                 });
             }
         });
-        let restarted = Store::new(state, OAuthKey::File(key_file));
+        let restarted = Files::new(state, OAuthKey::File(key_file));
         for i in 0..8 {
             for name in [format!("shared{i}"), format!("own{i}")] {
                 assert_eq!(
@@ -408,7 +372,7 @@ mod tests {
     #[test]
     fn concurrent_writes_and_updates_lose_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().to_owned(), OAuthKey::Inline([2; 32]));
+        let store = Files::new(dir.path().to_owned(), OAuthKey::Inline([2; 32]));
         std::thread::scope(|scope| {
             for i in 0..8 {
                 let store = &store;

@@ -1,7 +1,10 @@
 //! Asking a client on an upstream's behalf: sampling, elicitation and roots requests, which an
 //! upstream sends during a call (or, for 2026-07-28, returns as `input_required`), go to the
 //! client whose call it was, if that client declared it can answer them. Each session numbers
-//! what it asks; the client's answer comes back as a POST of its own and is matched here.
+//! what it asks; the client's answer comes back as a POST of its own and is matched here. The
+//! numbers carry a tag of this process, so that replicas asking in one session never use the
+//! same id: an answer that lands on another replica is relayed back (see `store`) and can only
+//! match the request it answers.
 
 use std::{
     collections::HashMap,
@@ -28,6 +31,17 @@ use crate::wire;
 
 /// A client's answer: its result, or its error, as JSON text.
 type Answer = Result<Box<RawValue>, Box<RawValue>>;
+
+/// This process's tag, in the bits of a request id above the session's count: random, below
+/// 2^20, so that ids stay exact in a JavaScript number (below 2^53).
+fn process_tag() -> u64 {
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let mut bytes = [0u8; 4];
+        let _ = aws_lc_rs::rand::fill(&mut bytes);
+        (u64::from(u32::from_le_bytes(bytes)) & 0xF_FFFF).max(1) << 32
+    })
+}
 
 /// The requests a session's client has been sent and not answered yet.
 #[derive(Default)]
@@ -87,7 +101,7 @@ pub async fn ask_client(
             "the client uses protocol 2026-07-28, which cannot receive requests during a call",
         ));
     };
-    let id = asks.next.fetch_add(1, Ordering::Relaxed);
+    let id = process_tag() | (asks.next.fetch_add(1, Ordering::Relaxed) & 0xFFFF_FFFF);
     let (sender, answer) = oneshot::channel();
     asks.lock().insert(id, sender);
     let _waiting = Waiting { asks, id };

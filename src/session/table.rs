@@ -283,6 +283,37 @@ impl Heard for TableEars {
         }
     }
 
+    fn session_answer(&self, hash: &str, message: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct Answered<'a> {
+            #[serde(borrow)]
+            id: &'a serde_json::value::RawValue,
+            #[serde(borrow)]
+            result: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a serde_json::value::RawValue>,
+        }
+        let Some(table) = self.0.upgrade() else {
+            return;
+        };
+        let Some(id) = table.by_hash.get(hash).map(|id| id.value().clone()) else {
+            return;
+        };
+        let Some(session) = table.sessions.get(&id).map(|s| s.value().clone()) else {
+            return;
+        };
+        let Ok(answered) = serde_json::from_slice::<Answered>(message) else {
+            tracing::warn!("a relayed answer that is not a JSON-RPC response was ignored");
+            return;
+        };
+        let answer = match (answered.result, answered.error) {
+            (Some(result), _) => Ok(result),
+            (None, Some(error)) => Err(error),
+            (None, None) => return,
+        };
+        session.asks().answer(answered.id, answer);
+    }
+
     fn reconnected(&self) {
         let Some(table) = self.0.upgrade() else {
             return;

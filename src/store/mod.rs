@@ -181,6 +181,16 @@ impl Store {
         });
     }
 
+    /// Passes the client's answer `message` (a JSON-RPC response or error) of session `hash`
+    /// to every replica, sealed: one of them asked, and this one did not.
+    pub async fn relay_answer(&self, hash: &str, message: &[u8]) -> Result<(), StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
+        let sealed = self.sealer.seal(&answer_purpose(hash), message);
+        self.health.of(redis.relay_answer(hash, &sealed).await)
+    }
+
     /// Adds `message` to the events of session `hash`'s standalone stream (sealed), kept
     /// for `ttl`; every replica hears of it.
     pub async fn append_event(
@@ -255,6 +265,9 @@ pub trait Heard: Send + Sync {
     fn session_event(&self, _hash: &str) {}
     /// The record of `kind` whose key has `record_hash` `hash` changed.
     fn record_changed(&self, _kind: &str, _hash: &str) {}
+    /// A client of session `hash` answered, on another replica, a request some replica sent
+    /// it: `message` is the answer as the client posted it.
+    fn session_answer(&self, _hash: &str, _message: &[u8]) {}
     /// Listening (again): what was published meanwhile was missed.
     fn reconnected(&self) {}
 }
@@ -271,6 +284,15 @@ impl Heard for Store {
 
     fn record_changed(&self, kind: &str, hash: &str) {
         self.each_hearer(|heard| heard.record_changed(kind, hash));
+    }
+
+    /// `sealed`, as the relaying replica sealed it, is opened here.
+    fn session_answer(&self, hash: &str, sealed: &[u8]) {
+        let Some(message) = self.sealer.open(&answer_purpose(hash), sealed) else {
+            tracing::warn!("a relayed answer that does not open with the session keys was ignored");
+            return;
+        };
+        self.each_hearer(|heard| heard.session_answer(hash, &message));
     }
 
     fn reconnected(&self) {
@@ -304,6 +326,10 @@ pub fn is_event_id(id: &str) -> bool {
     };
     let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
     digits(millis) && digits(seq)
+}
+
+fn answer_purpose(hash: &str) -> Vec<u8> {
+    [b"switchyard answer ".as_slice(), hash.as_bytes()].concat()
 }
 
 fn event_purpose(hash: &str) -> Vec<u8> {

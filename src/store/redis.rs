@@ -6,7 +6,8 @@
 //! stream of the session's sealed standalone-stream events, the last `EVENTS_KEPT`, expiring
 //! with the session) and `PREFIX:events:HASH:seen` (the last event a stream of it was sent).
 //! Channels: `PREFIX:ended` and `PREFIX:events` (the hashes of sessions ended, and of those
-//! with a new event), and `PREFIX:changed` (records changed, see `records`).
+//! with a new event), `PREFIX:changed` (records changed, see `records`) and `PREFIX:answers`
+//! (a session's hash, a space, and a client's answer, sealed, that another replica awaits).
 
 use std::time::Duration;
 
@@ -74,6 +75,23 @@ impl Redis {
 
     fn events_channel(&self) -> String {
         format!("{}:events", self.prefix)
+    }
+
+    fn answers_channel(&self) -> String {
+        format!("{}:answers", self.prefix)
+    }
+
+    pub(super) async fn relay_answer(&self, hash: &str, sealed: &[u8]) -> Result<(), StoreError> {
+        let mut payload = Vec::with_capacity(hash.len() + 1 + sealed.len());
+        payload.extend_from_slice(hash.as_bytes());
+        payload.push(b' ');
+        payload.extend_from_slice(sealed);
+        let _: u64 = self
+            .connection()
+            .publish(self.answers_channel(), payload)
+            .await
+            .map_err(failure("relayed answer"))?;
+        Ok(())
     }
 
     /// Adds `sealed` to session `hash`'s events and tells every replica.
@@ -231,13 +249,14 @@ impl Redis {
             .await
             .map_err(|_| StoreError::Unreachable("connecting timed out".into()))?
             .map_err(failure("ended session"))?;
-        let (ended, events, changed) = (
+        let (ended, events, changed, answers) = (
             self.ended_channel(),
             self.events_channel(),
             self.changed_channel(),
+            self.answers_channel(),
         );
         pubsub
-            .subscribe(&[&ended, &events, &changed])
+            .subscribe(&[&ended, &events, &changed, &answers])
             .await
             .map_err(failure("ended session"))?;
         health.up();
@@ -245,11 +264,22 @@ impl Redis {
         heard.reconnected();
         let mut messages = pubsub.on_message();
         while let Some(message) = messages.next().await {
+            let channel = message.get_channel_name();
+            if channel == answers {
+                let payload = message.get_payload_bytes();
+                match payload.iter().position(|b| *b == b' ') {
+                    Some(at) => match std::str::from_utf8(&payload[..at]) {
+                        Ok(hash) => heard.session_answer(hash, &payload[at + 1..]),
+                        Err(_) => tracing::warn!("a relayed answer without a session was ignored"),
+                    },
+                    None => tracing::warn!("a relayed answer without a session was ignored"),
+                }
+                continue;
+            }
             let Ok(payload) = std::str::from_utf8(message.get_payload_bytes()) else {
                 tracing::warn!("a message that is not text was ignored on the store's channels");
                 continue;
             };
-            let channel = message.get_channel_name();
             if channel == ended {
                 heard.session_ended(payload);
             } else if channel == events {

@@ -186,15 +186,30 @@ impl Endpoint {
                 reply::accepted()
             }
             Message::Response { id, result } => {
-                session.asks().answer(id, Ok(result));
-                reply::accepted()
-            }
-            Message::Error { id, error } => {
-                if let Some(id) = id {
-                    session.asks().answer(id, Err(error));
+                if !session.asks().answer(id, Ok(result)) {
+                    self.relay_answer(&session, body).await;
                 }
                 reply::accepted()
             }
+            Message::Error { id, error } => {
+                if let Some(id) = id
+                    && !session.asks().answer(id, Err(error))
+                {
+                    self.relay_answer(&session, body).await;
+                }
+                reply::accepted()
+            }
+        }
+    }
+
+    /// Passes an answer no request of this replica awaits to the others: with replicas, the
+    /// request may have been sent by the one that serves the call.
+    async fn relay_answer(&self, session: &Session, body: &Bytes) {
+        let Some(hash) = session.shared_hash() else {
+            return;
+        };
+        if let Err(error) = self.gateway.store().relay_answer(hash, body).await {
+            tracing::warn!(%error, "cannot pass a client's answer to the other replicas");
         }
     }
 

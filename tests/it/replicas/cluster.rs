@@ -64,6 +64,29 @@ impl Cluster {
         cluster
     }
 
+    /// Waits until every replica has upstream `name` ready.
+    pub async fn wait_ready(&self, name: &str, within: Duration) {
+        for replica in &self.replicas {
+            let deadline = tokio::time::Instant::now() + within;
+            loop {
+                let health = healthz(replica.addr).await;
+                let state = health["upstreams"]
+                    .as_array()
+                    .and_then(|all| all.iter().find(|u| u["name"] == name))
+                    .map(|u| u["state"].clone());
+                if state.as_ref().and_then(Value::as_str) == Some("ready") {
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{name} never became ready on {}: {health}",
+                    replica.addr
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
     pub async fn resumed(&self) -> f64 {
         let mut sum = 0.0;
         for replica in &self.replicas {

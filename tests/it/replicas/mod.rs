@@ -2,6 +2,7 @@
 //! replica serves any session, a replica killed mid-run loses no session, a Redis outage is
 //! reported and survived, and streams follow their client (`streams`).
 
+mod asks;
 mod cluster;
 mod streams;
 mod tokens;

@@ -13,7 +13,7 @@ use crate::{
         oauth_upstream::{Browser, OAuthUpstream},
         redis::RedisServer,
     },
-    harness::{GatewayProcess, healthz},
+    harness::GatewayProcess,
 };
 
 const SOON: Duration = Duration::from_secs(30);
@@ -48,17 +48,7 @@ async fn a_token_refreshed_by_one_replica_is_used_by_the_others() {
     );
     let (status, page) = Browser::open(&callback).await;
     assert_eq!(status, 200, "{page}");
-    for replica in &cluster.replicas {
-        let deadline = tokio::time::Instant::now() + SOON;
-        while state(replica).await != "ready" {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{} never became ready",
-                replica.addr
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    cluster.wait_ready("secure", SOON).await;
     let stats = upstream.stats().await;
     assert_eq!(stats["as"]["authorizations"], 1, "{stats}");
     assert_eq!(stats["as"]["registrations"], 1, "{stats}");
@@ -174,16 +164,6 @@ async fn wait_for_link(replica: &GatewayProcess) -> String {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-async fn state(replica: &GatewayProcess) -> String {
-    let health = healthz(replica.addr).await;
-    health["upstreams"]
-        .as_array()
-        .and_then(|all| all.iter().find(|u| u["name"] == "secure"))
-        .and_then(|u| u["state"].as_str())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn whoami(id: u32) -> Value {

@@ -87,14 +87,15 @@ enum Command {
     /// sessions; exits 1 if it cannot run or if any request fails.
     Bench(Box<bench::BenchArgs>),
     /// A bench helper: a bare HTTP/1.1 reverse proxy to one upstream, the baseline a gateway's
-    /// overhead is compared with.
+    /// overhead is compared with; given several, a round-robin balancer over them.
     BareHop {
         /// Address to listen on; port 0 picks a free one (the URL is printed on stdout).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
         listen: SocketAddr,
-        /// The upstream's URL (http://HOST:PORT/PATH); requests keep their own path.
-        #[arg(long, value_name = "URL")]
-        upstream: String,
+        /// The upstream's URL (http://HOST:PORT/PATH); requests keep their own path. Repeat it
+        /// to balance requests over several, in turn.
+        #[arg(long, value_name = "URL", required = true)]
+        upstream: Vec<String>,
     },
     /// Serve the conformance-suite fixture over streamable HTTP (a test upstream).
     #[cfg(feature = "conformance")]
@@ -285,16 +286,19 @@ async fn serve_demo_http(listen: SocketAddr) -> anyhow::Result<()> {
 }
 
 /// Serves the bare hop, announcing its URL (with the upstream's path) on stdout.
-async fn bare_hop(listen: SocketAddr, upstream: &str) -> anyhow::Result<()> {
-    let upstream = bench::bare_hop::Upstream::parse(upstream)?;
+async fn bare_hop(listen: SocketAddr, upstreams: &[String]) -> anyhow::Result<()> {
+    let upstreams = upstreams
+        .iter()
+        .map(|url| bench::bare_hop::Upstream::parse(url))
+        .collect::<Result<Vec<_>, _>>()?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     println!(
         "bare hop listening on {}",
-        upstream.url_through(listener.local_addr()?)
+        upstreams[0].url_through(listener.local_addr()?)
     );
-    bench::bare_hop::serve(listener, upstream, shutdown_signal()).await?;
+    bench::bare_hop::serve(listener, upstreams, shutdown_signal()).await?;
     Ok(())
 }
 

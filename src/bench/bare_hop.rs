@@ -2,9 +2,19 @@
 //! proxy that forwards every request (method, path and query, headers but the hop-by-hop ones,
 //! streamed body) to one upstream and streams the answer back, over pooled keep-alive
 //! connections. It is the "bare HTTP hop" a gateway's overhead is measured against: what any
-//! proxy costs before it understands a single MCP message.
+//! proxy costs before it understands a single MCP message. Given several upstreams, it passes
+//! each request to the next in turn: the plain round-robin balancer replicas are measured
+//! behind.
 
-use std::{convert::Infallible, future::Future, net::SocketAddr};
+use std::{
+    convert::Infallible,
+    future::Future,
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
 
 use bytes::Bytes;
 use http::{
@@ -70,12 +80,34 @@ impl Upstream {
     }
 }
 
-/// Serves the hop on `listener` until `shutdown` resolves.
+/// Several upstreams, taken in turn.
+struct RoundRobin {
+    upstreams: Vec<Upstream>,
+    next: AtomicUsize,
+}
+
+impl RoundRobin {
+    fn pick(&self) -> &Upstream {
+        if self.upstreams.len() == 1 {
+            return &self.upstreams[0];
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.upstreams[n % self.upstreams.len()]
+    }
+}
+
+/// Serves the hop to `upstreams` (at least one; each request goes to the next) on `listener`
+/// until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
-    upstream: Upstream,
+    upstreams: Vec<Upstream>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    assert!(!upstreams.is_empty(), "a hop needs an upstream");
+    let upstreams = Arc::new(RoundRobin {
+        upstreams,
+        next: AtomicUsize::new(0),
+    });
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let client: HopClient = Client::builder(TokioExecutor::new()).build(connector);
@@ -87,10 +119,10 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let client = client.clone();
-        let upstream = upstream.clone();
+        let upstreams = upstreams.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
-                forward(client.clone(), upstream.clone(), request)
+                forward(client.clone(), upstreams.pick().clone(), request)
             });
             // A client that goes away mid-request is no concern of the hop's.
             let _ = hyper::server::conn::http1::Builder::new()

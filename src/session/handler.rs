@@ -215,7 +215,18 @@ impl ServerHandler for SessionHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         if let Some(session) = &self.session {
-            session.subscribed().remove(&request.uri);
+            let here = session.subscribed().remove(&request.uri);
+            if here.is_none() {
+                // With replicas, the subscription may be held where the client subscribed.
+                let message = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "method": "resources/unsubscribe",
+                    "params": {"uri": request.uri},
+                });
+                session
+                    .relay(self.gateway.store(), message.to_string().as_bytes())
+                    .await;
+            }
         }
         Ok(())
     }

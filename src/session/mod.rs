@@ -248,6 +248,61 @@ impl Session {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether this copy of the session holds resource subscriptions (its updates come from
+    /// this replica).
+    pub fn has_subscriptions(&self) -> bool {
+        !self.subscribed().is_empty()
+    }
+
+    /// Passes `message` of the client to the session's copies on other replicas (nothing
+    /// without a shared store).
+    pub async fn relay(&self, store: &crate::store::Store, message: &[u8]) {
+        let Some(hash) = self.shared_hash() else {
+            return;
+        };
+        if let Err(error) = store.relay_message(hash, message).await {
+            tracing::warn!(%error, "cannot pass a client's message to the other replicas");
+        }
+    }
+
+    /// Another replica relayed `message` of the client: an answer to a request this replica
+    /// sent, or an unsubscribe from a resource this replica's copy is subscribed to.
+    pub fn relayed(&self, message: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct Relayed<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            result: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a serde_json::value::RawValue>,
+            method: Option<&'a str>,
+            params: Option<Uri>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Uri {
+            uri: String,
+        }
+        let Ok(relayed) = serde_json::from_slice::<Relayed>(message) else {
+            tracing::warn!("a relayed message that is not JSON-RPC was ignored");
+            return;
+        };
+        match (relayed.method, relayed.id, relayed.result, relayed.error) {
+            (Some("resources/unsubscribe"), ..) => {
+                if let Some(params) = relayed.params {
+                    self.subscribed().remove(&params.uri);
+                }
+            }
+            (None, Some(id), Some(result), _) => {
+                self.asks().answer(id, Ok(result));
+            }
+            (None, Some(id), None, Some(error)) => {
+                self.asks().answer(id, Err(error));
+            }
+            _ => {}
+        }
+    }
+
     fn subscribed(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
         self.subscriptions
             .lock()

@@ -230,12 +230,15 @@ impl SessionTable {
         }
     }
 
-    /// Of the idle copies, keeps those with a stream open here whose session the store says
-    /// lives (its requests go to other replicas); if the store cannot say, keeps them all.
+    /// Of the idle copies, keeps those with a stream open here or resource subscriptions made
+    /// here, whose session the store says lives (its requests go to other replicas); if the
+    /// store cannot say, keeps them all.
     async fn keep_listened(&self, idle: &mut Vec<Arc<Session>>) {
-        let (listened, quiet): (Vec<_>, Vec<_>) = std::mem::take(idle)
-            .into_iter()
-            .partition(|session| session.standalone().is_open() && session.shared_hash().is_some());
+        let (listened, quiet): (Vec<_>, Vec<_>) =
+            std::mem::take(idle).into_iter().partition(|session| {
+                (session.standalone().is_open() || session.has_subscriptions())
+                    && session.shared_hash().is_some()
+            });
         *idle = quiet;
         if listened.is_empty() {
             return;
@@ -283,35 +286,16 @@ impl Heard for TableEars {
         }
     }
 
-    fn session_answer(&self, hash: &str, message: &[u8]) {
-        #[derive(serde::Deserialize)]
-        struct Answered<'a> {
-            #[serde(borrow)]
-            id: &'a serde_json::value::RawValue,
-            #[serde(borrow)]
-            result: Option<&'a serde_json::value::RawValue>,
-            #[serde(borrow)]
-            error: Option<&'a serde_json::value::RawValue>,
-        }
+    fn session_message(&self, hash: &str, message: &[u8]) {
         let Some(table) = self.0.upgrade() else {
             return;
         };
         let Some(id) = table.by_hash.get(hash).map(|id| id.value().clone()) else {
             return;
         };
-        let Some(session) = table.sessions.get(&id).map(|s| s.value().clone()) else {
-            return;
-        };
-        let Ok(answered) = serde_json::from_slice::<Answered>(message) else {
-            tracing::warn!("a relayed answer that is not a JSON-RPC response was ignored");
-            return;
-        };
-        let answer = match (answered.result, answered.error) {
-            (Some(result), _) => Ok(result),
-            (None, Some(error)) => Err(error),
-            (None, None) => return,
-        };
-        session.asks().answer(answered.id, answer);
+        if let Some(session) = table.sessions.get(&id).map(|s| s.value().clone()) {
+            session.relayed(message);
+        }
     }
 
     fn reconnected(&self) {

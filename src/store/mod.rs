@@ -181,14 +181,15 @@ impl Store {
         });
     }
 
-    /// Passes the client's answer `message` (a JSON-RPC response or error) of session `hash`
-    /// to every replica, sealed: one of them asked, and this one did not.
-    pub async fn relay_answer(&self, hash: &str, message: &[u8]) -> Result<(), StoreError> {
+    /// Passes a message of session `hash`'s client to the replicas holding the session,
+    /// sealed: one that this replica could not act on (an answer to a request another replica
+    /// sent, an unsubscribe from what another replica subscribed).
+    pub async fn relay_message(&self, hash: &str, message: &[u8]) -> Result<(), StoreError> {
         let Some(redis) = &self.redis else {
             return Ok(());
         };
-        let sealed = self.sealer.seal(&answer_purpose(hash), message);
-        self.health.of(redis.relay_answer(hash, &sealed).await)
+        let sealed = self.sealer.seal(&relay_purpose(hash), message);
+        self.health.of(redis.relay(hash, &sealed).await)
     }
 
     /// Adds `message` to the events of session `hash`'s standalone stream (sealed), kept
@@ -265,9 +266,9 @@ pub trait Heard: Send + Sync {
     fn session_event(&self, _hash: &str) {}
     /// The record of `kind` whose key has `record_hash` `hash` changed.
     fn record_changed(&self, _kind: &str, _hash: &str) {}
-    /// A client of session `hash` answered, on another replica, a request some replica sent
-    /// it: `message` is the answer as the client posted it.
-    fn session_answer(&self, _hash: &str, _message: &[u8]) {}
+    /// Another replica relayed `message`, from the client of session `hash` (see
+    /// `Store::relay_message`).
+    fn session_message(&self, _hash: &str, _message: &[u8]) {}
     /// Listening (again): what was published meanwhile was missed.
     fn reconnected(&self) {}
 }
@@ -287,12 +288,14 @@ impl Heard for Store {
     }
 
     /// `sealed`, as the relaying replica sealed it, is opened here.
-    fn session_answer(&self, hash: &str, sealed: &[u8]) {
-        let Some(message) = self.sealer.open(&answer_purpose(hash), sealed) else {
-            tracing::warn!("a relayed answer that does not open with the session keys was ignored");
+    fn session_message(&self, hash: &str, sealed: &[u8]) {
+        let Some(message) = self.sealer.open(&relay_purpose(hash), sealed) else {
+            tracing::warn!(
+                "a relayed message that does not open with the session keys was ignored"
+            );
             return;
         };
-        self.each_hearer(|heard| heard.session_answer(hash, &message));
+        self.each_hearer(|heard| heard.session_message(hash, &message));
     }
 
     fn reconnected(&self) {
@@ -328,8 +331,8 @@ pub fn is_event_id(id: &str) -> bool {
     digits(millis) && digits(seq)
 }
 
-fn answer_purpose(hash: &str) -> Vec<u8> {
-    [b"switchyard answer ".as_slice(), hash.as_bytes()].concat()
+fn relay_purpose(hash: &str) -> Vec<u8> {
+    [b"switchyard relayed ".as_slice(), hash.as_bytes()].concat()
 }
 
 fn event_purpose(hash: &str) -> Vec<u8> {

@@ -6,8 +6,8 @@
 //! stream of the session's sealed standalone-stream events, the last `EVENTS_KEPT`, expiring
 //! with the session) and `PREFIX:events:HASH:seen` (the last event a stream of it was sent).
 //! Channels: `PREFIX:ended` and `PREFIX:events` (the hashes of sessions ended, and of those
-//! with a new event), `PREFIX:changed` (records changed, see `records`) and `PREFIX:answers`
-//! (a session's hash, a space, and a client's answer, sealed, that another replica awaits).
+//! with a new event), `PREFIX:changed` (records changed, see `records`) and `PREFIX:relayed`
+//! (a session's hash, a space, and a message of its client, sealed, for another replica).
 
 use std::time::Duration;
 
@@ -77,20 +77,20 @@ impl Redis {
         format!("{}:events", self.prefix)
     }
 
-    fn answers_channel(&self) -> String {
-        format!("{}:answers", self.prefix)
+    fn relayed_channel(&self) -> String {
+        format!("{}:relayed", self.prefix)
     }
 
-    pub(super) async fn relay_answer(&self, hash: &str, sealed: &[u8]) -> Result<(), StoreError> {
+    pub(super) async fn relay(&self, hash: &str, sealed: &[u8]) -> Result<(), StoreError> {
         let mut payload = Vec::with_capacity(hash.len() + 1 + sealed.len());
         payload.extend_from_slice(hash.as_bytes());
         payload.push(b' ');
         payload.extend_from_slice(sealed);
         let _: u64 = self
             .connection()
-            .publish(self.answers_channel(), payload)
+            .publish(self.relayed_channel(), payload)
             .await
-            .map_err(failure("relayed answer"))?;
+            .map_err(failure("relayed message"))?;
         Ok(())
     }
 
@@ -249,14 +249,14 @@ impl Redis {
             .await
             .map_err(|_| StoreError::Unreachable("connecting timed out".into()))?
             .map_err(failure("ended session"))?;
-        let (ended, events, changed, answers) = (
+        let (ended, events, changed, relayed) = (
             self.ended_channel(),
             self.events_channel(),
             self.changed_channel(),
-            self.answers_channel(),
+            self.relayed_channel(),
         );
         pubsub
-            .subscribe(&[&ended, &events, &changed, &answers])
+            .subscribe(&[&ended, &events, &changed, &relayed])
             .await
             .map_err(failure("ended session"))?;
         health.up();
@@ -265,14 +265,14 @@ impl Redis {
         let mut messages = pubsub.on_message();
         while let Some(message) = messages.next().await {
             let channel = message.get_channel_name();
-            if channel == answers {
+            if channel == relayed {
                 let payload = message.get_payload_bytes();
                 match payload.iter().position(|b| *b == b' ') {
                     Some(at) => match std::str::from_utf8(&payload[..at]) {
-                        Ok(hash) => heard.session_answer(hash, &payload[at + 1..]),
-                        Err(_) => tracing::warn!("a relayed answer without a session was ignored"),
+                        Ok(hash) => heard.session_message(hash, &payload[at + 1..]),
+                        Err(_) => tracing::warn!("a relayed message without a session was ignored"),
                     },
-                    None => tracing::warn!("a relayed answer without a session was ignored"),
+                    None => tracing::warn!("a relayed message without a session was ignored"),
                 }
                 continue;
             }

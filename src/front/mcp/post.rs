@@ -187,7 +187,7 @@ impl Endpoint {
             }
             Message::Response { id, result } => {
                 if !session.asks().answer(id, Ok(result)) {
-                    self.relay_answer(&session, body).await;
+                    self.relay(&session, body).await;
                 }
                 reply::accepted()
             }
@@ -195,7 +195,7 @@ impl Endpoint {
                 if let Some(id) = id
                     && !session.asks().answer(id, Err(error))
                 {
-                    self.relay_answer(&session, body).await;
+                    self.relay(&session, body).await;
                 }
                 reply::accepted()
             }
@@ -204,13 +204,8 @@ impl Endpoint {
 
     /// Passes an answer no request of this replica awaits to the others: with replicas, the
     /// request may have been sent by the one that serves the call.
-    async fn relay_answer(&self, session: &Session, body: &Bytes) {
-        let Some(hash) = session.shared_hash() else {
-            return;
-        };
-        if let Err(error) = self.gateway.store().relay_answer(hash, body).await {
-            tracing::warn!(%error, "cannot pass a client's answer to the other replicas");
-        }
+    async fn relay(&self, session: &Session, body: &Bytes) {
+        session.relay(self.gateway.store(), body).await;
     }
 
     /// The refusal of a new session for a principal who has as many as they may.

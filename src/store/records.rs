@@ -36,17 +36,7 @@ impl Store {
         kind: &'static str,
         key: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(redis) = &self.redis else {
-            return Ok(None);
-        };
-        let sealed: Option<Vec<u8>> = self.health.of(redis
-            .connection()
-            .get(redis.record_key(kind, key))
-            .await
-            .map_err(failure(kind)))?;
-        sealed
-            .map(|sealed| self.open(kind, key, &sealed))
-            .transpose()
+        self.fetch_record(kind, key, false).await
     }
 
     /// Writes the record of `kind` under `key` (sealed), replacing any; it lapses after `ttl`
@@ -108,14 +98,26 @@ impl Store {
         kind: &'static str,
         key: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
+        self.fetch_record(kind, key, true).await
+    }
+
+    async fn fetch_record(
+        &self,
+        kind: &'static str,
+        key: &str,
+        take: bool,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(redis) = &self.redis else {
             return Ok(None);
         };
-        let sealed: Option<Vec<u8>> = self.health.of(redis
-            .connection()
-            .get_del(redis.record_key(kind, key))
-            .await
-            .map_err(failure(kind)))?;
+        let name = redis.record_key(kind, key);
+        let mut connection = redis.connection();
+        let fetched = if take {
+            connection.get_del(name).await
+        } else {
+            connection.get(name).await
+        };
+        let sealed: Option<Vec<u8>> = self.health.of(fetched.map_err(failure(kind)))?;
         sealed
             .map(|sealed| self.open(kind, key, &sealed))
             .transpose()

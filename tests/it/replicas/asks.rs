@@ -18,13 +18,7 @@ use crate::{
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_answer_landing_on_another_replica_reaches_the_one_that_asked() {
-    let redis = RedisServer::start().await;
-    let notes = NotesServer::start().await;
-    let cluster = Cluster::start_with(&redis, 300, |_| {
-        format!("[upstreams.remote]\nurl = {:?}\n", notes.url())
-    })
-    .await;
-    cluster.wait_ready("remote", Duration::from_secs(20)).await;
+    let (_redis, _notes, cluster) = notes_cluster().await;
 
     // Every request of the client lands on the next replica: the answer to what the upstream
     // asks never reaches the replica that asked it directly.
@@ -52,13 +46,7 @@ async fn a_client_answer_landing_on_another_replica_reaches_the_one_that_asked()
 /// replica ends it there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsubscribe_landing_on_another_replica_ends_the_subscription() {
-    let redis = RedisServer::start().await;
-    let notes = NotesServer::start().await;
-    let cluster = Cluster::start_with(&redis, 300, |_| {
-        format!("[upstreams.remote]\nurl = {:?}\n", notes.url())
-    })
-    .await;
-    cluster.wait_ready("remote", Duration::from_secs(20)).await;
+    let (_redis, notes, cluster) = notes_cluster().await;
     let url = cluster.balancer.url();
     let ada = Recorder::plain("ada");
     let a = ada.clone().connect(&url).await;
@@ -97,4 +85,16 @@ async fn an_unsubscribe_landing_on_another_replica_ends_the_subscription() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(ada.seen().updated, [uri], "no update after the unsubscribe");
+}
+
+/// Three replicas with the notes server as `remote`, ready.
+async fn notes_cluster() -> (RedisServer, NotesServer, Cluster) {
+    let redis = RedisServer::start().await;
+    let notes = NotesServer::start().await;
+    let cluster = Cluster::start_with(&redis, 300, |_| {
+        format!("[upstreams.remote]\nurl = {:?}\n", notes.url())
+    })
+    .await;
+    cluster.wait_ready("remote", Duration::from_secs(20)).await;
+    (redis, notes, cluster)
 }

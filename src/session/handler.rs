@@ -29,6 +29,7 @@ use crate::{
     gateway::{Gateway, Outbox},
     protocol::Era,
     router::{Call, resolve_uri},
+    wire,
 };
 
 /// Serves one request of the typed path.
@@ -218,14 +219,9 @@ impl ServerHandler for SessionHandler {
             let here = session.subscribed().remove(&request.uri);
             if here.is_none() {
                 // With replicas, the subscription may be held where the client subscribed.
-                let message = serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "method": "resources/unsubscribe",
-                    "params": {"uri": request.uri},
-                });
-                session
-                    .relay(self.gateway.store(), message.to_string().as_bytes())
-                    .await;
+                let params = serde_json::json!({"uri": request.uri}).to_string();
+                let message = wire::write::notification("resources/unsubscribe", Some(&params));
+                session.relay(self.gateway.store(), &message).await;
             }
         }
         Ok(())

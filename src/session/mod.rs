@@ -268,38 +268,32 @@ impl Session {
     /// Another replica relayed `message` of the client: an answer to a request this replica
     /// sent, or an unsubscribe from a resource this replica's copy is subscribed to.
     pub fn relayed(&self, message: &[u8]) {
-        #[derive(serde::Deserialize)]
-        struct Relayed<'a> {
-            #[serde(borrow)]
-            id: Option<&'a serde_json::value::RawValue>,
-            #[serde(borrow)]
-            result: Option<&'a serde_json::value::RawValue>,
-            #[serde(borrow)]
-            error: Option<&'a serde_json::value::RawValue>,
-            method: Option<&'a str>,
-            params: Option<Uri>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Uri {
-            uri: String,
-        }
-        let Ok(relayed) = serde_json::from_slice::<Relayed>(message) else {
-            tracing::warn!("a relayed message that is not JSON-RPC was ignored");
-            return;
-        };
-        match (relayed.method, relayed.id, relayed.result, relayed.error) {
-            (Some("resources/unsubscribe"), ..) => {
-                if let Some(params) = relayed.params {
+        match crate::wire::parse(message) {
+            Ok(crate::wire::Message::Response { id, result }) => {
+                self.asks().answer(id, Ok(result));
+            }
+            Ok(crate::wire::Message::Error {
+                id: Some(id),
+                error,
+            }) => {
+                self.asks().answer(id, Err(error));
+            }
+            Ok(crate::wire::Message::Notification(notification))
+                if notification.method == "resources/unsubscribe" =>
+            {
+                #[derive(serde::Deserialize)]
+                struct Uri {
+                    uri: String,
+                }
+                let params = notification
+                    .params
+                    .map(|p| serde_json::from_str::<Uri>(p.get()));
+                if let Some(Ok(params)) = params {
                     self.subscribed().remove(&params.uri);
                 }
             }
-            (None, Some(id), Some(result), _) => {
-                self.asks().answer(id, Ok(result));
-            }
-            (None, Some(id), None, Some(error)) => {
-                self.asks().answer(id, Err(error));
-            }
-            _ => {}
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "a relayed message was ignored"),
         }
     }
 

@@ -150,6 +150,14 @@ impl SessionTable {
         Some(session)
     }
 
+    /// This replica's copy of the session the store names `hash`, if it holds one.
+    fn hashed(&self, hash: &str) -> Option<Arc<Session>> {
+        let id = self.by_hash.get(hash)?.value().clone();
+        self.sessions
+            .get(&id)
+            .map(|session| session.value().clone())
+    }
+
     /// Ends this replica's copy of the session the store names `hash` (another replica ended
     /// it).
     pub fn remove_hashed(&self, hash: &str) {
@@ -271,29 +279,14 @@ impl Heard for TableEars {
     }
 
     fn session_event(&self, hash: &str) {
-        let Some(table) = self.0.upgrade() else {
-            return;
-        };
-        let Some(id) = table.by_hash.get(hash).map(|id| id.value().clone()) else {
-            return;
-        };
-        if let Some(shared) = table
-            .sessions
-            .get(&id)
-            .and_then(|session| session.standalone().shared().cloned())
-        {
+        let session = self.0.upgrade().and_then(|table| table.hashed(hash));
+        if let Some(shared) = session.as_ref().and_then(|s| s.standalone().shared()) {
             shared.pull();
         }
     }
 
     fn session_message(&self, hash: &str, message: &[u8]) {
-        let Some(table) = self.0.upgrade() else {
-            return;
-        };
-        let Some(id) = table.by_hash.get(hash).map(|id| id.value().clone()) else {
-            return;
-        };
-        if let Some(session) = table.sessions.get(&id).map(|s| s.value().clone()) {
+        if let Some(session) = self.0.upgrade().and_then(|table| table.hashed(hash)) {
             session.relayed(message);
         }
     }

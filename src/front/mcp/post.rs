@@ -187,7 +187,8 @@ impl Endpoint {
             }
             Message::Response { id, result } => {
                 if !session.asks().answer(id, Ok(result)) {
-                    self.relay(&session, body).await;
+                    // With replicas, the request may have been sent by another one.
+                    session.relay(self.gateway.store(), body).await;
                 }
                 reply::accepted()
             }
@@ -195,17 +196,11 @@ impl Endpoint {
                 if let Some(id) = id
                     && !session.asks().answer(id, Err(error))
                 {
-                    self.relay(&session, body).await;
+                    session.relay(self.gateway.store(), body).await;
                 }
                 reply::accepted()
             }
         }
-    }
-
-    /// Passes an answer no request of this replica awaits to the others: with replicas, the
-    /// request may have been sent by the one that serves the call.
-    async fn relay(&self, session: &Session, body: &Bytes) {
-        session.relay(self.gateway.store(), body).await;
     }
 
     /// The refusal of a new session for a principal who has as many as they may.

@@ -286,7 +286,9 @@ impl Authorizer {
             }
         };
         if lease.is_some() {
-            // Another replica may have renewed it (or dropped it) meanwhile.
+            // Another replica may have renewed it (or dropped it) meanwhile, whether or not
+            // this one has heard yet: read it again.
+            grant.unsync();
             self.sync(grant).await;
         }
         let renewed = self.renew_held(grant, refused, challenge).await;
@@ -423,9 +425,14 @@ impl Authorizer {
         }
     }
 
-    /// Reads the grant's tokens from the vault (another replica may have changed them).
+    /// Reads the grant's tokens from the vault (another replica may have changed them), once
+    /// for all who found the grant out of sync at the same time.
     async fn sync(&self, grant: &Grant) {
         let _one = grant.syncing.lock().await;
+        if grant.is_synced() {
+            // Read by another request while this one waited.
+            return;
+        }
         let key = self.store_key(&grant.principal);
         let stored = match self.oauth.vault.load(Kind::Tokens, &key).await {
             Ok(stored) => stored,

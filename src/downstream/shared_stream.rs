@@ -51,6 +51,16 @@ impl SharedStream {
         &self.hash
     }
 
+    /// The store the session is shared in.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// How long what the store keeps of the session lasts without news of it.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     /// Keeps `message` in the store for whichever replica holds the stream.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
         match self

@@ -146,6 +146,7 @@ impl SessionTable {
     /// when its last request has finished.
     pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
         let (_, session) = self.sessions.remove(id)?;
+        session.upstreams().release();
         self.forget(&session);
         Some(session)
     }
@@ -197,16 +198,22 @@ impl SessionTable {
             .filter(|entry| now.saturating_sub(entry.value().last_active()) > limit)
             .map(|entry| entry.value().clone())
             .collect();
-        if self.store.is_shared() {
-            self.keep_listened(&mut idle).await;
-        }
-        for session in idle {
+        let alive = if self.store.is_shared() {
+            self.alive_elsewhere(&mut idle).await
+        } else {
+            vec![false; idle.len()]
+        };
+        for (session, alive) in idle.into_iter().zip(alive) {
             // Removed only if still idle: a request may have come in since.
             let removed = self.sessions.remove_if(session.id(), |_, session| {
                 now.saturating_sub(session.last_active()) > limit
             });
             if let Some((_, session)) = removed {
                 tracing::debug!("closing a client session idle for {}s", limit / 1000);
+                if !alive {
+                    // Ended everywhere: so are its upstream sessions.
+                    session.upstreams().release();
+                }
                 self.forget(&session);
             }
         }
@@ -238,32 +245,35 @@ impl SessionTable {
         }
     }
 
-    /// Of the idle copies, keeps those with a stream open here or resource subscriptions made
-    /// here, whose session the store says lives (its requests go to other replicas); if the
-    /// store cannot say, keeps them all.
-    async fn keep_listened(&self, idle: &mut Vec<Arc<Session>>) {
-        let (listened, quiet): (Vec<_>, Vec<_>) =
-            std::mem::take(idle).into_iter().partition(|session| {
-                (session.standalone().is_open() || session.has_subscriptions())
-                    && session.shared_hash().is_some()
-            });
-        *idle = quiet;
-        if listened.is_empty() {
-            return;
-        }
-        let hashes: Vec<&str> = listened.iter().filter_map(|s| s.shared_hash()).collect();
-        let alive = self
+    /// Of the idle copies, which sessions live on with other replicas (in `idle`'s order).
+    /// Copies with a stream open here or resource subscriptions made here are taken out of
+    /// `idle` if their session lives (its requests go to other replicas). If the store cannot
+    /// say, every session counts as living: its copies with listeners stay, and the others
+    /// leave its upstream sessions to the replicas that may still use them.
+    async fn alive_elsewhere(&self, idle: &mut Vec<Arc<Session>>) -> Vec<bool> {
+        let hashes: Vec<&str> = idle.iter().filter_map(|s| s.shared_hash()).collect();
+        let mut alive = self
             .store
             .sessions_alive(&hashes)
             .await
-            .unwrap_or_else(|_| vec![true; hashes.len()]);
-        idle.extend(
-            listened
-                .iter()
-                .zip(alive)
-                .filter(|(_, alive)| !alive)
-                .map(|(session, _)| session.clone()),
-        );
+            .unwrap_or_else(|_| vec![true; hashes.len()])
+            .into_iter();
+        let judged: Vec<(Arc<Session>, bool)> = std::mem::take(idle)
+            .into_iter()
+            .map(|session| {
+                let lives = session.shared_hash().is_some() && alive.next().unwrap_or(true);
+                (session, lives)
+            })
+            .collect();
+        let mut lives = Vec::with_capacity(judged.len());
+        for (session, alive) in judged {
+            let listened = session.standalone().is_open() || session.has_subscriptions();
+            if !(alive && listened) {
+                idle.push(session);
+                lives.push(alive);
+            }
+        }
+        lives
     }
 }
 

@@ -1,7 +1,7 @@
 //! State that outlives one request and that replicas share: which sessions are alive (the
 //! rest of a session travels in its id), the events of their standalone streams (sealed), the
-//! news that one ended or has a new event, and sealed records, sets and leases for whoever
-//! keeps more (`records`: the OAuth vault).
+//! news that one ended or has a new event, the upstream sessions of each (`upstreams`), and
+//! sealed records, sets and leases for whoever keeps more (`records`: the OAuth vault).
 //!
 //! `embedded` (the default) keeps this in the process: a session lives in its replica's
 //! table and nowhere else, and nothing here is called upon. `redis` keeps it in Redis, every
@@ -13,6 +13,7 @@
 mod records;
 mod redis;
 mod seal;
+mod upstreams;
 
 pub use records::{Lease, record_hash};
 pub use seal::Sealer;

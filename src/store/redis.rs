@@ -4,7 +4,8 @@
 //! Keys: `PREFIX:session:HASH` (a session is alive while it exists; it expires after the idle
 //! timeout unless a replica that serves the session renews it), `PREFIX:events:HASH` (a
 //! stream of the session's sealed standalone-stream events, the last `EVENTS_KEPT`, expiring
-//! with the session) and `PREFIX:events:HASH:seen` (the last event a stream of it was sent).
+//! with the session), `PREFIX:events:HASH:seen` (the last event a stream of it was sent) and
+//! `PREFIX:upstreams:HASH` (its upstream sessions, see `upstreams`).
 //! Channels: `PREFIX:ended` and `PREFIX:events` (the hashes of sessions ended, and of those
 //! with a new event), `PREFIX:changed` (records changed, see `records`) and `PREFIX:relayed`
 //! (a session's hash, a space, and a message of its client, sealed, for another replica).
@@ -185,6 +186,8 @@ impl Redis {
                 .arg(1)
                 .arg("PX")
                 .arg(millis)
+                .ignore()
+                .pexpire(self.upstreams_key(hash), millis as i64)
                 .ignore();
         }
         let () = pipe
@@ -209,7 +212,12 @@ impl Redis {
     pub(super) async fn end(&self, hash: &str) -> Result<(), StoreError> {
         let events = self.events_key(hash);
         let () = redis::pipe()
-            .del(&[self.session_key(hash), format!("{events}:seen"), events])
+            .del(&[
+                self.session_key(hash),
+                format!("{events}:seen"),
+                events,
+                self.upstreams_key(hash),
+            ])
             .ignore()
             .publish(self.ended_channel(), hash)
             .ignore()

@@ -27,15 +27,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    UpstreamError,
-    client::UpstreamClient,
-    exchange::RawLink,
-    http,
-    inbound::Inbound,
-    raw_client::{RawClient, SessionSlot},
-    relay::Relay,
-    sse::SseTransport,
-    stdio,
+    UpstreamError, client::UpstreamClient, exchange::RawLink, http, inbound::Inbound,
+    raw_client::RawClient, relay::Relay, session_slot::SessionSlot, sse::SseTransport, stdio,
 };
 use crate::{
     config::{HttpConfig, StdioConfig},
@@ -95,6 +88,9 @@ pub struct Opening<'a> {
     /// Where the task that runs the connection to its end is tracked, so that closing can
     /// wait for every session to be ended upstream.
     pub tasks: &'a TaskTracker,
+    /// Where a streamable-HTTP connection keeps its upstream session id (and the session it
+    /// adopts, if any).
+    pub session: Arc<SessionSlot>,
 }
 
 /// A live session with one upstream.
@@ -106,6 +102,8 @@ pub struct Connection {
     relay: Arc<Relay>,
     /// The raw path, for a streamable-HTTP connection.
     raw: Option<RawLink>,
+    /// Its upstream session id, for a streamable-HTTP connection.
+    session: Arc<SessionSlot>,
     /// Where the raw path hands rmcp the messages it read that rmcp must handle.
     inject: mpsc::UnboundedSender<ServerJsonRpcMessage>,
     server: Arc<ServerPeerInfo>,
@@ -130,7 +128,7 @@ impl Connection {
         // process that exited or was reaped frees its place under `max_processes` at once.
         let slot = opening.slot;
         let (inject, injected) = mpsc::unbounded_channel();
-        let session = Arc::new(SessionSlot::default());
+        let session = opening.session.clone();
         let hook = opening.hook.clone();
         let handshake = async {
             match opening.dial {
@@ -183,7 +181,7 @@ impl Connection {
                 uri.clone(),
                 era,
                 server.protocol_version.as_str(),
-                session,
+                session.clone(),
                 hook,
                 opening.stream_idle,
             ),
@@ -213,6 +211,7 @@ impl Connection {
             peer,
             relay,
             raw,
+            session,
             inject,
             server,
             done,
@@ -224,6 +223,20 @@ impl Connection {
     /// The raw path of this connection, if it has one (streamable HTTP).
     pub fn raw(&self) -> Option<&RawLink> {
         self.raw.as_ref()
+    }
+
+    /// Where its upstream session id is kept (streamable HTTP; empty otherwise).
+    pub fn session(&self) -> &SessionSlot {
+        &self.session
+    }
+
+    /// The upstream session as replicas share it: its id and what the upstream said at
+    /// `initialize` (none without a session id).
+    pub fn shareable(&self) -> Option<super::UpstreamSession> {
+        Some(super::UpstreamSession {
+            id: self.session.id()?,
+            server: (*self.server).clone(),
+        })
     }
 
     /// Hands rmcp a message the raw path read (a request for the client, a notification).

@@ -21,7 +21,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri,
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
-use super::raw_client::{RawClient, SessionSlot};
+use super::{raw_client::RawClient, session_slot::SessionSlot};
 use crate::{
     hook::{HookError, RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},

@@ -23,7 +23,7 @@ use rmcp::{
 };
 use sse_stream::Sse;
 
-use super::raw_client::SessionSlot;
+use super::session_slot::SessionSlot;
 use crate::{
     config::HttpConfig,
     hook::{RequestHeaders, RequestHook},
@@ -126,6 +126,9 @@ impl StreamableHttpClient for HookedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<StreamableHttpPostResponse> {
+        if let Some(answer) = self.session.answer_locally(&message) {
+            return Ok(answer);
+        }
         self.session.observe(session_id.as_deref());
         let result = if !self.hook.retries() {
             let headers = self.headers(custom_headers).await?;
@@ -178,6 +181,10 @@ impl StreamableHttpClient for HookedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
+        if self.session.is_kept() {
+            // Other replicas go on with the session: it ends with the client's.
+            return Ok(());
+        }
         let send = |headers| {
             self.http.delete_session(
                 uri.clone(),

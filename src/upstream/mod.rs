@@ -23,6 +23,7 @@ mod open;
 mod principals;
 mod raw_client;
 mod relay;
+mod session_slot;
 mod sse;
 mod status;
 mod stdio;
@@ -46,6 +47,7 @@ pub use client::{UpstreamClient, UpstreamEvent, gateway_identity, log_upstream_m
 pub use connection::{Connection, Dial, Era};
 pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
 pub use relay::{Registration, Relay};
+pub use session_slot::{SessionSlot, UpstreamSession};
 pub use sse::{SseError, SseTransport};
 pub use status::{UpstreamState, UpstreamStatus, escape_for_display, seconds_since_epoch};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};

@@ -11,7 +11,7 @@ use rmcp::model::{
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{
-    Connection, EraSupport, Relay, Upstream, UpstreamClient, UpstreamError, client,
+    Connection, EraSupport, Relay, SessionSlot, Upstream, UpstreamClient, UpstreamError, client,
     connection::{Dial, Era, Opening},
     detect::detect,
 };
@@ -107,10 +107,13 @@ impl Upstream {
     /// Opens a connection for one downstream session, introducing it as the client `home`
     /// introduced itself and declaring the same capabilities. A stdio upstream starts a process,
     /// within its `max_processes`.
+    /// `session` is where its upstream session id is kept (and which session it goes on with,
+    /// if another replica opened it).
     pub async fn open_session_connection(
         &self,
         client: Implementation,
         home: Arc<Downstream>,
+        session: SessionSlot,
     ) -> Result<Arc<Connection>, UpstreamError> {
         let slot = match &self.config.transport {
             TransportConfig::Stdio(stdio) => Some(
@@ -125,7 +128,14 @@ impl Upstream {
         let hook = self.request_hook(&home.principal).await;
         let relay = Relay::for_session(home);
         let connection = self
-            .open(Era::Legacy, client, capabilities, relay, slot, hook)
+            .open(
+                Era::Legacy,
+                (client, capabilities),
+                relay,
+                slot,
+                hook,
+                Arc::new(session),
+            )
             .await?;
         let connection = Arc::new(connection);
         if let Some(idle) = self.config.policy.idle_timeout {
@@ -163,23 +173,25 @@ impl Upstream {
         );
         self.open(
             era,
-            client::gateway_identity(),
-            capabilities,
+            (client::gateway_identity(), capabilities),
             Relay::shared(),
             None,
             self.request_hook(principal).await,
+            Arc::default(),
         )
         .await
     }
 
+    /// Opens a connection introducing Switchyard as `client` does (its identity and the
+    /// capabilities declared).
     async fn open(
         &self,
         era: Era,
-        client: Implementation,
-        capabilities: ClientCapabilities,
+        (client, capabilities): (Implementation, ClientCapabilities),
         relay: Arc<Relay>,
         slot: Option<OwnedSemaphorePermit>,
         hook: Arc<dyn RequestHook>,
+        session: Arc<SessionSlot>,
     ) -> Result<Connection, UpstreamError> {
         let handler = UpstreamClient::new(
             self.name().clone(),
@@ -200,6 +212,7 @@ impl Upstream {
             slot,
             closing: &self.closing,
             tasks: &self.tasks,
+            session,
         };
         Connection::open(opening, handler, relay).await
     }

@@ -1,12 +1,8 @@
-//! The raw path's HTTP client (pooled keep-alive connections, the platform's TLS trust), and
-//! the slot where a connection keeps the upstream session id rmcp's worker negotiated, which
-//! raw requests carry.
+//! The raw path's HTTP client: pooled keep-alive connections, the platform's TLS trust.
 
 use std::{sync::Arc, time::Duration};
 
-use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use http::HeaderValue;
 use http_body_util::Full;
 use hyper_util::{
     client::legacy::{Client, connect::HttpConnector},
@@ -36,34 +32,4 @@ pub fn raw_client(connect_timeout: Duration) -> Result<RawClient, String> {
         .enable_http2()
         .wrap_connector(http);
     Ok(Client::builder(TokioExecutor::new()).build(connector))
-}
-
-/// The upstream session id in use on a connection, as rmcp's worker negotiated it (and
-/// renegotiated, after the upstream lost the session).
-#[derive(Default)]
-pub struct SessionSlot {
-    id: ArcSwapOption<HeaderValue>,
-}
-
-impl SessionSlot {
-    /// Notes the session id a request of the worker carried or an answer named.
-    pub fn observe(&self, id: Option<&str>) {
-        let Some(id) = id else {
-            return;
-        };
-        let current = self.id.load();
-        if current
-            .as_deref()
-            .is_some_and(|known| known.as_bytes() == id.as_bytes())
-        {
-            return;
-        }
-        if let Ok(value) = HeaderValue::from_str(id) {
-            self.id.store(Some(Arc::new(value)));
-        }
-    }
-
-    pub(super) fn get(&self) -> Option<Arc<HeaderValue>> {
-        self.id.load_full()
-    }
 }

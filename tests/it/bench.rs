@@ -67,7 +67,7 @@ pub async fn bench(args: &str) -> Run {
 }
 
 /// Starts `switchyard ARGS` and returns it with the URL it prints on its first line.
-async fn spawn_server(args: &[&str]) -> (Child, String) {
+pub async fn spawn_server(args: &[&str]) -> (Child, String) {
     let mut child = Command::new(SWITCHYARD)
         .args(args)
         .stdout(Stdio::piped())

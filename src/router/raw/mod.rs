@@ -234,6 +234,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 Err(Stop::Exchange(ExchangeError::SessionGone)) if !retried => {
                     // The upstream lost the session (it restarted): a new one, and once more.
                     retried = true;
+                    connection.session().lose();
                     connection.close(std::time::Duration::ZERO).await;
                     upstream.suspect();
                     continue;

@@ -6,6 +6,7 @@ mod asks;
 mod cluster;
 mod streams;
 mod tokens;
+mod upstreams;
 
 use std::{
     sync::{

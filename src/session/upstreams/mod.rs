@@ -1,8 +1,9 @@
 //! The upstream sessions of one downstream session, opened on first use and closed with it.
 //!
 //! For `per_client` upstreams each downstream session gets its own upstream session, so a
-//! stateful upstream keeps per-client state as if the client were connected to it directly.
-//! `shared` upstreams are reached through their one shared connection.
+//! stateful upstream keeps per-client state as if the client were connected to it directly
+//! (with replicas, the same one on every replica: `shared`). `shared` upstreams are reached
+//! through their one shared connection.
 
 // logging/setLevel is legacy-only (deprecated by SEP-2577), but still relayed.
 #![allow(deprecated)]
@@ -15,14 +16,17 @@ use std::{
 use rmcp::model::{Implementation, LoggingLevel, SetLevelRequestParams};
 use tokio::sync::OnceCell;
 
+mod shared;
+
 use crate::{
-    downstream::{Downstream, SessionLogLevel},
+    config::TransportConfig,
+    downstream::{Downstream, Outlet, SessionLogLevel},
     error::GatewayError,
     gateway::unavailable,
     names::UpstreamName,
     principal::Principal,
     router::ConnectionSource,
-    upstream::{Connection, Upstream},
+    upstream::{Connection, SessionSlot, Upstream},
 };
 
 /// One lazily opened connection slot; the cell makes concurrent first requests open it once.
@@ -134,6 +138,8 @@ impl SessionUpstreams {
         &self,
         upstream: &Arc<Upstream>,
     ) -> Result<Arc<Connection>, GatewayError> {
+        // The upstream session the upstream said it lost, not to be gone on with again.
+        let mut lost = None;
         for _ in 0..2 {
             let slot = {
                 let mut slots = self.lock();
@@ -148,24 +154,12 @@ impl SessionUpstreams {
                 entry.slot.clone()
             };
             let connection = slot
-                .get_or_try_init(|| async {
-                    let connection = upstream
-                        .open_session_connection(self.client.clone(), self.home.clone())
-                        .await
-                        .map_err(|error| GatewayError::Unavailable {
-                            upstream: upstream.name().clone(),
-                            reason: error.to_string(),
-                        })?;
-                    tracing::debug!(upstream = %upstream.name(), "opened a per-client upstream session");
-                    if let Some(level) = self.log_level.get() {
-                        apply_log_level(&connection, level).await;
-                    }
-                    Ok::<_, GatewayError>(connection)
-                })
+                .get_or_try_init(|| self.open(upstream, lost.as_deref()))
                 .await?;
             if !connection.is_closed() {
                 return Ok(connection.clone());
             }
+            lost = connection.session().lost_id();
             let mut slots = self.lock();
             if slots
                 .get(upstream.name())
@@ -178,6 +172,55 @@ impl SessionUpstreams {
             upstream: upstream.name().clone(),
             reason: "its session closed as soon as it was opened".into(),
         })
+    }
+}
+
+impl SessionUpstreams {
+    /// Opens this session's connection to `upstream`; with a shared store, one to the
+    /// upstream session the replicas serving the session share.
+    async fn open(
+        &self,
+        upstream: &Arc<Upstream>,
+        lost: Option<&str>,
+    ) -> Result<Arc<Connection>, GatewayError> {
+        let shared = match &self.home.outlet {
+            Outlet::Session(standalone) => standalone.shared(),
+            Outlet::Request { .. } => None,
+        };
+        match shared {
+            Some(shared) if matches!(upstream.config().transport, TransportConfig::Http(_)) => {
+                self.open_shared(upstream, shared, lost).await
+            }
+            _ => self.connect(upstream, SessionSlot::default()).await,
+        }
+    }
+
+    /// Opens a connection to `upstream` whose session id is kept in `session`.
+    async fn connect(
+        &self,
+        upstream: &Arc<Upstream>,
+        session: SessionSlot,
+    ) -> Result<Arc<Connection>, GatewayError> {
+        let connection = upstream
+            .open_session_connection(self.client.clone(), self.home.clone(), session)
+            .await
+            .map_err(|error| GatewayError::Unavailable {
+                upstream: upstream.name().clone(),
+                reason: error.to_string(),
+            })?;
+        tracing::debug!(upstream = %upstream.name(), "opened a per-client upstream session");
+        if let Some(level) = self.log_level.get() {
+            apply_log_level(&connection, level).await;
+        }
+        Ok(connection)
+    }
+
+    /// The client's session has ended: closing its connections ends their upstream sessions,
+    /// including those shared with other replicas.
+    pub fn release(&self) {
+        for connection in self.open_connections() {
+            connection.session().release();
+        }
     }
 }
 

@@ -1,0 +1,86 @@
+//! The upstream sessions a client session has with `per_client` upstreams, shared by the
+//! replicas that serve it: a replica that serves the session next goes on with the same
+//! upstream session instead of opening its own, so the upstream's per-client state follows
+//! the client.
+//!
+//! `PREFIX:upstreams:HASH` (HASH: the session's) is a Redis hash of (upstream name's hash →
+//! sealed record). It is renewed and deleted with `PREFIX:session:HASH`, so it lives exactly
+//! as long as the session.
+
+use std::time::Duration;
+
+use redis::AsyncCommands;
+
+use super::{Store, StoreError, record_hash, redis::Redis, redis::failure};
+
+/// The kind named in errors, and in the purpose the records are sealed for.
+const KIND: &str = "upstream-session";
+
+impl Store {
+    /// The record session `hash` keeps for its session with `upstream`, opened.
+    pub async fn upstream_session(
+        &self,
+        hash: &str,
+        upstream: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(None);
+        };
+        let sealed: Option<Vec<u8>> = self.health.of(redis
+            .connection()
+            .hget(redis.upstreams_key(hash), record_hash(upstream))
+            .await
+            .map_err(failure(KIND)))?;
+        sealed
+            .map(|sealed| {
+                self.sealer
+                    .open(&purpose(hash, upstream), &sealed)
+                    .ok_or_else(|| StoreError::Unreadable {
+                        kind: KIND,
+                        reason: "it does not open with this replica's session keys".into(),
+                    })
+            })
+            .transpose()
+    }
+
+    /// Keeps `plain` as session `hash`'s record for `upstream`, replacing any, or only if
+    /// there is none (`replace` false); whether it was written. The session's records lapse
+    /// `ttl` from now unless the session is renewed.
+    pub async fn keep_upstream_session(
+        &self,
+        hash: &str,
+        upstream: &str,
+        plain: &[u8],
+        ttl: Duration,
+        replace: bool,
+    ) -> Result<bool, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(false);
+        };
+        let key = redis.upstreams_key(hash);
+        let sealed = self.sealer.seal(&purpose(hash, upstream), plain);
+        let set = if replace { "HSET" } else { "HSETNX" };
+        let (written,): (u64,) = self.health.of(redis::pipe()
+            .cmd(set)
+            .arg(&key)
+            .arg(record_hash(upstream))
+            .arg(sealed)
+            .pexpire(&key, ttl.as_millis().max(1) as i64)
+            .ignore()
+            .query_async(&mut redis.connection())
+            .await
+            .map_err(failure(KIND)))?;
+        // HSET counts new fields only: a replaced record counts as written too.
+        Ok(replace || written > 0)
+    }
+}
+
+impl Redis {
+    pub(super) fn upstreams_key(&self, hash: &str) -> String {
+        format!("{}:upstreams:{hash}", self.prefix())
+    }
+}
+
+fn purpose(hash: &str, upstream: &str) -> Vec<u8> {
+    format!("switchyard {KIND} {hash} {upstream}").into_bytes()
+}

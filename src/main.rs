@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 use switchyard::{
-    Gateway, admin, bench, config, demo, front::Front, gateway::Written, metrics::Metrics, reload,
+    Gateway, admin, bench, config, demo, front::Front, gateway::Written, handover,
+    metrics::Metrics, passthrough, reload,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +52,14 @@ struct RunArgs {
     /// Address of the admin listener (API, status page, /metrics), overriding `[admin] listen`.
     #[arg(long, value_name = "ADDR")]
     admin_listen: Option<SocketAddr>,
+    /// Address of the pass-through routes (`/servers/{name}/mcp`), overriding
+    /// `[server] passthrough_listen`.
+    #[arg(long, value_name = "ADDR")]
+    passthrough_listen: Option<SocketAddr>,
+    /// Take the listening sockets over from the running Switchyard (zero-downtime upgrade):
+    /// wait at `[server] upgrade_socket` until it is sent SIGQUIT and hands them over.
+    #[arg(long)]
+    upgrade: bool,
 }
 
 impl RunArgs {
@@ -60,6 +69,8 @@ impl RunArgs {
             config: self.config.or(other.config),
             listen: self.listen.or(other.listen),
             admin_listen: self.admin_listen.or(other.admin_listen),
+            passthrough_listen: self.passthrough_listen.or(other.passthrough_listen),
+            upgrade: self.upgrade || other.upgrade,
         }
     }
 }
@@ -201,24 +212,59 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.admin_listen {
         config.admin.listen = Some(listen);
     }
+    if let Some(listen) = args.passthrough_listen {
+        config.server.passthrough_listen = Some(listen);
+    }
     let listen = config.server.listen;
     let endpoint = config.server.endpoint_path.clone();
-    let listener = tokio::net::TcpListener::bind(listen)
+    let upgrade_socket = config.server.upgrade_socket.clone();
+    let mut inherited = if args.upgrade {
+        tracing::info!(socket = %upgrade_socket.display(), "waiting for the running Switchyard's listening sockets (send it SIGQUIT)");
+        handover::Inherited::receive(&upgrade_socket).await?
+    } else {
+        handover::Inherited::none()
+    };
+    let listener = inherited
+        .listener("main", listen)
         .await
         .with_context(|| format!("cannot listen on {listen} (server.listen)"))?;
     let admin_listener = match config.admin.listen {
         Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
+            inherited
+                .listener("admin", addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} (admin.listen)"))?,
         ),
         None => None,
     };
+    let passthrough_listener = match config.server.passthrough_listen {
+        Some(addr) => Some(
+            inherited
+                .listener("passthrough", addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (server.passthrough_listen)"))?,
+        ),
+        None => None,
+    };
+    inherited.close_unclaimed();
     // The addresses actually bound (port 0 picks one), for the OAuth redirect URI and reports.
     config.server.listen = listener.local_addr()?;
     if let Some(admin) = &admin_listener {
         config.admin.listen = Some(admin.local_addr()?);
     }
+    if let Some(passthrough) = &passthrough_listener {
+        config.server.passthrough_listen = Some(passthrough.local_addr()?);
+    }
+    // What a SIGQUIT hands over to a new Switchyard.
+    let handed: Vec<(&'static str, std::os::fd::RawFd)> = [
+        Some(("main", &listener)),
+        admin_listener.as_ref().map(|l| ("admin", l)),
+        passthrough_listener.as_ref().map(|l| ("passthrough", l)),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|(role, listener)| (role, handover::raw(listener)))
+    .collect();
     let metrics = Metrics::new(prometheus::Registry::new())
         .map(std::sync::Arc::new)
         .context("cannot register the metrics")?;
@@ -241,6 +287,24 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             async move { admin_stop.cancelled().await },
         ));
     }
+    let mut passthrough = None;
+    if let Some(passthrough_listener) = passthrough_listener {
+        tracing::info!(
+            "pass-through routes on http://{}/servers/{{name}}/mcp",
+            passthrough_listener.local_addr()?
+        );
+        passthrough = Some(tokio::spawn(passthrough::serve(
+            passthrough_listener,
+            gateway.clone(),
+            front.mcp.clone(),
+            stopping.clone(),
+        )));
+    }
+    tokio::spawn(hand_over_on_sigquit(
+        upgrade_socket,
+        handed,
+        stopping.clone(),
+    ));
     tracing::info!(
         config = %path.display(),
         "serving MCP on http://{}{endpoint}",
@@ -249,10 +313,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let stop = stopping.clone();
     front
         .serve(listener, gateway.clone(), async move {
-            shutdown_signal().await;
+            tokio::select! {
+                () = shutdown_signal() => {}
+                () = stop.cancelled() => {}
+            }
             stop.cancel();
         })
         .await?;
+    if let Some(passthrough) = passthrough {
+        let _ = passthrough.await;
+    }
     gateway.close(CLOSE_GRACE).await;
     tracing::info!("stopped");
     Ok(())
@@ -350,6 +420,29 @@ fn check(path: PathBuf) -> anyhow::Result<()> {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
+/// At SIGQUIT, hands the listening sockets to the new Switchyard waiting for them, then
+/// stops (finishing what is in flight). If none takes them, goes on serving.
+async fn hand_over_on_sigquit(
+    socket: PathBuf,
+    listeners: Vec<(&'static str, std::os::fd::RawFd)>,
+    stopping: CancellationToken,
+) {
+    while handover::upgrade_signal().await.is_some() {
+        match handover::hand_over(&socket, listeners.clone()).await {
+            Ok(()) => {
+                tracing::info!(
+                    "handed the listening sockets to the new Switchyard; finishing what is in flight"
+                );
+                stopping.cancel();
+                return;
+            }
+            Err(error) => {
+                tracing::error!(%error, "SIGQUIT: the listening sockets were not handed over; still serving")
+            }
+        }
+    }
+}
+
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]

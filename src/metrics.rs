@@ -126,6 +126,9 @@ pub struct Metrics {
     pub store_errors: IntCounter,
     reloads: IntCounterVec,
     last_reload: Gauge,
+    /// Pass-through requests by upstream and status class, and their duration.
+    passthrough: IntCounterVec,
+    passthrough_duration: HistogramVec,
 }
 
 impl Metrics {
@@ -207,6 +210,22 @@ impl Metrics {
                 "switchyard_config_last_reload_success_timestamp_seconds",
                 "When the configuration was last loaded successfully (Unix seconds)",
             )?,
+            passthrough: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_passthrough_requests_total",
+                    "Requests on the pass-through routes by upstream and HTTP status class \
+                     (2xx, 4xx, 5xx; `refused` when Switchyard answered itself)",
+                ),
+                &["upstream", "status"],
+            )?,
+            passthrough_duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "switchyard_passthrough_request_duration_seconds",
+                    "Time to the end of each pass-through request's answer, by upstream",
+                )
+                .buckets(BUCKETS.to_vec()),
+                &["upstream"],
+            )?,
             registry,
         };
         let registry = &metrics.registry;
@@ -223,6 +242,8 @@ impl Metrics {
         registry.register(Box::new(metrics.store_errors.clone()))?;
         registry.register(Box::new(metrics.reloads.clone()))?;
         registry.register(Box::new(metrics.last_reload.clone()))?;
+        registry.register(Box::new(metrics.passthrough.clone()))?;
+        registry.register(Box::new(metrics.passthrough_duration.clone()))?;
         for outcome in ["applied", "rejected", "unchanged"] {
             metrics.reloads.with_label_values(&[outcome]);
         }
@@ -377,4 +398,22 @@ fn unix_now() -> f64 {
 /// The metrics of a gateway started without a registry of its own.
 pub fn standalone() -> Arc<Metrics> {
     Arc::new(Metrics::new(Registry::new()).expect("the series are valid and registered once"))
+}
+
+impl Metrics {
+    /// Counts a pass-through request to `upstream` that ended with `status` (`None`: refused
+    /// by Switchyard itself), `started` when it came in.
+    pub fn record_passthrough(&self, upstream: &str, status: Option<u16>, started: Instant) {
+        let class = match status {
+            None => "refused",
+            Some(200..=299) => "2xx",
+            Some(300..=399) => "3xx",
+            Some(400..=499) => "4xx",
+            Some(_) => "5xx",
+        };
+        self.passthrough.with_label_values(&[upstream, class]).inc();
+        self.passthrough_duration
+            .with_label_values(&[upstream])
+            .observe(started.elapsed().as_secs_f64());
+    }
 }

@@ -257,6 +257,10 @@ pub struct ServerSettings {
     pub shutdown_grace: Duration,
     /// Whether the configuration file is watched and reloaded when it changes.
     pub watch_config: bool,
+    /// Where the pass-through routes (`/servers/{name}/mcp`) are served, if anywhere.
+    pub passthrough_listen: Option<SocketAddr>,
+    /// The Unix socket a new Switchyard takes the listening sockets over from this one.
+    pub upgrade_socket: std::path::PathBuf,
 }
 
 /// How upstream catalogs are merged into one.

@@ -83,6 +83,8 @@ pub struct RawServer {
     pub client_timeout_seconds: Option<f64>,
     pub shutdown_grace_seconds: Option<f64>,
     pub watch_config: Option<bool>,
+    pub passthrough_listen: Option<String>,
+    pub upgrade_socket: Option<String>,
 }
 
 /// `[catalog]`: how upstream names are merged.

@@ -20,6 +20,8 @@ use super::{
 };
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Where a new Switchyard started with `--upgrade` takes the listening sockets over.
+pub const DEFAULT_UPGRADE_SOCKET: &str = "/tmp/switchyard-upgrade.sock";
 pub const DEFAULT_ENDPOINT_PATH: &str = "/mcp";
 pub const DEFAULT_SEPARATOR: &str = "__";
 const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -234,6 +236,20 @@ impl Checker<'_> {
                 DEFAULT_SHUTDOWN_GRACE,
             ),
             watch_config: raw.watch_config.unwrap_or(true),
+            passthrough_listen: raw.passthrough_listen.as_deref().map(|text| {
+                self.address(
+                    "server.passthrough_listen",
+                    text,
+                    SocketAddr::from(([127, 0, 0, 1], 8081)),
+                )
+            }),
+            upgrade_socket: match raw.upgrade_socket.as_deref() {
+                Some(text) => self
+                    .expand("server.upgrade_socket", text)
+                    .map(std::path::PathBuf::from)
+                    .unwrap_or_else(|| DEFAULT_UPGRADE_SOCKET.into()),
+                None => DEFAULT_UPGRADE_SOCKET.into(),
+            },
         }
     }
 

@@ -255,6 +255,23 @@ impl Upstream {
         })
     }
 
+    /// The URL and HTTP transport of an HTTP upstream (`Auto` while `auto` has not found it
+    /// out yet); `None` for stdio upstreams.
+    pub fn http_transport(&self) -> Option<(&url::Url, HttpProtocol)> {
+        let TransportConfig::Http(http) = &self.config.transport else {
+            return None;
+        };
+        let protocol = match http.protocol {
+            HttpProtocol::Auto => self
+                .detected
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .unwrap_or(HttpProtocol::Auto),
+            configured => configured,
+        };
+        Some((&http.url, protocol))
+    }
+
     /// Forgets the detected transport and protocol eras, so the next connection finds them out
     /// again (the server may have been replaced by one that speaks others).
     pub(super) fn forget_discovered(&self) {
@@ -268,7 +285,7 @@ impl Upstream {
     /// The hook for a new connection made for `principal`: the configured headers (those
     /// naming the user filled in with the principal's claims), and the principal's access
     /// token where the upstream uses OAuth.
-    async fn request_hook(&self, principal: &Principal) -> Arc<dyn RequestHook> {
+    pub async fn request_hook(&self, principal: &Principal) -> Arc<dyn RequestHook> {
         let TransportConfig::Http(http) = &self.config.transport else {
             return StaticHeaders::new(Vec::new());
         };

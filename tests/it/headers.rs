@@ -21,7 +21,7 @@ use crate::{
 };
 
 /// A client of `url` for `user` that sends `headers` with every request.
-async fn client_sending(
+pub async fn client_sending(
     url: &str,
     user: &str,
     headers: &[(&'static str, &str)],

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, path::Path};
 /// Top-level modules by layer, the request's entry first. A module may use the modules of
 /// the layers after its own.
 const LAYERS: &[&[&str]] = &[
-    &["admin", "reload"],
+    &["admin", "handover", "passthrough", "reload"],
     &["front"],
     &["auth", "session"],
     &["router"],

@@ -16,6 +16,7 @@ mod limits;
 mod notifications;
 mod oauth;
 mod operate;
+mod passthrough;
 mod policy;
 mod relay;
 mod replicas;

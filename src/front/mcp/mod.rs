@@ -16,6 +16,8 @@ mod lookup;
 mod post;
 mod reply;
 
+pub use limits::Held;
+
 use std::{
     convert::Infallible,
     sync::Arc,
@@ -165,6 +167,33 @@ impl McpEndpoint {
     /// How many client sessions are open.
     pub fn session_count(&self) -> usize {
         self.inner.sessions.len()
+    }
+}
+
+impl McpEndpoint {
+    /// Admits a request of a pass-through route as the endpoint admits its own: the
+    /// Host/Origin guard, the principal's authentication, its `[limits]` (held until the
+    /// returned `Held` is dropped). A refusal is the answer to send as it is.
+    pub async fn admit(
+        &self,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+    ) -> Result<(crate::principal::Principal, Held), Response<Body>> {
+        let settings = self.inner.settings();
+        settings
+            .guard
+            .check(uri, headers)
+            .map_err(|(status, message)| reply::refusal(status, message))?;
+        let principal = settings
+            .auth
+            .authenticate(headers)
+            .await
+            .map_err(|denial| settings.auth.refuse(&denial))?;
+        let held = settings
+            .limiter
+            .admit(&principal, true)
+            .map_err(|refusal| *refusal)?;
+        Ok((principal, held))
     }
 }
 

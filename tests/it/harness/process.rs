@@ -10,15 +10,23 @@ pub struct GatewayProcess {
     pub child: std::process::Child,
     pub addr: SocketAddr,
     pub admin: SocketAddr,
+    /// The pass-through listener, if it has one.
+    pub passthrough: Option<SocketAddr>,
 }
 
 impl GatewayProcess {
     pub fn start(config: &Path) -> Self {
+        Self::start_with(config, &[])
+    }
+
+    /// `start`, with `args` added to the command line.
+    pub fn start_with(config: &Path, args: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(SWITCHYARD)
             .args(["run", "-c"])
             .arg(config)
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .args(args)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stderr(std::process::Stdio::piped())
@@ -32,7 +40,7 @@ impl GatewayProcess {
                 let rest = line[at..].trim_start_matches("http://");
                 rest.split(['/', ' ']).next()?.parse::<SocketAddr>().ok()
             };
-            let (mut main, mut admin) = (None, None);
+            let (mut main, mut admin, mut passthrough) = (None, None, None);
             for line in std::io::BufReader::new(stderr)
                 .lines()
                 .map_while(Result::ok)
@@ -42,16 +50,22 @@ impl GatewayProcess {
                 }
                 main = main.or_else(|| address(&line, "serving MCP on "));
                 admin = admin.or_else(|| address(&line, "metrics on "));
+                passthrough = passthrough.or_else(|| address(&line, "pass-through routes on "));
                 if let (Some(found), Some(admin)) = (main, admin) {
-                    let _ = tx.send((found, admin));
+                    let _ = tx.send((found, admin, passthrough));
                     main = None;
                 }
             }
         });
-        let (addr, admin) = rx
+        let (addr, admin, passthrough) = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("the gateway starts");
-        Self { child, addr, admin }
+        Self {
+            child,
+            addr,
+            admin,
+            passthrough,
+        }
     }
 
     /// `http://ADDR/mcp`.

@@ -1,0 +1,371 @@
+//! The pass-through proxy (pingora's `ProxyHttp`): `/servers/{name}/mcp` forwards requests to
+//! one streamable-HTTP upstream and its answers back as they are, bytes and streams alike.
+//!
+//! What the MCP endpoint checks is checked first, by the same code: the Host/Origin guard,
+//! the principal's authentication and `[limits]`. Then policy: a principal that may not see
+//! the upstream gets the answer of an unknown one. On the way up, the client's credential for
+//! Switchyard is taken off and the upstream's own headers go on: its fixed and per-user
+//! headers, the client headers its rules pass on, the user's OAuth token. Nothing of the
+//! catalog applies: names, URIs and lists are the upstream's own.
+
+use std::{net::SocketAddr, sync::Arc, time::Instant};
+
+use async_trait::async_trait;
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
+use pingora::{
+    Error, ErrorType, Result,
+    http::{RequestHeader, ResponseHeader},
+    prelude::HttpPeer,
+    proxy::{FailToProxy, ProxyHttp, Session},
+};
+
+use crate::{
+    config::HttpProtocol,
+    front::{Held, McpEndpoint},
+    gateway::Gateway,
+    hook::RequestHook,
+    names::UpstreamName,
+    policy::EndpointName,
+    upstream::Upstream,
+    wire,
+};
+
+/// The JSON-RPC error code of the pass-through's own refusals (as the MCP endpoint's).
+const REFUSED: i32 = -32001;
+/// The longest refusal body read back from the MCP endpoint's answer.
+const MAX_REFUSAL: usize = 64 * 1024;
+
+pub struct Passthrough {
+    gateway: Arc<Gateway>,
+    endpoint: McpEndpoint,
+}
+
+impl Passthrough {
+    pub fn new(gateway: Arc<Gateway>, endpoint: McpEndpoint) -> Self {
+        Self { gateway, endpoint }
+    }
+}
+
+/// What one request carries from filter to filter.
+pub struct Ctx {
+    started: Instant,
+    /// The upstream the request goes to, once known.
+    upstream: Option<Target>,
+    /// Why Switchyard answers itself instead of the upstream (status, message).
+    refusal: Option<(StatusCode, String)>,
+    /// The principal's place under `[limits]`, held until the request is done.
+    _held: Option<Held>,
+}
+
+struct Target {
+    upstream: Arc<Upstream>,
+    addr: SocketAddr,
+    tls: bool,
+    host: String,
+    /// The path and query of the upstream's URL.
+    path: http::uri::PathAndQuery,
+    authority: HeaderValue,
+    hook: Arc<dyn RequestHook>,
+    forwarded: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// The upstream name of a pass-through path.
+fn route(path: &str) -> Option<&str> {
+    path.strip_prefix("/servers/")?
+        .strip_suffix("/mcp")
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+}
+
+#[async_trait]
+impl ProxyHttp for Passthrough {
+    type CTX = Ctx;
+
+    fn new_ctx(&self) -> Ctx {
+        Ctx {
+            started: Instant::now(),
+            upstream: None,
+            refusal: None,
+            _held: None,
+        }
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        match self.admit(session.req_header(), ctx).await {
+            Ok(()) => Ok(false),
+            Err(response) => {
+                answer(session, response).await;
+                Ok(true)
+            }
+        }
+    }
+
+    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
+        let target = ctx.upstream.as_ref().ok_or_else(|| {
+            Error::explain(
+                ErrorType::InternalError,
+                "no upstream chosen for the request",
+            )
+        })?;
+        Ok(Box::new(HttpPeer::new(
+            target.addr,
+            target.tls,
+            target.host.clone(),
+        )))
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        _session: &mut Session,
+        request: &mut RequestHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        let Some(target) = &ctx.upstream else {
+            return Ok(());
+        };
+        // Of the client's headers, the protocol's go on; the others only as the upstream's
+        // rules forward them (its credentials for Switchyard, never).
+        let dropped: Vec<HeaderName> = request
+            .headers
+            .keys()
+            .filter(|name| !is_protocol_header(name))
+            .cloned()
+            .collect();
+        for name in &dropped {
+            request.remove_header(name);
+        }
+        request.set_uri(http::Uri::from(target.path.clone()));
+        request.insert_header(header::HOST, target.authority.clone())?;
+        for (name, value) in &target.forwarded {
+            request.insert_header(name.clone(), value.clone())?;
+        }
+        let mut added = HeaderMap::new();
+        if let Err(error) = target.hook.prepare(&mut added).done().await {
+            ctx.refusal = Some((StatusCode::UNAUTHORIZED, error.to_string()));
+            return Err(Error::explain(
+                ErrorType::HTTPStatus(401),
+                "the upstream's authorization is missing",
+            ));
+        }
+        let mut name = None;
+        for (key, value) in added {
+            if key.is_some() {
+                name = key;
+            }
+            if let Some(name) = &name {
+                request.insert_header(name.clone(), value)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        response: &mut ResponseHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        let status = response.status.as_u16();
+        if let Some(target) = &ctx.upstream
+            && (status == 401 || status == 403)
+        {
+            // The token was refused: the hook renews it for the next request.
+            let challenge = response
+                .headers
+                .get(header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            target
+                .hook
+                .rejected(status, challenge.as_deref(), &HeaderMap::new())
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        error: &Error,
+        ctx: &mut Ctx,
+    ) -> FailToProxy {
+        let (status, message) = ctx.refusal.take().unwrap_or_else(|| {
+            let upstream = ctx
+                .upstream
+                .as_ref()
+                .map_or("the upstream", |t| t.upstream.name().as_str());
+            (
+                StatusCode::BAD_GATEWAY,
+                format!("Bad Gateway: {upstream} could not be reached: {error}"),
+            )
+        });
+        let code = status.as_u16();
+        answer(session, refusal(status, &message)).await;
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        }
+    }
+
+    async fn logging(&self, session: &mut Session, _error: Option<&Error>, ctx: &mut Ctx) {
+        let Some(target) = &ctx.upstream else {
+            return;
+        };
+        let status = session.response_written().map(|r| r.status.as_u16());
+        self.gateway.metrics().record_passthrough(
+            target.upstream.name().as_str(),
+            status,
+            ctx.started,
+        );
+    }
+}
+
+impl Passthrough {
+    /// Admits the request and finds its upstream, or gives the answer refusing it.
+    async fn admit(&self, request: &RequestHeader, ctx: &mut Ctx) -> Result<(), Response<Body>> {
+        let not_found = |what: &str| {
+            refusal(
+                StatusCode::NOT_FOUND,
+                &format!("Not Found: {what}; the pass-through routes are /servers/{{name}}/mcp"),
+            )
+        };
+        let name = route(request.uri.path()).ok_or_else(|| not_found("no such route"))?;
+        let (principal, held) = self.endpoint.admit(&request.uri, &request.headers).await?;
+        ctx._held = Some(held);
+        let unknown = || not_found(&format!("no upstream is named `{name}`"));
+        let name = UpstreamName::new(name).map_err(|_| unknown())?;
+        let upstream = self.gateway.upstream(name.as_str()).ok_or_else(unknown)?;
+        let catalog = self.gateway.catalog();
+        let access = catalog.access();
+        let sees = access
+            .view_key(&EndpointName::MAIN, &principal)
+            .is_some_and(|key| access.sees_upstream(&key, name.as_str()));
+        if !sees {
+            // As for an unknown upstream: policy does not tell what it hides.
+            return Err(unknown());
+        }
+        let url = match upstream.http_transport() {
+            Some((url, HttpProtocol::StreamableHttp)) => url,
+            Some((_, HttpProtocol::Auto)) => {
+                let mut response = refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "Service Unavailable: `{name}`'s transport is not known yet (Switchyard \
+                         is still connecting to it)"
+                    ),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return Err(response);
+            }
+            _ => {
+                return Err(refusal(
+                    StatusCode::BAD_REQUEST,
+                    &format!(
+                        "Bad Request: `{name}` is not a streamable-HTTP upstream (the \
+                         pass-through routes proxy only those); use the MCP endpoint"
+                    ),
+                ));
+            }
+        };
+        let unreachable = |reason: String| {
+            refusal(
+                StatusCode::BAD_GATEWAY,
+                &format!("Bad Gateway: `{name}` cannot be reached: {reason}"),
+            )
+        };
+        let host = url.host_str().unwrap_or_default().to_owned();
+        let tls = url.scheme() == "https";
+        let port = url.port_or_known_default().unwrap_or(80);
+        let addr = tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|e| unreachable(e.to_string()))?
+            .next()
+            .ok_or_else(|| unreachable("its host has no address".into()))?;
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.clone(),
+        };
+        let path = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        ctx.upstream = Some(Target {
+            hook: upstream.request_hook(&principal).await,
+            forwarded: upstream.config().forwarded(&request.headers),
+            addr,
+            tls,
+            host: host.trim_matches(['[', ']']).to_owned(),
+            path: path.parse().map_err(|_| unreachable("its URL".into()))?,
+            authority: HeaderValue::from_str(&authority)
+                .map_err(|_| unreachable("its URL".into()))?,
+            upstream,
+        });
+        Ok(())
+    }
+}
+
+/// Whether a client's header is part of the protocol (the body's framing, what the client
+/// accepts, the MCP headers), and so goes on to the upstream as it is.
+fn is_protocol_header(name: &HeaderName) -> bool {
+    matches!(
+        *name,
+        header::CONTENT_TYPE
+            | header::CONTENT_LENGTH
+            | header::TRANSFER_ENCODING
+            | header::ACCEPT
+            | header::ACCEPT_ENCODING
+            | header::HOST
+    ) || name.as_str().starts_with("mcp-")
+        || name == "last-event-id"
+}
+
+/// A refusal with a JSON-RPC error body.
+fn refusal(status: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(Body::from(wire::write::error(None, REFUSED, message, None)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Writes `response` (one of Switchyard's own) to the client.
+async fn answer(session: &mut Session, response: Response<Body>) {
+    let (parts, body) = response.into_parts();
+    let body = axum::body::to_bytes(body, MAX_REFUSAL)
+        .await
+        .unwrap_or_else(|_| Bytes::new());
+    let Ok(mut header) = ResponseHeader::build(parts.status, Some(parts.headers.len() + 1)) else {
+        return;
+    };
+    for (name, value) in &parts.headers {
+        let _ = header.append_header(name.clone(), value.clone());
+    }
+    let _ = header.insert_header(header::CONTENT_LENGTH, body.len());
+    if session
+        .write_response_header(Box::new(header), body.is_empty())
+        .await
+        .is_ok()
+        && !body.is_empty()
+    {
+        let _ = session.write_response_body(Some(body), true).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route;
+
+    #[test]
+    fn routes_name_one_upstream() {
+        assert_eq!(route("/servers/notes/mcp"), Some("notes"));
+        assert_eq!(route("/servers//mcp"), None);
+        assert_eq!(route("/servers/a/b/mcp"), None);
+        assert_eq!(route("/servers/notes"), None);
+        assert_eq!(route("/mcp"), None);
+    }
+}

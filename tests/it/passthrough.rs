@@ -1,0 +1,272 @@
+//! The pass-through routes (`/servers/{name}/mcp`, pingora's proxy) as users meet them: one
+//! upstream as it is, under the gateway's authentication, policy, header rules and metrics;
+//! and a new binary taking the listening sockets over from the running one under load
+//! without a failed request.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+
+use crate::{
+    bench::demo_http,
+    fixtures::notes::NotesServer,
+    harness::{GatewayProcess, SWITCHYARD, api_keys_section, call, connect_client, healthz, text},
+    headers::client_sending,
+};
+
+fn write_config(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join("switchyard.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
+    let notes = NotesServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!(
+            "[server]\nwatch_config = false\n\n{}\n\
+             [[policy]]\nwho.principals = [\"user:key:bob\"]\ndeny.upstreams = [\"notes\"]\n\n\
+             [upstreams.notes]\nurl = \"{}\"\nsession = \"shared\"\n\
+             headers = {{ X-Upstream-Key = \"fixed\", X-User = \"user:${{claim:sub}}\" }}\n\
+             forward_headers = [\"X-Tenant\"]\n\
+             rename_headers = {{ X-Client-Trace = \"X-Trace\" }}\n\n\
+             [upstreams.local]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n",
+            api_keys_section(&["alice", "bob"]),
+            notes.url(),
+        ),
+    );
+    let gw = GatewayProcess::start_with(&config, &["--passthrough-listen", "127.0.0.1:0"]);
+    ready(&gw).await;
+    let base = format!(
+        "http://{}",
+        gw.passthrough.expect("a pass-through listener")
+    );
+    let url = format!("{base}/servers/notes/mcp");
+
+    // The upstream's own names, and the header rules of the MCP endpoint.
+    let sent = [
+        ("x-tenant", "acme"),
+        ("x-client-trace", "trace-1"),
+        ("x-other", "not for upstreams"),
+        ("cookie", "session=client"),
+    ];
+    let alice = client_sending(&url, "alice", &sent).await;
+    let tools = alice.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "header"), "{tools:?}");
+    for (header, expected) in [
+        ("x-tenant", "acme"),
+        ("x-trace", "trace-1"),
+        ("x-client-trace", "(absent)"),
+        ("x-other", "(absent)"),
+        ("cookie", "(absent)"),
+        ("authorization", "(absent)"),
+        ("x-upstream-key", "fixed"),
+        ("x-user", "user:alice"),
+    ] {
+        let result = alice
+            .call_tool(
+                CallToolRequestParams::new("header")
+                    .with_arguments(json!({"name": header}).as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&result), expected, "{header}");
+    }
+
+    // Refusals: no credential, a policy that hides the upstream, a stdio upstream, no route.
+    let http = reqwest::Client::new();
+    let post = |url: String, key: Option<&str>| {
+        let mut request = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let challenge = response.headers().contains_key("www-authenticate");
+            (status, challenge, response.text().await.unwrap())
+        }
+    };
+    let (status, challenge, body) = post(url.clone(), None).await;
+    assert_eq!((status, challenge), (401, true), "{body}");
+    let bob = crate::harness::api_key("bob");
+    let (status, _, body) = post(url.clone(), Some(&bob)).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no upstream is named `notes`"), "{body}");
+    let (status, _, body) = post(format!("{base}/servers/local/mcp"), Some(&bob)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("not a streamable-HTTP upstream"), "{body}");
+    let (status, _, body) = post(format!("{base}/mcp"), Some(&bob)).await;
+    assert_eq!(status, 404, "{body}");
+
+    // Metrics: what went through, by upstream.
+    let metrics = http
+        .get(format!("http://{}/metrics", gw.admin))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"switchyard_passthrough_requests_total{status="2xx",upstream="notes"}"#),
+        "{metrics}"
+    );
+    alice.cancel().await.unwrap();
+}
+
+/// Clients call through the pass-through route while a new binary takes the listening
+/// sockets over (`--upgrade`, then SIGQUIT to the running one): no call fails, the old
+/// process exits once it has finished, and the new one serves from then on.
+#[tokio::test]
+async fn an_upgrade_takes_the_sockets_over_without_a_failed_call() {
+    let demo = demo_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("upgrade.sock");
+    let config = write_config(
+        &dir,
+        &format!(
+            "[server]\nwatch_config = false\nshutdown_grace_seconds = 2\nupgrade_socket = {:?}\n\n\
+             [upstreams.demo]\nurl = \"{demo}\"\n",
+            socket.display().to_string()
+        ),
+    );
+    let args = ["--passthrough-listen", "127.0.0.1:0"];
+    let mut old = GatewayProcess::start_with(&config, &args);
+    ready(&old).await;
+    let url = format!("http://{}/servers/demo/mcp", old.passthrough.unwrap());
+
+    let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut clients = Vec::new();
+    for c in 0..4 {
+        let client = connect_client(&url, &format!("client-{c}")).await;
+        let (ok, failed, stop) = (ok.clone(), failed.clone(), stop.clone());
+        clients.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.is_cancelled() {
+                match call(&client, "echo", json!({"text": format!("{c}-{n}")})).await {
+                    Ok(result) if text(&result) == format!("{c}-{n}") => {
+                        ok.fetch_add(1, Ordering::Relaxed)
+                    }
+                    other => {
+                        eprintln!("call {c}-{n}: {other:?}");
+                        failed.fetch_add(1, Ordering::Relaxed)
+                    }
+                };
+                n += 1;
+            }
+            let _ = client.cancel().await;
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The new binary waits at the upgrade socket; the old one, sent SIGQUIT, hands over.
+    let starting = {
+        let config = config.clone();
+        std::thread::spawn(move || {
+            GatewayProcess::start_with(
+                &config,
+                &["--passthrough-listen", "127.0.0.1:0", "--upgrade"],
+            )
+        })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the new binary never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = ok.load(Ordering::Relaxed);
+    let pid = nix_pid(&old);
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-QUIT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let new = tokio::task::spawn_blocking(move || starting.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        new.passthrough, old.passthrough,
+        "the same socket, taken over"
+    );
+    let exited = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = old.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                old.kill();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "the old binary finished: {exited:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.cancel();
+    for client in clients {
+        client.await.unwrap();
+    }
+    assert_eq!(failed.load(Ordering::Relaxed), 0, "no call failed");
+    assert!(
+        ok.load(Ordering::Relaxed) > before,
+        "calls went on after the hand-over"
+    );
+    let metrics = reqwest::get(format!("http://{}/metrics", new.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"switchyard_passthrough_requests_total{status="2xx",upstream="demo"}"#),
+        "the new binary served calls: {metrics}"
+    );
+}
+
+/// Waits until every upstream of `gw` is ready (their transports found out).
+async fn ready(gw: &GatewayProcess) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let health = healthz(gw.addr).await;
+        let upstreams = health["upstreams"].as_array().cloned().unwrap_or_default();
+        if !upstreams.is_empty() && upstreams.iter().all(|u| u["state"] == "ready") {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ready: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn nix_pid(process: &GatewayProcess) -> String {
+    process.child.id().to_string()
+}

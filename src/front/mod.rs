@@ -19,7 +19,7 @@ use axum::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use mcp::{Held, McpEndpoint};
+pub use mcp::{Held, McpEndpoint, refusal, refusal_retry};
 
 use crate::{auth, gateway::Gateway};
 

@@ -23,17 +23,14 @@ use pingora::{
 
 use crate::{
     config::HttpProtocol,
-    front::{Held, McpEndpoint},
+    front::{Held, McpEndpoint, refusal, refusal_retry},
     gateway::Gateway,
     hook::RequestHook,
     names::UpstreamName,
     policy::EndpointName,
     upstream::Upstream,
-    wire,
 };
 
-/// The JSON-RPC error code of the pass-through's own refusals (as the MCP endpoint's).
-const REFUSED: i32 = -32001;
 /// The longest refusal body read back from the MCP endpoint's answer.
 const MAX_REFUSAL: usize = 64 * 1024;
 
@@ -248,17 +245,14 @@ impl Passthrough {
         let url = match upstream.http_transport() {
             Some((url, HttpProtocol::StreamableHttp)) => url,
             Some((_, HttpProtocol::Auto)) => {
-                let mut response = refusal(
+                return Err(refusal_retry(
                     StatusCode::SERVICE_UNAVAILABLE,
                     &format!(
                         "Service Unavailable: `{name}`'s transport is not known yet (Switchyard \
                          is still connecting to it)"
                     ),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return Err(response);
+                    std::time::Duration::from_secs(1),
+                ));
             }
             _ => {
                 return Err(refusal(
@@ -320,17 +314,6 @@ fn is_protocol_header(name: &HeaderName) -> bool {
             | header::HOST
     ) || name.as_str().starts_with("mcp-")
         || name == "last-event-id"
-}
-
-/// A refusal with a JSON-RPC error body.
-fn refusal(status: StatusCode, message: &str) -> Response<Body> {
-    let mut response = Response::new(Body::from(wire::write::error(None, REFUSED, message, None)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 /// Writes `response` (one of Switchyard's own) to the client.

@@ -258,15 +258,10 @@ impl SessionTable {
             .await
             .unwrap_or_else(|_| vec![true; hashes.len()])
             .into_iter();
-        let judged: Vec<(Arc<Session>, bool)> = std::mem::take(idle)
-            .into_iter()
-            .map(|session| {
-                let lives = session.shared_hash().is_some() && alive.next().unwrap_or(true);
-                (session, lives)
-            })
-            .collect();
-        let mut lives = Vec::with_capacity(judged.len());
-        for (session, alive) in judged {
+        let mut lives = Vec::with_capacity(idle.len());
+        for session in std::mem::take(idle) {
+            // In `hashes`' order: a session without a hash took no answer.
+            let alive = session.shared_hash().is_some() && alive.next().unwrap_or(true);
             let listened = session.standalone().is_open() || session.has_subscriptions();
             if !(alive && listened) {
                 idle.push(session);

@@ -259,7 +259,13 @@ impl Store {
         Ok(())
     }
 
-    fn open(&self, kind: &'static str, key: &str, sealed: &[u8]) -> Result<Vec<u8>, StoreError> {
+    /// `sealed`, opened as the value of kind `kind` under `key`.
+    pub(super) fn open(
+        &self,
+        kind: &'static str,
+        key: &str,
+        sealed: &[u8],
+    ) -> Result<Vec<u8>, StoreError> {
         self.sealer
             .open(&purpose(kind, key), sealed)
             .ok_or_else(|| StoreError::Unreadable {
@@ -287,10 +293,10 @@ pub fn record_hash(key: &str) -> String {
     super::session_hash(key)
 }
 
-fn purpose(kind: &str, key: &str) -> Vec<u8> {
+pub(super) fn purpose(kind: &str, key: &str) -> Vec<u8> {
     format!("switchyard {kind} {key}").into_bytes()
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(super) fn millis(duration: Duration) -> u64 {
     duration.as_millis().clamp(1, u64::MAX as u128) as u64
 }

@@ -11,7 +11,12 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{Store, StoreError, record_hash, redis::Redis, redis::failure};
+use super::{
+    Store, StoreError, record_hash,
+    records::{millis, purpose},
+    redis::Redis,
+    redis::failure,
+};
 
 /// The kind named in errors, and in the purpose the records are sealed for.
 const KIND: &str = "upstream-session";
@@ -32,14 +37,7 @@ impl Store {
             .await
             .map_err(failure(KIND)))?;
         sealed
-            .map(|sealed| {
-                self.sealer
-                    .open(&purpose(hash, upstream), &sealed)
-                    .ok_or_else(|| StoreError::Unreadable {
-                        kind: KIND,
-                        reason: "it does not open with this replica's session keys".into(),
-                    })
-            })
+            .map(|sealed| self.open(KIND, &record_key(hash, upstream), &sealed))
             .transpose()
     }
 
@@ -58,14 +56,16 @@ impl Store {
             return Ok(false);
         };
         let key = redis.upstreams_key(hash);
-        let sealed = self.sealer.seal(&purpose(hash, upstream), plain);
+        let sealed = self
+            .sealer
+            .seal(&purpose(KIND, &record_key(hash, upstream)), plain);
         let set = if replace { "HSET" } else { "HSETNX" };
         let (written,): (u64,) = self.health.of(redis::pipe()
             .cmd(set)
             .arg(&key)
             .arg(record_hash(upstream))
             .arg(sealed)
-            .pexpire(&key, ttl.as_millis().max(1) as i64)
+            .pexpire(&key, millis(ttl) as i64)
             .ignore()
             .query_async(&mut redis.connection())
             .await
@@ -81,6 +81,7 @@ impl Redis {
     }
 }
 
-fn purpose(hash: &str, upstream: &str) -> Vec<u8> {
-    format!("switchyard {KIND} {hash} {upstream}").into_bytes()
+/// What a record is sealed for: the session and the upstream, so that it opens for no other.
+fn record_key(hash: &str, upstream: &str) -> String {
+    format!("{hash} {upstream}")
 }

@@ -114,14 +114,7 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
     assert_eq!(status, 404, "{body}");
 
     // Metrics: what went through, by upstream.
-    let metrics = http
-        .get(format!("http://{}/metrics", gw.admin))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     assert!(
         metrics.contains(r#"switchyard_passthrough_requests_total{status="2xx",upstream="notes"}"#),
         "{metrics}"
@@ -238,12 +231,7 @@ async fn an_upgrade_takes_the_sockets_over_without_a_failed_call() {
         ok.load(Ordering::Relaxed) > before,
         "calls went on after the hand-over"
     );
-    let metrics = reqwest::get(format!("http://{}/metrics", new.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = new.metrics_text().await;
     assert!(
         metrics.contains(r#"switchyard_passthrough_requests_total{status="2xx",upstream="demo"}"#),
         "the new binary served calls: {metrics}"

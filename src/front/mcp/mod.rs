@@ -17,6 +17,7 @@ mod post;
 mod reply;
 
 pub use limits::Held;
+pub use reply::{refusal, refusal_retry};
 
 use std::{
     convert::Infallible,

@@ -7,11 +7,12 @@
 //! closes (idle, or the replica dropped its copy of the client session): the session ends
 //! upstream when the client's session ends.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use crate::{
     downstream::SharedStream,
     error::GatewayError,
+    store::{Store, StoreError},
     upstream::{Connection, SessionSlot, Upstream, UpstreamSession},
 };
 
@@ -76,18 +77,15 @@ impl SessionUpstreams {
             connection.session().release();
             return true;
         };
-        let plain = serde_json::to_vec(&session).expect("an upstream session serializes");
-        match shared
-            .store()
-            .keep_upstream_session(
-                shared.hash(),
-                upstream.name().as_str(),
-                &plain,
-                shared.ttl(),
-                replace,
-            )
-            .await
-        {
+        let kept = keep(
+            shared.store(),
+            shared.hash(),
+            shared.ttl(),
+            upstream.name().as_str(),
+            &session,
+            replace,
+        );
+        match kept.await {
             Ok(true) => {
                 follow(connection, shared, upstream);
                 true
@@ -133,15 +131,27 @@ fn follow(connection: &Connection, shared: &SharedStream, upstream: &Upstream) {
             id: id.to_owned(),
             server: server.clone(),
         };
-        let plain = serde_json::to_vec(&session).expect("an upstream session serializes");
         let (store, hash, name) = (store.clone(), hash.clone(), name.clone());
         tokio::spawn(async move {
-            if let Err(error) = store
-                .keep_upstream_session(&hash, &name, &plain, ttl, true)
-                .await
-            {
+            if let Err(error) = keep(&store, &hash, ttl, &name, &session, true).await {
                 tracing::warn!(upstream = %name, %error, "a renewed upstream session is not shared");
             }
         });
     });
+}
+
+/// Keeps `session` as client session `hash`'s with `upstream` in `store` (replacing what is
+/// kept, or only if nothing is); whether it was written.
+async fn keep(
+    store: &Store,
+    hash: &str,
+    ttl: Duration,
+    upstream: &str,
+    session: &UpstreamSession,
+    replace: bool,
+) -> Result<bool, StoreError> {
+    let plain = serde_json::to_vec(session).expect("an upstream session serializes");
+    store
+        .keep_upstream_session(hash, upstream, &plain, ttl, replace)
+        .await
 }

@@ -78,15 +78,21 @@ impl GatewayProcess {
         let _ = self.child.wait();
     }
 
-    /// A counter or gauge of its `/metrics` (on the admin listener).
-    pub async fn metric(&self, name: &str) -> f64 {
-        let text = reqwest::get(format!("http://{}/metrics", self.admin))
+    /// Its `/metrics` (on the admin listener), as text.
+    pub async fn metrics_text(&self) -> String {
+        reqwest::get(format!("http://{}/metrics", self.admin))
             .await
             .unwrap()
             .text()
             .await
-            .unwrap();
-        text.lines()
+            .unwrap()
+    }
+
+    /// A counter or gauge of its `/metrics` without labels.
+    pub async fn metric(&self, name: &str) -> f64 {
+        self.metrics_text()
+            .await
+            .lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
             .and_then(|value| value.trim().parse().ok())
             .unwrap_or_else(|| panic!("no {name} in /metrics"))

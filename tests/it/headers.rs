@@ -57,6 +57,30 @@ async fn upstream_saw(
     text(&result).to_owned()
 }
 
+/// What alice's client sends besides its credential.
+pub const SENT: [(&str, &str); 4] = [
+    ("x-tenant", "acme"),
+    ("x-client-trace", "trace-1"),
+    ("x-other", "not for upstreams"),
+    ("cookie", "session=client"),
+];
+
+/// What the upstream sees of alice's requests sending `SENT`, under the rules these tests
+/// configure (`X-Upstream-Key` set to `key`, `X-User` naming the user, `X-Tenant` forwarded,
+/// `X-Client-Trace` renamed `X-Trace`).
+pub fn seen_by_upstream(key: &'static str) -> [(&'static str, &'static str); 8] {
+    [
+        ("x-tenant", "acme"),
+        ("x-trace", "trace-1"),
+        ("x-client-trace", "(absent)"),
+        ("x-other", "(absent)"),
+        ("cookie", "(absent)"),
+        ("authorization", "(absent)"),
+        ("x-upstream-key", key),
+        ("x-user", "user:alice"),
+    ]
+}
+
 #[tokio::test]
 async fn upstreams_get_what_the_rules_say_and_nothing_else() {
     let notes = NotesServer::start().await;
@@ -78,24 +102,9 @@ async fn upstreams_get_what_the_rules_say_and_nothing_else() {
         )
         .start()
         .await;
-    let sent = [
-        ("x-tenant", "acme"),
-        ("x-client-trace", "trace-1"),
-        ("x-other", "not for upstreams"),
-        ("cookie", "session=client"),
-    ];
-    let alice = client_sending(&gw.url(), "alice", &sent).await;
+    let alice = client_sending(&gw.url(), "alice", &SENT).await;
     let bob = client_sending(&gw.url(), "bob", &[]).await;
-    for (header, expected) in [
-        ("x-tenant", "acme"),
-        ("x-trace", "trace-1"),
-        ("x-client-trace", "(absent)"),
-        ("x-other", "(absent)"),
-        ("cookie", "(absent)"),
-        ("authorization", "(absent)"),
-        ("x-upstream-key", "from-a-file"),
-        ("x-user", "user:alice"),
-    ] {
+    for (header, expected) in seen_by_upstream("from-a-file") {
         assert_eq!(upstream_saw(&alice, header).await, expected, "{header}");
     }
     // One shared upstream, yet each user's requests carry their own name.

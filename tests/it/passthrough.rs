@@ -18,7 +18,7 @@ use crate::{
     bench::demo_http,
     fixtures::notes::NotesServer,
     harness::{GatewayProcess, SWITCHYARD, api_keys_section, call, connect_client, healthz, text},
-    headers::client_sending,
+    headers::{SENT, client_sending, seen_by_upstream},
 };
 
 fn write_config(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
@@ -54,25 +54,10 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
     let url = format!("{base}/servers/notes/mcp");
 
     // The upstream's own names, and the header rules of the MCP endpoint.
-    let sent = [
-        ("x-tenant", "acme"),
-        ("x-client-trace", "trace-1"),
-        ("x-other", "not for upstreams"),
-        ("cookie", "session=client"),
-    ];
-    let alice = client_sending(&url, "alice", &sent).await;
+    let alice = client_sending(&url, "alice", &SENT).await;
     let tools = alice.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "header"), "{tools:?}");
-    for (header, expected) in [
-        ("x-tenant", "acme"),
-        ("x-trace", "trace-1"),
-        ("x-client-trace", "(absent)"),
-        ("x-other", "(absent)"),
-        ("cookie", "(absent)"),
-        ("authorization", "(absent)"),
-        ("x-upstream-key", "fixed"),
-        ("x-user", "user:alice"),
-    ] {
+    for (header, expected) in seen_by_upstream("fixed") {
         let result = alice
             .call_tool(
                 CallToolRequestParams::new("header")

@@ -1,8 +1,10 @@
 //! The pass-through routes, `/servers/{name}/mcp` on `[server] passthrough_listen`: one
 //! streamable-HTTP upstream proxied byte for byte by pingora's HTTP proxy (`proxy`), for
 //! clients that want one server at the lowest overhead. Connections are accepted here, on
-//! the gateway's runtime, and each is handed to pingora's proxy application.
+//! the gateway's runtime, and each is handed to pingora's proxy application over a
+//! `downstream::Downstream`, which lets the proxy send a response's pieces together.
 
+mod downstream;
 mod proxy;
 
 use std::sync::Arc;
@@ -52,7 +54,7 @@ pub async fn serve(
         let _ = socket.set_nodelay(true);
         let stream: Stream = socket.into();
         tasks.spawn(Service::<App>::handle_event(
-            Box::new(stream),
+            Box::new(downstream::Downstream::new(stream)),
             app.clone(),
             watch.clone(),
         ));

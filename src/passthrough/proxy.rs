@@ -17,10 +17,12 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
 use pingora::{
     Error, ErrorType, Result,
     http::{RequestHeader, ResponseHeader},
+    modules::http::HttpModules,
     prelude::HttpPeer,
     proxy::{FailToProxy, ProxyHttp, Session},
 };
 
+use super::downstream::Downstream;
 use crate::{
     config::HttpProtocol,
     front::{Held, McpEndpoint, refusal, refusal_retry},
@@ -54,6 +56,14 @@ pub struct Ctx {
     refusal: Option<(StatusCode, String)>,
     /// The principal's place under `[limits]`, held until the request is done.
     _held: Option<Held>,
+    /// Whether the request is a POST (its streaming answer is the reply to a message).
+    post: bool,
+    /// Whether the answer's body runs until a last chunk (or the connection's end) rather
+    /// than for a stated length.
+    open_ended: bool,
+    /// How much the client's connection had taken when the last chunk of the answer's
+    /// body went through the filter: unchanged, the chunk is not written yet.
+    chunk_filtered_at: Option<u64>,
 }
 
 struct Target {
@@ -79,16 +89,23 @@ fn route(path: &str) -> Option<&str> {
 impl ProxyHttp for Passthrough {
     type CTX = Ctx;
 
+    /// No modules: the pass-through neither compresses nor rewrites what goes by.
+    fn init_downstream_modules(&self, _modules: &mut HttpModules) {}
+
     fn new_ctx(&self) -> Ctx {
         Ctx {
             started: Instant::now(),
             upstream: None,
             refusal: None,
             _held: None,
+            post: false,
+            open_ended: false,
+            chunk_filtered_at: None,
         }
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        ctx.post = session.req_header().method == http::Method::POST;
         match self.admit(session.req_header(), ctx).await {
             Ok(()) => Ok(false),
             Err(response) => {
@@ -159,11 +176,19 @@ impl ProxyHttp for Passthrough {
 
     async fn response_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         response: &mut ResponseHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
         let status = response.status.as_u16();
+        ctx.open_ended = !response.headers.contains_key(header::CONTENT_LENGTH);
+        if ctx.post && status == 200 && ctx.open_ended && is_event_stream(response) {
+            // A POST's event stream: its header goes out with the first event, which the
+            // upstream sends at once (the reply, or the priming event of a longer stream).
+            if let Some(downstream) = Downstream::of(session.stream()) {
+                downstream.hold();
+            }
+        }
         if let Some(target) = &ctx.upstream
             && (status == 401 || status == 403)
         {
@@ -179,6 +204,29 @@ impl ProxyHttp for Passthrough {
                 .await;
         }
         Ok(())
+    }
+
+    fn response_body_filter(
+        &self,
+        session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut Ctx,
+    ) -> Result<Option<std::time::Duration>> {
+        let Some(downstream) = Downstream::of(session.stream()).filter(|_| ctx.open_ended) else {
+            return Ok(None);
+        };
+        let chunk = body.as_ref().is_some_and(|b| !b.is_empty());
+        if end_of_stream {
+            // The last chunk (or the end after a chunk still to be written in the same
+            // batch): pingora writes the end of the stream and flushes right after it.
+            if chunk || ctx.chunk_filtered_at == Some(downstream.written()) {
+                downstream.hold();
+            }
+        } else if chunk {
+            ctx.chunk_filtered_at = Some(downstream.written());
+        }
+        Ok(None)
     }
 
     async fn fail_to_proxy(
@@ -314,6 +362,15 @@ fn is_protocol_header(name: &HeaderName) -> bool {
             | header::HOST
     ) || name.as_str().starts_with("mcp-")
         || name == "last-event-id"
+}
+
+/// Whether an answer is an event stream.
+fn is_event_stream(response: &ResponseHeader) -> bool {
+    response
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
 }
 
 /// Writes `response` (one of Switchyard's own) to the client.

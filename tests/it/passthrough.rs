@@ -17,7 +17,10 @@ use serde_json::json;
 use crate::{
     bench::demo_http,
     fixtures::notes::NotesServer,
-    harness::{GatewayProcess, SWITCHYARD, api_keys_section, call, connect_client, healthz, text},
+    harness::{
+        GatewayProcess, Recorder, SWITCHYARD, api_keys_section, call, connect_client, eventually,
+        healthz, text,
+    },
     headers::{SENT, client_sending, seen_by_upstream},
 };
 
@@ -220,6 +223,82 @@ async fn an_upgrade_takes_the_sockets_over_without_a_failed_call() {
     assert!(
         metrics.contains(r#"switchyard_passthrough_requests_total{status="2xx",upstream="demo"}"#),
         "the new binary served calls: {metrics}"
+    );
+}
+
+/// The pass-through sends a response on as the upstream sends it: a call's progress reaches
+/// the client while the call still runs, and a GET stream's header before any event.
+#[tokio::test]
+async fn a_passthrough_answer_streams_as_the_upstream_sends_it() {
+    let demo = demo_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!("[server]\nwatch_config = false\n\n[upstreams.demo]\nurl = \"{demo}\"\n"),
+    );
+    let gw = GatewayProcess::start_with(&config, &["--passthrough-listen", "127.0.0.1:0"]);
+    ready(&gw).await;
+    let url = format!("http://{}/servers/demo/mcp", gw.passthrough.unwrap());
+
+    let recorder = Recorder::plain("streaming");
+    let client = Arc::new(recorder.clone().connect(&url).await);
+    let calling = {
+        let client = client.clone();
+        tokio::spawn(async move { call(&client, "slow_task", json!({"seconds": 3})).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || !recorder
+            .seen()
+            .progress
+            .is_empty())
+        .await,
+        "no progress came through"
+    );
+    assert!(!calling.is_finished(), "progress came only with the answer");
+    // One second apart at the upstream: each comes on its own, none waits for the next.
+    assert_eq!(recorder.seen().progress.len(), 1, "progress came late");
+    let result = calling.await.unwrap().unwrap();
+    assert_eq!(text(&result), "waited 3 seconds");
+    assert_eq!(recorder.seen().progress.len(), 3);
+
+    // A GET stream on a session of its own: its header comes before any event does.
+    let http = reqwest::Client::new();
+    let initialize = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = initialize.headers()["mcp-session-id"].clone();
+    initialize.text().await.unwrap();
+    http.post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    let stream = tokio::time::timeout(
+        Duration::from_secs(10),
+        http.get(&url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .send(),
+    )
+    .await
+    .expect("the GET stream's header came")
+    .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(
+        stream.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
     );
 }
 

@@ -13,6 +13,11 @@ use switchyard::{
 };
 use tokio_util::sync::CancellationToken;
 
+/// mimalloc: the pass-through's proxy allocates more per request than the rest, and glibc's
+/// allocator made it a sixth slower; RSS stays as flat under session churn as with glibc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The configuration loaded when `-c` is not given.
 const DEFAULT_CONFIG: &str = "conf/switchyard.toml";
 /// How long shutdown waits for upstream sessions to end (processes to exit, HTTP sessions to be

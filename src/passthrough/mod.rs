@@ -6,6 +6,7 @@
 
 mod downstream;
 mod proxy;
+mod route;
 
 use std::sync::Arc;
 

@@ -8,21 +8,24 @@
 //! headers, the client headers its rules pass on, the user's OAuth token. Nothing of the
 //! catalog applies: names, URIs and lists are the upstream's own.
 
-use std::{net::SocketAddr, sync::Arc, time::Instant};
+use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 use axum::body::Body;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
 use pingora::{
-    Error, ErrorType, Result,
+    Error, ErrorSource, ErrorType, Result,
     http::{RequestHeader, ResponseHeader},
     modules::http::HttpModules,
     prelude::HttpPeer,
     proxy::{FailToProxy, ProxyHttp, Session},
 };
 
-use super::downstream::Downstream;
+use super::{
+    downstream::Downstream,
+    route::{Route, Routes},
+};
 use crate::{
     config::HttpProtocol,
     front::{Held, McpEndpoint, refusal, refusal_retry},
@@ -39,11 +42,16 @@ const MAX_REFUSAL: usize = 64 * 1024;
 pub struct Passthrough {
     gateway: Arc<Gateway>,
     endpoint: McpEndpoint,
+    routes: Routes,
 }
 
 impl Passthrough {
     pub fn new(gateway: Arc<Gateway>, endpoint: McpEndpoint) -> Self {
-        Self { gateway, endpoint }
+        Self {
+            gateway,
+            endpoint,
+            routes: Routes::default(),
+        }
     }
 }
 
@@ -68,12 +76,7 @@ pub struct Ctx {
 
 struct Target {
     upstream: Arc<Upstream>,
-    addr: SocketAddr,
-    tls: bool,
-    host: String,
-    /// The path and query of the upstream's URL.
-    path: http::uri::PathAndQuery,
-    authority: HeaderValue,
+    route: Arc<Route>,
     hook: Arc<dyn RequestHook>,
     forwarded: Vec<(HeaderName, HeaderValue)>,
 }
@@ -122,10 +125,11 @@ impl ProxyHttp for Passthrough {
                 "no upstream chosen for the request",
             )
         })?;
+        let route = &target.route;
         Ok(Box::new(HttpPeer::new(
-            target.addr,
-            target.tls,
-            target.host.clone(),
+            route.addr,
+            route.tls,
+            route.sni.clone(),
         )))
     }
 
@@ -149,8 +153,8 @@ impl ProxyHttp for Passthrough {
         for name in &dropped {
             request.remove_header(name);
         }
-        request.set_uri(http::Uri::from(target.path.clone()));
-        request.insert_header(header::HOST, target.authority.clone())?;
+        request.set_uri(http::Uri::from(target.route.path.clone()));
+        request.insert_header(header::HOST, target.route.authority.clone())?;
         for (name, value) in &target.forwarded {
             request.insert_header(name.clone(), value.clone())?;
         }
@@ -235,16 +239,14 @@ impl ProxyHttp for Passthrough {
         error: &Error,
         ctx: &mut Ctx,
     ) -> FailToProxy {
-        let (status, message) = ctx.refusal.take().unwrap_or_else(|| {
-            let upstream = ctx
-                .upstream
-                .as_ref()
-                .map_or("the upstream", |t| t.upstream.name().as_str());
-            (
-                StatusCode::BAD_GATEWAY,
-                format!("Bad Gateway: {upstream} could not be reached: {error}"),
-            )
-        });
+        let refused = ctx.refusal.take();
+        let Some((status, message)) = refused.or_else(|| failure(error, ctx)) else {
+            // The client's connection broke: there is no one to answer.
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        };
         let code = status.as_u16();
         answer(session, refusal(status, &message)).await;
         FailToProxy {
@@ -312,40 +314,57 @@ impl Passthrough {
                 ));
             }
         };
-        let unreachable = |reason: String| {
+        let route = self.routes.to(&upstream, url).await.map_err(|reason| {
             refusal(
                 StatusCode::BAD_GATEWAY,
                 &format!("Bad Gateway: `{name}` cannot be reached: {reason}"),
             )
-        };
-        let host = url.host_str().unwrap_or_default().to_owned();
-        let tls = url.scheme() == "https";
-        let port = url.port_or_known_default().unwrap_or(80);
-        let addr = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|e| unreachable(e.to_string()))?
-            .next()
-            .ok_or_else(|| unreachable("its host has no address".into()))?;
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.clone(),
-        };
-        let path = match url.query() {
-            Some(query) => format!("{}?{query}", url.path()),
-            None => url.path().to_owned(),
-        };
+        })?;
         ctx.upstream = Some(Target {
             hook: upstream.request_hook(&principal).await,
             forwarded: upstream.config().forwarded(&request.headers),
-            addr,
-            tls,
-            host: host.trim_matches(['[', ']']).to_owned(),
-            path: path.parse().map_err(|_| unreachable("its URL".into()))?,
-            authority: HeaderValue::from_str(&authority)
-                .map_err(|_| unreachable("its URL".into()))?,
+            route,
             upstream,
         });
         Ok(())
+    }
+}
+
+/// The answer to a request that failed on its way through (`None`: the client's connection
+/// broke). The client learns whose side failed and the system's reason, not pingora's
+/// context (the upstream's address), which goes to the log.
+fn failure(error: &Error, ctx: &Ctx) -> Option<(StatusCode, String)> {
+    let upstream = ctx
+        .upstream
+        .as_ref()
+        .map_or("the upstream", |t| t.upstream.name().as_str());
+    let root = error.root_cause();
+    let reason = match root.downcast_ref::<Error>() {
+        Some(innermost) => innermost.etype().as_str().to_owned(),
+        None => root.to_string(),
+    };
+    match error.esource() {
+        ErrorSource::Upstream => {
+            tracing::warn!(upstream, %error, "a pass-through request failed upstream");
+            Some((
+                StatusCode::BAD_GATEWAY,
+                format!("Bad Gateway: `{upstream}` cannot be reached: {reason}"),
+            ))
+        }
+        ErrorSource::Downstream => match error.etype() {
+            ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed => None,
+            _ => Some((
+                StatusCode::BAD_REQUEST,
+                format!("Bad Request: the request could not be read: {reason}"),
+            )),
+        },
+        ErrorSource::Internal | ErrorSource::Unset => {
+            tracing::error!(upstream, %error, "a pass-through request failed in Switchyard");
+            Some((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Internal Server Error: Switchyard failed to proxy the request".to_owned(),
+            ))
+        }
     }
 }
 

@@ -33,6 +33,11 @@ fn write_config(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
 #[tokio::test]
 async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
     let notes = NotesServer::start().await;
+    // A port nothing listens on any more.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
         &dir,
@@ -43,13 +48,16 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
              headers = {{ X-Upstream-Key = \"fixed\", X-User = \"user:${{claim:sub}}\" }}\n\
              forward_headers = [\"X-Tenant\"]\n\
              rename_headers = {{ X-Client-Trace = \"X-Trace\" }}\n\n\
-             [upstreams.local]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n",
+             [upstreams.local]\ncommand = \"{SWITCHYARD}\"\nargs = [\"demo-server\"]\n\n\
+             [upstreams.named]\nurl = \"{}\"\nsession = \"shared\"\n\n\
+             [upstreams.gone]\nurl = \"http://{closed}/mcp\"\ntransport = \"streamable_http\"\n",
             api_keys_section(&["alice", "bob"]),
             notes.url(),
+            notes.url().replace("127.0.0.1", "localhost"),
         ),
     );
     let gw = GatewayProcess::start_with(&config, &["--passthrough-listen", "127.0.0.1:0"]);
-    ready(&gw).await;
+    ready(&gw, &["gone"]).await;
     let base = format!(
         "http://{}",
         gw.passthrough.expect("a pass-through listener")
@@ -100,6 +108,21 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
     assert!(body.contains("not a streamable-HTTP upstream"), "{body}");
     let (status, _, body) = post(format!("{base}/mcp"), Some(&bob)).await;
     assert_eq!(status, 404, "{body}");
+    let (status, _, body) = post(format!("{base}/servers/gone/mcp"), Some(&bob)).await;
+    assert_eq!(status, 502, "{body}");
+    assert!(
+        body.contains("`gone` cannot be reached: Connection refused"),
+        "{body}"
+    );
+    assert!(!body.contains(&closed.to_string()), "no address: {body}");
+
+    // An upstream named by its host name: looked up once, and served like the others.
+    let named = client_sending(&format!("{base}/servers/named/mcp"), "bob", &SENT).await;
+    for _ in 0..3 {
+        let tools = named.list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "header"), "{tools:?}");
+    }
+    named.cancel().await.unwrap();
 
     // Metrics: what went through, by upstream.
     let metrics = gw.metrics_text().await;
@@ -128,7 +151,7 @@ async fn an_upgrade_takes_the_sockets_over_without_a_failed_call() {
     );
     let args = ["--passthrough-listen", "127.0.0.1:0"];
     let mut old = GatewayProcess::start_with(&config, &args);
-    ready(&old).await;
+    ready(&old, &[]).await;
     let url = format!("http://{}/servers/demo/mcp", old.passthrough.unwrap());
 
     let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
@@ -237,7 +260,7 @@ async fn a_passthrough_answer_streams_as_the_upstream_sends_it() {
         &format!("[server]\nwatch_config = false\n\n[upstreams.demo]\nurl = \"{demo}\"\n"),
     );
     let gw = GatewayProcess::start_with(&config, &["--passthrough-listen", "127.0.0.1:0"]);
-    ready(&gw).await;
+    ready(&gw, &[]).await;
     let url = format!("http://{}/servers/demo/mcp", gw.passthrough.unwrap());
 
     let recorder = Recorder::plain("streaming");
@@ -302,13 +325,17 @@ async fn a_passthrough_answer_streams_as_the_upstream_sends_it() {
     );
 }
 
-/// Waits until every upstream of `gw` is ready (their transports found out).
-async fn ready(gw: &GatewayProcess) {
+/// Waits until every upstream of `gw` but those named in `down` is ready (their transports
+/// found out).
+async fn ready(gw: &GatewayProcess, down: &[&str]) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let health = healthz(gw.addr).await;
         let upstreams = health["upstreams"].as_array().cloned().unwrap_or_default();
-        if !upstreams.is_empty() && upstreams.iter().all(|u| u["state"] == "ready") {
+        let up = |u: &serde_json::Value| {
+            u["state"] == "ready" || down.iter().any(|name| u["name"] == *name)
+        };
+        if !upstreams.is_empty() && upstreams.iter().all(up) {
             return;
         }
         assert!(

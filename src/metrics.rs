@@ -213,18 +213,21 @@ impl Metrics {
             passthrough: IntCounterVec::new(
                 Opts::new(
                     "switchyard_passthrough_requests_total",
-                    "Requests on the pass-through routes by upstream and HTTP status class \
-                     (2xx, 4xx, 5xx; `refused` when Switchyard answered itself)",
+                    "Requests on the pass-through routes that found their upstream, by upstream \
+                     and the answer's HTTP status class (2xx to 5xx, whether the upstream or \
+                     Switchyard answered; `none` when the client left before an answer)",
                 ),
                 &["upstream", "status"],
             )?,
             passthrough_duration: HistogramVec::new(
                 HistogramOpts::new(
                     "switchyard_passthrough_request_duration_seconds",
-                    "Time to the end of each pass-through request's answer, by upstream",
+                    "Time to the end of each pass-through request's answer, by upstream and \
+                     HTTP method (a GET's answer is an event stream: it lasts as long as the \
+                     stream)",
                 )
                 .buckets(BUCKETS.to_vec()),
-                &["upstream"],
+                &["upstream", "method"],
             )?,
             registry,
         };
@@ -401,19 +404,49 @@ pub fn standalone() -> Arc<Metrics> {
 }
 
 impl Metrics {
-    /// Counts a pass-through request to `upstream` that ended with `status` (`None`: refused
-    /// by Switchyard itself), `started` when it came in.
-    pub fn record_passthrough(&self, upstream: &str, status: Option<u16>, started: Instant) {
+    /// The pass-through series of `upstream`, resolved once for all its requests.
+    pub fn passthrough_series(&self, upstream: &str) -> PassthroughSeries {
+        PassthroughSeries {
+            requests: STATUS_CLASSES
+                .map(|class| self.passthrough.with_label_values(&[upstream, class])),
+            duration: HTTP_METHODS.map(|method| {
+                self.passthrough_duration
+                    .with_label_values(&[upstream, method])
+            }),
+        }
+    }
+}
+
+/// The status classes of `switchyard_passthrough_requests_total`; `none`: no answer written.
+const STATUS_CLASSES: [&str; 5] = ["none", "2xx", "3xx", "4xx", "5xx"];
+/// The methods of the streamable-HTTP transport, and one label for any other.
+const HTTP_METHODS: [&str; 4] = ["POST", "GET", "DELETE", "other"];
+
+/// One upstream's pass-through series.
+#[derive(Debug)]
+pub struct PassthroughSeries {
+    requests: [IntCounter; STATUS_CLASSES.len()],
+    duration: [Histogram; HTTP_METHODS.len()],
+}
+
+impl PassthroughSeries {
+    /// Counts a request with `method` that ended with `status` (`None`: no answer was
+    /// written), `started` when it came in.
+    pub fn record(&self, method: &http::Method, status: Option<u16>, started: Instant) {
         let class = match status {
-            None => "refused",
-            Some(200..=299) => "2xx",
-            Some(300..=399) => "3xx",
-            Some(400..=499) => "4xx",
-            Some(_) => "5xx",
+            None => 0,
+            Some(200..=299) => 1,
+            Some(300..=399) => 2,
+            Some(400..=499) => 3,
+            Some(_) => 4,
         };
-        self.passthrough.with_label_values(&[upstream, class]).inc();
-        self.passthrough_duration
-            .with_label_values(&[upstream])
-            .observe(started.elapsed().as_secs_f64());
+        let method = match *method {
+            http::Method::POST => 0,
+            http::Method::GET => 1,
+            http::Method::DELETE => 2,
+            _ => 3,
+        };
+        self.requests[class].inc();
+        self.duration[method].observe(started.elapsed().as_secs_f64());
     }
 }

@@ -260,11 +260,10 @@ impl ProxyHttp for Passthrough {
             return;
         };
         let status = session.response_written().map(|r| r.status.as_u16());
-        self.gateway.metrics().record_passthrough(
-            target.upstream.name().as_str(),
-            status,
-            ctx.started,
-        );
+        target
+            .route
+            .series
+            .record(&session.req_header().method, status, ctx.started);
     }
 }
 
@@ -314,12 +313,17 @@ impl Passthrough {
                 ));
             }
         };
-        let route = self.routes.to(&upstream, url).await.map_err(|reason| {
-            refusal(
-                StatusCode::BAD_GATEWAY,
-                &format!("Bad Gateway: `{name}` cannot be reached: {reason}"),
-            )
-        })?;
+        let metrics = self.gateway.metrics();
+        let route = self
+            .routes
+            .to(&upstream, url, metrics)
+            .await
+            .map_err(|reason| {
+                refusal(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("Bad Gateway: `{name}` cannot be reached: {reason}"),
+                )
+            })?;
         ctx.upstream = Some(Target {
             hook: upstream.request_hook(&principal).await,
             forwarded: upstream.config().forwarded(&request.headers),

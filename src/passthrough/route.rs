@@ -2,6 +2,7 @@
 //! that every request carries, worked out once per upstream rather than at each request (a
 //! host name is not looked up per request). A reload that replaces the upstream gets a new
 //! route; a host name is looked up again after `LOOKUP_LIFETIME`, so a moved server is found.
+//! Its metric series are resolved with it.
 
 use std::{
     net::SocketAddr,
@@ -12,7 +13,11 @@ use std::{
 use dashmap::DashMap;
 use http::{HeaderValue, uri::PathAndQuery};
 
-use crate::{names::UpstreamName, upstream::Upstream};
+use crate::{
+    metrics::{Metrics, PassthroughSeries},
+    names::UpstreamName,
+    upstream::Upstream,
+};
 
 /// How long the address a host name was looked up to is used before it is looked up again.
 const LOOKUP_LIFETIME: Duration = Duration::from_secs(30);
@@ -39,17 +44,25 @@ pub struct Route {
     pub path: PathAndQuery,
     /// The `Host` the upstream is sent.
     pub authority: HeaderValue,
+    /// The upstream's pass-through metrics.
+    pub series: PassthroughSeries,
 }
 
 impl Routes {
-    /// The route to `upstream`, whose URL is `url`; or why it cannot be reached.
-    pub async fn to(&self, upstream: &Arc<Upstream>, url: &url::Url) -> Result<Arc<Route>, String> {
+    /// The route to `upstream`, whose URL is `url`; or why it cannot be reached. A new route
+    /// resolves its series in `metrics`.
+    pub async fn to(
+        &self,
+        upstream: &Arc<Upstream>,
+        url: &url::Url,
+        metrics: &Metrics,
+    ) -> Result<Arc<Route>, String> {
         if let Some(route) = self.by_upstream.get(upstream.name())
             && route.serves(upstream)
         {
             return Ok(route.clone());
         }
-        let route = Arc::new(Route::work_out(upstream, url).await?);
+        let route = Arc::new(Route::work_out(upstream, url, metrics).await?);
         self.by_upstream
             .insert(upstream.name().clone(), route.clone());
         Ok(route)
@@ -57,7 +70,11 @@ impl Routes {
 }
 
 impl Route {
-    async fn work_out(upstream: &Arc<Upstream>, url: &url::Url) -> Result<Self, String> {
+    async fn work_out(
+        upstream: &Arc<Upstream>,
+        url: &url::Url,
+        metrics: &Metrics,
+    ) -> Result<Self, String> {
         let host = url.host_str().ok_or("its URL has no host")?;
         let port = url.port_or_known_default().unwrap_or(80);
         let (addr, looked_up) = match url.host() {
@@ -92,6 +109,7 @@ impl Route {
             sni: host.trim_matches(['[', ']']).to_owned(),
             path: path.parse().map_err(|_| "its URL's path is not valid")?,
             authority: HeaderValue::from_str(&authority).map_err(|_| "its URL's host")?,
+            series: metrics.passthrough_series(upstream.name().as_str()),
         })
     }
 

@@ -124,12 +124,20 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
     }
     named.cancel().await.unwrap();
 
-    // Metrics: what went through, by upstream.
+    // Metrics: what went through, by upstream (and method), and all the dashboard shows.
     let metrics = gw.metrics_text().await;
-    assert!(
-        metrics.contains(r#"switchyard_passthrough_requests_total{status="2xx",upstream="notes"}"#),
-        "{metrics}"
-    );
+    for series in [
+        r#"switchyard_passthrough_requests_total{status="2xx",upstream="notes"}"#,
+        r#"switchyard_passthrough_requests_total{status="5xx",upstream="gone"}"#,
+        r#"switchyard_passthrough_request_duration_seconds_count{method="POST",upstream="notes"}"#,
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
+    for name in crate::operate::dashboard_metrics() {
+        if name.starts_with("switchyard_passthrough_") {
+            assert!(metrics.contains(&format!("# TYPE {name} ")), "{name}");
+        }
+    }
     alice.cancel().await.unwrap();
 }
 

@@ -25,11 +25,10 @@ use serde::de::DeserializeOwned;
 use super::{Session, listen, upstreams::Source};
 use crate::{
     catalog::{Catalog, ListKind},
-    downstream::{Downstream, Outlet},
-    gateway::{Gateway, Outbox},
+    downstream::Downstream,
+    gateway::Gateway,
     protocol::Era,
     router::{Call, resolve_uri},
-    wire,
 };
 
 /// Serves one request of the typed path.
@@ -194,20 +193,10 @@ impl ServerHandler for SessionHandler {
                 None,
             ));
         };
-        if session.subscribed().contains_key(&request.uri) {
-            return Ok(());
-        }
-        let catalog = self.gateway.catalog_for(self.downstream.viewer());
-        let (owner, original, _) = resolve_uri(&self.gateway, &catalog, &request.uri)?;
-        let upstream = self.gateway.serving_upstream(&owner)?;
-        let outbox = Outbox::Outlet(Outlet::Session(session.standalone().clone()));
-        let subscription = self
-            .gateway
-            .subscriptions()
-            .subscribe(&upstream, original, request.uri.clone(), outbox)
-            .await?;
-        session.subscribed().insert(request.uri, subscription);
-        Ok(())
+        session
+            .subscribe(&self.gateway, request.uri)
+            .await
+            .map_err(Into::into)
     }
 
     async fn unsubscribe(
@@ -216,13 +205,7 @@ impl ServerHandler for SessionHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         if let Some(session) = &self.session {
-            let here = session.subscribed().remove(&request.uri);
-            if here.is_none() {
-                // With replicas, the subscription may be held where the client subscribed.
-                let params = serde_json::json!({"uri": request.uri}).to_string();
-                let message = wire::write::notification("resources/unsubscribe", Some(&params));
-                session.relay(self.gateway.store(), &message).await;
-            }
+            session.unsubscribe(&self.gateway, &request.uri).await;
         }
         Ok(())
     }

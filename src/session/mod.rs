@@ -15,7 +15,9 @@ mod id;
 mod listen;
 mod notify;
 mod serve;
+mod subscribed;
 mod table;
+mod takeover;
 mod upstreams;
 
 use std::{
@@ -34,6 +36,7 @@ pub use id::{SessionIds, Ticket};
 pub use notify::{ListWatcher, spawn_list_notifier};
 pub use serve::{Caller, Served, has_modern_meta, meta_of, meta_version, serve};
 pub use table::{SessionTable, TableEars};
+pub use takeover::spawn_takeover;
 pub use upstreams::{SessionUpstreams, Source};
 
 use crate::{

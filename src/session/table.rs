@@ -152,7 +152,7 @@ impl SessionTable {
     }
 
     /// This replica's copy of the session the store names `hash`, if it holds one.
-    fn hashed(&self, hash: &str) -> Option<Arc<Session>> {
+    pub(super) fn hashed(&self, hash: &str) -> Option<Arc<Session>> {
         let id = self.by_hash.get(hash)?.value().clone();
         self.sessions
             .get(&id)

@@ -1,7 +1,9 @@
 //! State that outlives one request and that replicas share: which sessions are alive (the
 //! rest of a session travels in its id), the events of their standalone streams (sealed), the
-//! news that one ended or has a new event, the upstream sessions of each (`upstreams`), and
-//! sealed records, sets and leases for whoever keeps more (`records`: the OAuth vault).
+//! news that one ended or has a new event, the upstream sessions of each (`upstreams`), the
+//! resource subscriptions of each and which replica holds them (`subscriptions`), which
+//! replicas are alive (`replicas`), and sealed records, sets and leases for whoever keeps more
+//! (`records`: the OAuth vault).
 //!
 //! `embedded` (the default) keeps this in the process: a session lives in its replica's
 //! table and nowhere else, and nothing here is called upon. `redis` keeps it in Redis, every
@@ -12,11 +14,15 @@
 
 mod records;
 mod redis;
+mod replicas;
 mod seal;
+mod subscriptions;
 mod upstreams;
 
 pub use records::{Lease, record_hash};
+pub use replicas::{BEAT, STALE};
 pub use seal::Sealer;
+pub use subscriptions::SubscriptionRecord;
 
 use std::{
     sync::{
@@ -52,6 +58,8 @@ pub struct Store {
     sealer: Arc<Sealer>,
     /// Who is told what replicas publish.
     hearers: std::sync::RwLock<Vec<Arc<dyn Heard>>>,
+    /// This replica's id among those sharing the store (see `replicas`).
+    replica: String,
 }
 
 /// What the store is and whether it answers, for `/healthz` and the admin API.
@@ -59,6 +67,9 @@ pub struct Store {
 pub struct StoreStatus {
     pub kind: &'static str,
     pub up: bool,
+    /// This replica's id among those sharing the store (none for the embedded store).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// The last failure, while it lasts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -87,6 +98,7 @@ impl Store {
             health,
             sealer: Arc::new(Sealer::new(&settings.session_keys)),
             hearers: Default::default(),
+            replica: replicas::new_replica_id(),
         })
     }
 
@@ -109,6 +121,7 @@ impl Store {
                 "embedded"
             },
             up: down.is_none(),
+            replica: self.is_shared().then(|| self.replica.clone()),
             down_since: down.as_ref().map(|(since, _)| {
                 since
                     .duration_since(SystemTime::UNIX_EPOCH)

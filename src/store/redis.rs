@@ -5,7 +5,10 @@
 //! timeout unless a replica that serves the session renews it), `PREFIX:events:HASH` (a
 //! stream of the session's sealed standalone-stream events, the last `EVENTS_KEPT`, expiring
 //! with the session), `PREFIX:events:HASH:seen` (the last event a stream of it was sent) and
-//! `PREFIX:upstreams:HASH` (its upstream sessions, see `upstreams`).
+//! `PREFIX:upstreams:HASH` (its upstream sessions, see `upstreams`) and
+//! `PREFIX:subscriptions:HASH` (its resource subscriptions, see `subscriptions`); the
+//! replicas' beats and what each held are under `PREFIX:replicas` and `PREFIX:held:ID` (see
+//! `replicas`).
 //! Channels: `PREFIX:ended` and `PREFIX:events` (the hashes of sessions ended, and of those
 //! with a new event), `PREFIX:changed` (records changed, see `records`) and `PREFIX:relayed`
 //! (a session's hash, a space, and a message of its client, sealed, for another replica).
@@ -188,6 +191,8 @@ impl Redis {
                 .arg(millis)
                 .ignore()
                 .pexpire(self.upstreams_key(hash), millis as i64)
+                .ignore()
+                .pexpire(self.subscriptions_key(hash), millis as i64)
                 .ignore();
         }
         let () = pipe
@@ -217,6 +222,7 @@ impl Redis {
                 format!("{events}:seen"),
                 events,
                 self.upstreams_key(hash),
+                self.subscriptions_key(hash),
             ])
             .ignore()
             .publish(self.ended_channel(), hash)

@@ -93,7 +93,11 @@ impl Endpoint {
         );
         tracing::debug!(session = %crate::session::short_hash(id), "serving a session another replica opened");
         self.share_stream(&session);
-        self.sessions.adopt(session)
+        let session = self.sessions.adopt(session);
+        // What the replica that held the session's subscriptions left, if it died.
+        let (gateway, adopted) = (self.gateway.clone(), session.clone());
+        tokio::spawn(async move { adopted.take_over(&gateway).await });
+        session
     }
 
     /// A new session for the request's principal at its endpoint, in the table and (with a

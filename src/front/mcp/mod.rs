@@ -35,7 +35,7 @@ use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
     policy::EndpointName,
-    session::{SessionIds, SessionTable, TableEars, spawn_list_notifier},
+    session::{SessionIds, SessionTable, TableEars, spawn_list_notifier, spawn_takeover},
 };
 
 /// The tower service behind the MCP endpoint path. Cheap to clone.
@@ -129,6 +129,7 @@ impl McpEndpoint {
         store.hear(Arc::new(TableEars(Arc::downgrade(&sessions))));
         let ids = SessionIds::new(store.sealer().clone());
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
+        spawn_takeover(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
         let settings = ArcSwap::from_pointee(Settings::of(&live, None));
         drop(live);
         let sessions_at_shutdown = sessions.clone();

@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::{
-    fixtures::{redis::RedisServer, round_robin::RoundRobin},
+    fixtures::{notes::NotesServer, redis::RedisServer, round_robin::RoundRobin},
     harness::{GatewayProcess, SWITCHYARD, healthz},
 };
 
@@ -173,4 +173,16 @@ pub fn reload_with(cluster: &Cluster, replica: usize, extra: &str) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// Three replicas with the notes server as `remote`, ready.
+pub async fn notes_cluster() -> (RedisServer, NotesServer, Cluster) {
+    let redis = RedisServer::start().await;
+    let notes = NotesServer::start().await;
+    let cluster = Cluster::start_with(&redis, 300, |_| {
+        format!("[upstreams.remote]\nurl = {:?}\n", notes.url())
+    })
+    .await;
+    cluster.wait_ready("remote", Duration::from_secs(20)).await;
+    (redis, notes, cluster)
 }

@@ -1,10 +1,12 @@
 //! Several gateway processes behind a plain round-robin balancer, sharing a real Redis: any
 //! replica serves any session, a replica killed mid-run loses no session, a Redis outage is
-//! reported and survived, and streams follow their client (`streams`).
+//! reported and survived, streams follow their client (`streams`), and subscriptions outlive
+//! the replica holding them (`subscriptions`).
 
 mod asks;
 mod cluster;
 mod streams;
+mod subscriptions;
 mod tokens;
 mod upstreams;
 
@@ -102,8 +104,14 @@ async fn any_replica_serves_any_session() {
         }
     }
 
-    // What Redis holds: liveness records under the prefix, nothing of the sessions in clear.
-    let stored = redis.dump("*").await;
+    // What Redis holds: liveness records under the prefix (the sessions', and the replicas'
+    // beats), nothing of the sessions in clear.
+    let stored: Vec<_> = redis
+        .dump("*")
+        .await
+        .into_iter()
+        .filter(|(key, _)| key != "switchyard:replicas")
+        .collect();
     assert!(!stored.is_empty());
     for (key, value) in &stored {
         assert!(key.starts_with("switchyard:session:"), "{key}");

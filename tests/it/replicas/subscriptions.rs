@@ -1,0 +1,150 @@
+//! Resource subscriptions across replicas: one replica holds each (a subscribe landing on
+//! another does not subscribe again), an unsubscribe landing on another replica ends it, and
+//! when the holder dies a replica serving the session takes it over.
+
+#![allow(deprecated)] // resources/subscribe is legacy-only
+
+use std::time::Duration;
+
+use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+use serde_json::json;
+
+use super::cluster::{Cluster, notes_cluster};
+use crate::{
+    fixtures::redis::RedisServer,
+    harness::{Recorder, call, eventually, healthz},
+};
+
+/// A resource subscription is held by the replica the client subscribed through: its updates
+/// reach the client's stream wherever that is open, and an unsubscribe landing on another
+/// replica ends it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsubscribe_landing_on_another_replica_ends_the_subscription() {
+    let (_redis, notes, cluster) = notes_cluster().await;
+    let url = cluster.balancer.url();
+    let ada = Recorder::plain("ada");
+    let a = ada.clone().connect(&url).await;
+    let b = Recorder::plain("bob").connect(&url).await;
+    let uri = "remote+notes://note/7";
+
+    let subscriber = cluster.balancer.next_backend();
+    a.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    assert_eq!(notes.shared.subscription_count(), 1);
+    call(&b, "remote__touch", json!({"name": "7"}))
+        .await
+        .unwrap();
+    let updated = eventually(Duration::from_secs(5), || ada.seen().updated == [uri]).await;
+    assert!(
+        updated,
+        "the update reached the client: {:?}",
+        ada.seen().updated
+    );
+
+    // The unsubscribe lands on another replica than the one that subscribed.
+    if cluster.balancer.next_backend() == subscriber {
+        reqwest::get(format!("{}/healthz", cluster.balancer.origin()))
+            .await
+            .unwrap();
+    }
+    a.unsubscribe(UnsubscribeRequestParams::new(uri))
+        .await
+        .unwrap();
+    let ended = eventually(Duration::from_secs(5), || {
+        notes.shared.subscription_count() == 0
+    })
+    .await;
+    assert!(ended, "the upstream subscription ended");
+    call(&b, "remote__touch", json!({"name": "7"}))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ada.seen().updated, [uri], "no update after the unsubscribe");
+}
+
+/// The replica holding a subscription is killed: another replica serving the session takes
+/// the subscription over, and the client's updates go on, once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_outlives_the_replica_holding_it() {
+    let (redis, notes, mut cluster) = notes_cluster().await;
+    let url = cluster.balancer.url();
+    let ada = Recorder::plain("ada");
+    let a = ada.clone().connect(&url).await;
+    let b = Recorder::plain("bob").connect(&url).await;
+    let uri = "remote+notes://note/7";
+
+    a.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    assert_eq!(notes.shared.subscription_count(), 1);
+    let holder = holder(&redis, &cluster).await;
+    // Subscribing again through other replicas finds it held: no second subscription.
+    for _ in 0..2 {
+        a.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    }
+    assert_eq!(notes.shared.subscription_count(), 1, "held once");
+
+    let touch = || async {
+        call(&b, "remote__touch", json!({"name": "7"}))
+            .await
+            .unwrap();
+    };
+    touch().await;
+    let updated = eventually(Duration::from_secs(5), || ada.seen().updated.len() == 1).await;
+    assert!(updated, "the first update: {:?}", ada.seen().updated);
+
+    // The holder dies; the balancer sends nothing more its way.
+    cluster.replicas[holder].kill();
+    let survivors: Vec<_> = (0..cluster.replicas.len())
+        .filter(|n| *n != holder)
+        .map(|n| cluster.replicas[n].addr)
+        .collect();
+    cluster.balancer.set_backends(survivors);
+    // The stale upstream subscription of the dead replica stays with the notes server: the
+    // one taken over is a second.
+    let taken_over = eventually(Duration::from_secs(30), || {
+        notes.shared.subscription_count() == 2
+    })
+    .await;
+    assert!(
+        taken_over,
+        "a living replica subscribed again: {} upstream subscriptions",
+        notes.shared.subscription_count()
+    );
+    let mut reached = false;
+    for _ in 0..50 {
+        touch().await;
+        if eventually(Duration::from_millis(400), || ada.seen().updated.len() >= 2).await {
+            reached = true;
+            break;
+        }
+    }
+    assert!(
+        reached,
+        "updates reach the client again: {:?}",
+        ada.seen().updated
+    );
+    // Once each: one more change, one more update.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = ada.seen().updated.len();
+    touch().await;
+    let one_more = eventually(Duration::from_secs(5), || {
+        ada.seen().updated.len() == before + 1
+    })
+    .await;
+    assert!(one_more, "{:?}", ada.seen().updated);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(ada.seen().updated.len(), before + 1, "no update twice");
+}
+
+/// The replica holding the cluster's one subscription: the one whose id names the store's
+/// only `held` set.
+async fn holder(redis: &RedisServer, cluster: &Cluster) -> usize {
+    let held = redis.dump("switchyard:held:*").await;
+    assert_eq!(held.len(), 1, "one replica holds subscriptions");
+    let id = held[0].0.trim_start_matches("switchyard:held:").to_owned();
+    let mut found = None;
+    for (n, replica) in cluster.replicas.iter().enumerate() {
+        if healthz(replica.addr).await["store"]["replica"] == id.as_str() {
+            found = Some(n);
+        }
+    }
+    found.unwrap_or_else(|| panic!("no replica has id {id}"))
+}

@@ -391,7 +391,10 @@ impl Gateway {
 
     /// Stops the supervisors and ends every upstream session, shared and per-client, waiting
     /// up to `grace` (stdio processes are asked to exit, HTTP sessions are deleted upstream).
+    /// With replicas, first tells the others this one leaves, so that they take over what it
+    /// held without waiting for its silence.
     pub async fn close(&self, grace: std::time::Duration) {
+        self.store.leave().await;
         self.shutdown();
         let upstreams = self.upstreams();
         futures::future::join_all(upstreams.iter().map(|u| u.close_all(grace))).await;

@@ -86,11 +86,10 @@ impl Session {
                     continue;
                 }
             }
-            let uri = orphan.uri.clone();
-            if let Err(error) = self.subscribe_here(gateway, orphan.uri).await {
+            if let Err(error) = self.subscribe_here(gateway, orphan.uri.clone()).await {
                 // The client is told nothing more of it: forget it rather than retry forever.
                 tracing::warn!(%error, "a resource subscription of a replica that died could not be made again");
-                let _ = store.drop_subscription(hash, &uri).await;
+                let _ = store.drop_subscription(hash, &orphan.uri).await;
             } else {
                 tracing::info!(session = %super::short_hash(self.id()), "took over a resource subscription of a replica that died");
             }

@@ -18,8 +18,8 @@ use crate::{
     store::{BEAT, STALE},
 };
 
-/// Beats and takes over for `table`'s sessions until `shutdown` (when the replica tells the
-/// others it leaves); nothing without a shared store.
+/// Beats and takes over for `table`'s sessions until `shutdown` (the replica says it leaves
+/// when the gateway closes); nothing without a shared store.
 pub fn spawn_takeover(
     gateway: Arc<Gateway>,
     table: Weak<SessionTable>,
@@ -38,10 +38,7 @@ pub fn spawn_takeover(
         loop {
             tokio::select! {
                 _ = ticks.tick() => {}
-                () = shutdown.cancelled() => {
-                    gateway.store().leave().await;
-                    return;
-                }
+                () = shutdown.cancelled() => return,
             }
             let Some(table) = table.upgrade() else {
                 return;

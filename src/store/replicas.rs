@@ -30,6 +30,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
 ";
 
+/// Marks replica `ARGV[1]` as silent for `ARGV[2]` milliseconds already: dead to the others
+/// at once, and listed as long as a dead replica is.
+const LEAVE_SCRIPT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now - tonumber(ARGV[2]), ARGV[1])
+";
+
 /// Of the replicas `ARGV[2..]`, 1 for each that beat within `ARGV[1]` milliseconds, else 0.
 const ALIVE_SCRIPT: &str = r"
 local t = redis.call('TIME')
@@ -100,9 +108,11 @@ impl Store {
         let Some(redis) = &self.redis else {
             return;
         };
-        let left: Result<u64, _> = redis
-            .connection()
-            .zadd(redis.replicas_key(), &self.replica, 0)
+        let left: Result<(), _> = redis::Script::new(LEAVE_SCRIPT)
+            .key(redis.replicas_key())
+            .arg(&self.replica)
+            .arg(millis(STALE) + 1)
+            .invoke_async(&mut redis.connection())
             .await;
         if let Err(error) = left {
             tracing::debug!(%error, "could not tell the other replicas this one is leaving");

@@ -74,7 +74,7 @@ async fn a_subscription_outlives_the_replica_holding_it() {
 
     a.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
     assert_eq!(notes.shared.subscription_count(), 1);
-    let holder = holder(&redis, &cluster).await;
+    let first = holder(&redis, &cluster, &[0, 1, 2]).await;
     // Subscribing again through other replicas finds it held: no second subscription.
     for _ in 0..2 {
         a.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
@@ -91,9 +91,10 @@ async fn a_subscription_outlives_the_replica_holding_it() {
     assert!(updated, "the first update: {:?}", ada.seen().updated);
 
     // The holder dies; the balancer sends nothing more its way.
-    cluster.replicas[holder].kill();
+    let killed = first;
+    cluster.replicas[killed].kill();
     let survivors: Vec<_> = (0..cluster.replicas.len())
-        .filter(|n| *n != holder)
+        .filter(|n| *n != killed)
         .map(|n| cluster.replicas[n].addr)
         .collect();
     cluster.balancer.set_backends(survivors);
@@ -121,7 +122,47 @@ async fn a_subscription_outlives_the_replica_holding_it() {
         "updates reach the client again: {:?}",
         ada.seen().updated
     );
-    // Once each: one more change, one more update.
+    once_each(&ada, &touch).await;
+
+    // The new holder shuts down as a service manager stops it: it says so, and the last
+    // replica takes over within a few beats rather than after its silence.
+    let living: Vec<usize> = (0..cluster.replicas.len())
+        .filter(|n| *n != killed)
+        .collect();
+    let second = holder(&redis, &cluster, &living).await;
+    let last = *living.iter().find(|n| **n != second).unwrap();
+    cluster
+        .balancer
+        .set_backends(vec![cluster.replicas[last].addr]);
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &cluster.replicas[second].child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let before = ada.seen().updated.len();
+    let started = std::time::Instant::now();
+    let mut reached = false;
+    while started.elapsed() < Duration::from_secs(8) {
+        touch().await;
+        if eventually(Duration::from_millis(300), || {
+            ada.seen().updated.len() > before
+        })
+        .await
+        {
+            reached = true;
+            break;
+        }
+    }
+    assert!(
+        reached,
+        "taken over after a graceful stop: {:?}",
+        ada.seen().updated
+    );
+    once_each(&ada, &touch).await;
+}
+
+/// One more change of the resource gives the client exactly one more update.
+async fn once_each<F: std::future::Future<Output = ()>>(ada: &Recorder, touch: &impl Fn() -> F) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = ada.seen().updated.len();
     touch().await;
@@ -134,17 +175,26 @@ async fn a_subscription_outlives_the_replica_holding_it() {
     assert_eq!(ada.seen().updated.len(), before + 1, "no update twice");
 }
 
-/// The replica holding the cluster's one subscription: the one whose id names the store's
-/// only `held` set.
-async fn holder(redis: &RedisServer, cluster: &Cluster) -> usize {
-    let held = redis.dump("switchyard:held:*").await;
-    assert_eq!(held.len(), 1, "one replica holds subscriptions");
-    let id = held[0].0.trim_start_matches("switchyard:held:").to_owned();
-    let mut found = None;
-    for (n, replica) in cluster.replicas.iter().enumerate() {
-        if healthz(replica.addr).await["store"]["replica"] == id.as_str() {
-            found = Some(n);
+/// Of the replicas `among`, the one holding the cluster's subscription: the one whose id
+/// names a `held` set in the store.
+async fn holder(redis: &RedisServer, cluster: &Cluster, among: &[usize]) -> usize {
+    let held: Vec<String> = redis
+        .dump("switchyard:held:*")
+        .await
+        .into_iter()
+        .map(|(key, _)| key.trim_start_matches("switchyard:held:").to_owned())
+        .collect();
+    let mut holders = Vec::new();
+    for n in among {
+        let id = healthz(cluster.replicas[*n].addr).await["store"]["replica"].clone();
+        if held.iter().any(|h| id == h.as_str()) {
+            holders.push(*n);
         }
     }
-    found.unwrap_or_else(|| panic!("no replica has id {id}"))
+    assert_eq!(
+        holders.len(),
+        1,
+        "one replica holds the subscription: {held:?}"
+    );
+    holders[0]
 }

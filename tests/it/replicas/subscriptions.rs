@@ -109,14 +109,7 @@ async fn a_subscription_outlives_the_replica_holding_it() {
         "a living replica subscribed again: {} upstream subscriptions",
         notes.shared.subscription_count()
     );
-    let mut reached = false;
-    for _ in 0..50 {
-        touch().await;
-        if eventually(Duration::from_millis(400), || ada.seen().updated.len() >= 2).await {
-            reached = true;
-            break;
-        }
-    }
+    let reached = updated_again(&ada, &touch, Duration::from_secs(20)).await;
     assert!(
         reached,
         "updates reach the client again: {:?}",
@@ -139,26 +132,34 @@ async fn a_subscription_outlives_the_replica_holding_it() {
         .status()
         .unwrap();
     assert!(stopped.success());
-    let before = ada.seen().updated.len();
-    let started = std::time::Instant::now();
-    let mut reached = false;
-    while started.elapsed() < Duration::from_secs(8) {
-        touch().await;
-        if eventually(Duration::from_millis(300), || {
-            ada.seen().updated.len() > before
-        })
-        .await
-        {
-            reached = true;
-            break;
-        }
-    }
+    let reached = updated_again(&ada, &touch, Duration::from_secs(8)).await;
     assert!(
         reached,
         "taken over after a graceful stop: {:?}",
         ada.seen().updated
     );
     once_each(&ada, &touch).await;
+}
+
+/// Whether changes of the resource, made until one reaches the client, do so `within`.
+async fn updated_again<F: std::future::Future<Output = ()>>(
+    ada: &Recorder,
+    touch: &impl Fn() -> F,
+    within: Duration,
+) -> bool {
+    let before = ada.seen().updated.len();
+    let started = std::time::Instant::now();
+    while started.elapsed() < within {
+        touch().await;
+        if eventually(Duration::from_millis(300), || {
+            ada.seen().updated.len() > before
+        })
+        .await
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// One more change of the resource gives the client exactly one more update.

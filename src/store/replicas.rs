@@ -20,35 +20,46 @@ const FORGOTTEN: Duration = Duration::from_secs(3600);
 
 const KIND: &str = "replica";
 
+/// A Lua script that starts with `now`, Redis's clock in milliseconds.
+macro_rules! on_redis_clock {
+    ($body:literal) => {
+        concat!(
+            "local t = redis.call('TIME')\n",
+            "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n",
+            $body
+        )
+    };
+}
+
 /// Beats for this replica; answers the replicas whose beats are older than `ARGV[3]`
 /// milliseconds (`ARGV[1]`: this replica's id, `ARGV[2]`: how long dead ones stay listed).
-const BEAT_SCRIPT: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const BEAT_SCRIPT: &str = on_redis_clock!(
+    r"
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
-";
+"
+);
 
 /// Marks replica `ARGV[1]` as silent for `ARGV[2]` milliseconds already: dead to the others
 /// at once, and listed as long as a dead replica is.
-const LEAVE_SCRIPT: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const LEAVE_SCRIPT: &str = on_redis_clock!(
+    r"
 redis.call('ZADD', KEYS[1], now - tonumber(ARGV[2]), ARGV[1])
-";
+"
+);
 
 /// Of the replicas `ARGV[2..]`, 1 for each that beat within `ARGV[1]` milliseconds, else 0.
-const ALIVE_SCRIPT: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const ALIVE_SCRIPT: &str = on_redis_clock!(
+    r"
 local alive = {}
 for i = 2, #ARGV do
   local beat = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if beat and tonumber(beat) >= now - tonumber(ARGV[1]) then alive[i - 1] = 1 else alive[i - 1] = 0 end
 end
 return alive
-";
+"
+);
 
 impl Store {
     /// This replica's id among those sharing the store.

@@ -1,15 +1,25 @@
 //! The `switchyard` command: run the gateway, check a configuration, serve the demo server, or
 //! load-test an MCP endpoint (`bench`, with its baseline proxy `bare-hop`).
 
-use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 use switchyard::{
-    Gateway, admin, bench, config, demo, front::Front, gateway::Written, handover,
-    metrics::Metrics, passthrough, reload,
+    Gateway, admin,
+    auth::{AdminToken, AdminTokenOrigin},
+    bench, config, demo,
+    front::Front,
+    gateway::Written,
+    handover,
+    metrics::Metrics,
+    passthrough, reload,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -205,23 +215,16 @@ fn hash_key() -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let path = args.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
-    let mut config = config::load(&path)?;
-    let written = Written {
-        listen: config.server.listen,
-        admin_listen: config.admin.listen,
+    let overrides = config::Overrides {
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        passthrough_listen: args.passthrough_listen,
     };
-    if let Some(listen) = args.listen {
-        config.server.listen = listen;
-        if let Some(problem) = config.auth.exposure(listen) {
-            anyhow::bail!("--listen {listen}: {problem}");
-        }
-    }
-    if let Some(listen) = args.admin_listen {
-        config.admin.listen = Some(listen);
-    }
-    if let Some(listen) = args.passthrough_listen {
-        config.server.passthrough_listen = Some(listen);
-    }
+    let mut config = config::load_overridden(&path, &overrides)?;
+    let written = written_in_file(&path, &config, &overrides);
+    let (admin_token, origin) = AdminToken::for_config(&config).context(
+        "cannot read or make the admin token ([admin] token, or admin.token in [oauth] state_dir)",
+    )?;
     let listen = config.server.listen;
     let endpoint = config.server.endpoint_path.clone();
     let upgrade_socket = config.server.upgrade_socket.clone();
@@ -280,17 +283,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let stopping = CancellationToken::new();
     reload::spawn_watcher(gateway.clone(), stopping.clone());
     reload::spawn_sighup(gateway.clone(), stopping.clone());
-    let front = Front::new(gateway.clone());
+    let front = Front::new(gateway.clone(), admin_token.clone());
     if let Some(admin_listener) = admin_listener {
-        tracing::info!(
-            "admin API, status page and metrics on http://{}/",
-            admin_listener.local_addr()?
-        );
+        let address = admin_listener.local_addr()?;
+        tracing::info!("admin API, status page and metrics on http://{address}/");
+        tell_admin_token(&origin, &admin_token, address);
         let admin_stop = stopping.clone();
         tokio::spawn(admin::serve(
             admin_listener,
             gateway.clone(),
             front.mcp.clone(),
+            admin_token,
             async move { admin_stop.cancelled().await },
         ));
     }
@@ -333,6 +336,44 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     gateway.close(CLOSE_GRACE).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The listen addresses the file itself gives (a reload compares the file with them), where
+/// the command line overrode some: `config`'s own where the file alone does not load.
+fn written_in_file(path: &Path, config: &config::Config, overrides: &config::Overrides) -> Written {
+    let effective = Written {
+        listen: config.server.listen,
+        admin_listen: config.admin.listen,
+    };
+    if overrides.listen.is_none() && overrides.admin_listen.is_none() {
+        return effective;
+    }
+    match config::load(path) {
+        Ok(file) => Written {
+            listen: file.server.listen,
+            admin_listen: file.admin.listen,
+        },
+        Err(_) => effective,
+    }
+}
+
+/// Tells the operator the admin token made at this first start, once: where it is kept, and
+/// the status page's address with it. A token configured or kept from before is not shown.
+fn tell_admin_token(origin: &AdminTokenOrigin, token: &AdminToken, address: SocketAddr) {
+    match origin {
+        AdminTokenOrigin::Made(path) => eprintln!(
+            "\nswitchyard: made the admin token (kept in {}, readable only by you):\n  {}\n\
+             Open the status page at http://{address}/#token={} ; send it as \
+             `Authorization: Bearer TOKEN` to the admin API.\n",
+            path.display(),
+            token.reveal(),
+            token.reveal(),
+        ),
+        AdminTokenOrigin::Kept(path) => {
+            tracing::info!(file = %path.display(), "the admin API wants the token kept in this file")
+        }
+        AdminTokenOrigin::Configured => {}
+    }
 }
 
 /// Serves the conformance fixture, announcing its URL on stdout for scripts to read.

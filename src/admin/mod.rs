@@ -1,9 +1,12 @@
 //! The admin listener: the operators' API (`api`), the live status page (`page`) and
 //! `/metrics`, on an address of their own (loopback by default, `[admin] listen`).
 //!
-//! Every request is checked before it is served: a bearer token when one is configured (it
-//! must be, to listen beyond loopback), and no cross-origin browser request at all (a page
-//! from elsewhere cannot drive the API through an operator's browser).
+//! Every request is checked before it is served, in this order: its `Host` must be a loopback
+//! name, the listening address or one of `[admin] allowed_hosts` (a page that rebound its own
+//! domain to this address is refused: DNS rebinding); no cross-origin browser request at all
+//! (a page from elsewhere cannot drive the API through an operator's browser); and the admin
+//! token (`auth::AdminToken`) on every request but the status page's own files, and
+//! `/metrics` where no token is configured (metrics carry no secret: labels are bounded).
 
 mod api;
 mod page;
@@ -21,25 +24,37 @@ use axum::{
 use http::{HeaderMap, StatusCode, header};
 use tokio::net::TcpListener;
 
-use crate::{front::McpEndpoint, gateway::Gateway};
+use crate::{
+    auth::AdminToken,
+    config::AllowedOrigins,
+    front::{Guard, McpEndpoint},
+    gateway::Gateway,
+};
+
+/// The names a loopback admin listener is reached by.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// What the admin handlers share.
 #[derive(Clone)]
 struct Admin {
     gateway: Arc<Gateway>,
     mcp: McpEndpoint,
-    token: Option<Arc<str>>,
+    token: AdminToken,
+    /// The hosts requests may be sent to (no origin list: `cross_origin` checks those).
+    hosts: Arc<Guard>,
     /// Held while the overlay is being changed, so that edits apply one after the other.
     editing: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// The admin application for `gateway`, whose MCP endpoint is `mcp`.
-pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
-    let token = gateway.config().admin.token.as_deref().map(Arc::from);
+/// The admin application for `gateway`, whose MCP endpoint is `mcp`; `token` is the
+/// operators'.
+pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router {
+    let hosts = Arc::new(guard_of(&gateway.config().admin));
     let state = Admin {
         gateway,
         mcp,
         token,
+        hosts,
         editing: Arc::default(),
     };
     Router::new()
@@ -66,9 +81,10 @@ pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     mcp: McpEndpoint,
+    token: AdminToken,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(gateway, mcp))
+    axum::serve(listener, app(gateway, mcp, token))
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -77,21 +93,41 @@ async fn metrics(State(admin): State<Admin>) -> Response {
     crate::front::metrics_response(&admin.gateway)
 }
 
-/// Refuses cross-origin browser requests and, with a token configured, requests without it.
-/// The status page itself (`/`, its script and style) loads without the token: it asks for
-/// one, and holds no data of its own.
+/// The hosts the admin listener answers to: loopback names, its own address when it is a
+/// specific one, and `[admin] allowed_hosts`.
+fn guard_of(settings: &crate::config::AdminSettings) -> Guard {
+    let own = settings
+        .listen
+        .map(|addr| addr.ip())
+        .filter(|ip| !ip.is_unspecified())
+        .map(|ip| ip.to_string());
+    let hosts = LOOPBACK_HOSTS
+        .into_iter()
+        .chain(own.as_deref())
+        .chain(settings.allowed_hosts.iter().map(String::as_str));
+    Guard::new(hosts, &AllowedOrigins::Any)
+}
+
+/// Refuses requests to hosts that are not allowed, cross-origin browser requests, and
+/// requests without the token. The status page itself (`/`, its script and style) loads
+/// without the token: it asks for one, and holds no data of its own.
 async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Response {
+    if let Err((status, message)) = admin.hosts.check_host(request.uri(), request.headers()) {
+        return api::error(status, message);
+    }
     if let Some(refusal) = cross_origin(request.headers()) {
         return api::error(StatusCode::FORBIDDEN, refusal);
     }
-    let public = matches!(request.uri().path(), "/" | "/page.js" | "/page.css");
-    if let Some(token) = &admin.token
-        && !public
-        && !bearer_matches(request.headers(), token)
-    {
+    let open = match request.uri().path() {
+        "/" | "/page.js" | "/page.css" => true,
+        "/metrics" => !admin.token.is_configured(),
+        _ => false,
+    };
+    if !open && !admin.token.admits(request.headers()) {
         let mut response = api::error(
             StatusCode::UNAUTHORIZED,
-            "the admin API needs `Authorization: Bearer TOKEN` (the token of `[admin] token`)",
+            "the admin API needs `Authorization: Bearer TOKEN`: the token of `[admin] token`, \
+             or else the one in `admin.token` in the state directory",
         );
         response
             .headers_mut()
@@ -129,24 +165,6 @@ fn cross_origin(headers: &HeaderMap) -> Option<&'static str> {
     (!same).then_some("cross-origin requests to the admin API are refused")
 }
 
-/// Whether the request carries `Bearer {token}`, compared in constant time.
-fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
-    let Some(given) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let (given, token) = (given.trim().as_bytes(), token.as_bytes());
-    given.len() == token.len()
-        && given
-            .iter()
-            .zip(token)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,16 +192,5 @@ mod tests {
         assert!(cross_origin(&site).is_some());
         // Command-line tools send neither header.
         assert_eq!(cross_origin(&headers(&[("host", "127.0.0.1:9090")])), None);
-    }
-
-    #[test]
-    fn the_token_must_match_exactly() {
-        let token = "0123456789abcdef";
-        let with = |value: &str| headers(&[("authorization", value)]);
-        assert!(bearer_matches(&with("Bearer 0123456789abcdef"), token));
-        assert!(!bearer_matches(&with("Bearer 0123456789abcdeF"), token));
-        assert!(!bearer_matches(&with("Bearer 0123456789abcde"), token));
-        assert!(!bearer_matches(&with("Basic 0123456789abcdef"), token));
-        assert!(!bearer_matches(&HeaderMap::new(), token));
     }
 }

@@ -15,13 +15,15 @@ use serde_json::{Map, Value, json};
 
 use super::{Admin, api::error};
 use crate::{
-    config::{Config, ConfigError, Overlay, ProcessVars, load_overlaid},
+    config::{Config, ConfigError, Overlay, ProcessVars, load_overlaid, privileged_key},
     gateway::Trigger,
 };
 
 /// `POST /api/upstreams`: adds an upstream. The body is `{"name": NAME, ...}` with the keys of
 /// an `[upstreams.NAME]` table. 201 with the reload; 400 for a body that is not such an
-/// object, 409 if the name is taken, 422 with every problem if the upstream is invalid.
+/// object, 403 for one that would run a program or read the gateway's files or environment
+/// (unless `[admin] allow_commands`), 409 if the name is taken, 422 with every problem if the
+/// upstream is invalid. Nothing of a refused request is written.
 pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
     let (name, entry) = match entry(&body) {
         Ok(entry) => entry,
@@ -29,6 +31,18 @@ pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
     };
     let _editing = admin.editing.lock().await;
     let config = admin.gateway.config();
+    if !config.admin.allow_commands
+        && let Some(key) = privileged_key(&entry)
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "`{key}` would run a program on the gateway's host or read its files or \
+                 environment; upstreams added through the admin API may do so only with \
+                 [admin] allow_commands = true in the configuration file"
+            ),
+        );
+    }
     if defines(&config, &name) {
         return error(
             StatusCode::CONFLICT,

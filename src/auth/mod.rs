@@ -5,8 +5,13 @@
 //! protected-resource metadata (RFC 9728), which names the authorization servers, so standard
 //! clients find where to get a token; 403 `insufficient_scope` when a scope is missing.
 
+mod admin;
 mod jwks;
 mod jwt;
+
+pub use admin::{
+    AdminToken, Origin as AdminTokenOrigin, TOKEN_FILE as ADMIN_TOKEN_FILE, same_secret,
+};
 
 use std::collections::HashMap;
 
@@ -87,6 +92,19 @@ impl Authenticator {
         }
     }
 
+    /// Where users sign in in their browser, when they authenticate with JWTs from an
+    /// authorization server the gateway can send a browser to (its first one).
+    pub fn signin(&self) -> Option<crate::oauth::SignIn> {
+        self.settings.jwt.as_ref()?;
+        let issuer = self.settings.authorization_servers.first()?;
+        Some(crate::oauth::SignIn {
+            issuer: issuer.as_str().trim_end_matches('/').to_owned(),
+            resource: self.resource.to_string(),
+            scopes: self.settings.scopes.clone(),
+            client: self.settings.signin.clone(),
+        })
+    }
+
     /// The `[auth]` this authenticator was made for.
     pub fn settings(&self) -> &AuthSettings {
         &self.settings
@@ -118,6 +136,15 @@ impl Authenticator {
         let token = bearer_token(value).ok_or(Denial::Invalid(
             "the Authorization header must be `Bearer <token>`",
         ))?;
+        self.authenticate_token(token).await
+    }
+
+    /// The principal `token` (an API key or a JWT) stands for, checked exactly as a
+    /// request's bearer token is (scopes included).
+    pub async fn authenticate_token(&self, token: &str) -> Result<Principal, Denial> {
+        if !self.settings.configured {
+            return Ok(Principal::anonymous());
+        }
         let principal = self.principal_of(token).await?;
         let identity = principal.identity();
         let has_scopes = self.settings.scopes.iter().all(|needed| {

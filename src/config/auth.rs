@@ -28,6 +28,33 @@ pub struct RawAuth {
     pub scopes: Option<Vec<String>>,
     pub jwt: Option<RawJwt>,
     pub api_keys: Option<Entries<RawApiKey>>,
+    pub signin: Option<RawSignIn>,
+}
+
+/// `[auth.signin]` as written.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawSignIn {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+}
+
+/// `[auth.signin]`: the client Switchyard is at its own authorization server, when it signs a
+/// user in in their browser (to check who follows an upstream's authorization link). Without
+/// a `client_id` it registers itself (or uses its client ID metadata document). Its `Debug`
+/// never shows the secret.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SignInClient {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+}
+
+impl fmt::Debug for SignInClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SignInClient")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 /// `[auth.jwt]` as written.
@@ -70,6 +97,8 @@ pub struct AuthSettings {
     pub scopes: Vec<String>,
     pub jwt: Option<JwtSettings>,
     pub api_keys: Vec<ApiKey>,
+    /// How Switchyard signs users in at the first authorization server, in their browser.
+    pub signin: SignInClient,
 }
 
 impl AuthSettings {
@@ -84,6 +113,7 @@ impl AuthSettings {
             scopes: Vec::new(),
             jwt: None,
             api_keys: Vec::new(),
+            signin: SignInClient::default(),
         }
     }
 
@@ -217,7 +247,28 @@ impl Checker<'_> {
             scopes: auth.scopes.clone().unwrap_or_default(),
             jwt,
             api_keys,
+            signin: self.signin(auth.signin.as_ref()),
         }
+    }
+
+    fn signin(&mut self, raw: Option<&RawSignIn>) -> SignInClient {
+        let Some(raw) = raw else {
+            return SignInClient::default();
+        };
+        let mut expanded = |key: &str, value: &Option<String>| {
+            value.as_deref().and_then(|text| self.expand(key, text))
+        };
+        let client = SignInClient {
+            client_id: expanded("auth.signin.client_id", &raw.client_id),
+            client_secret: expanded("auth.signin.client_secret", &raw.client_secret),
+        };
+        if client.client_secret.is_some() && client.client_id.is_none() {
+            self.problem(
+                "auth.signin.client_secret",
+                "needs the client_id it is the secret of",
+            );
+        }
+        client
     }
 
     fn jwt(&mut self, raw: &RawJwt) -> JwtSettings {

@@ -62,6 +62,26 @@ pub fn expand_at(value: &str, vars: &dyn Vars, base: &Path) -> Result<String, St
     Ok(out)
 }
 
+/// Whether `value` holds a placeholder that reads the gateway's host: its environment, a
+/// file, or its own path (anything but `${claim:…}`, which is the caller's, and `$${`).
+pub fn reads_host(value: &str) -> bool {
+    let mut rest = value;
+    while let Some(pos) = rest.find('$') {
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("${") {
+            if !after.starts_with("claim:") {
+                return true;
+            }
+            rest = after;
+        } else {
+            rest = &tail[1..];
+        }
+    }
+    false
+}
+
 fn is_variable_name(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
@@ -116,6 +136,22 @@ fn resolve(placeholder: &str, vars: &dyn Vars, base: &Path) -> Result<String, St
 pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn tells_placeholders_that_read_the_host() {
+        for reads in [
+            "${env:HOME}",
+            "${HOME}",
+            "x ${file:/etc/passwd}",
+            "${switchyard}",
+            "$${ ${env:A}",
+        ] {
+            assert!(reads_host(reads), "{reads}");
+        }
+        for plain in ["plain", "${claim:sub}", "$${env:HOME}", "$5", "a $ b"] {
+            assert!(!reads_host(plain), "{plain}");
+        }
+    }
 
     fn expand(value: &str, vars: &dyn Vars) -> Result<String, String> {
         expand_at(value, vars, Path::new(""))

@@ -28,14 +28,16 @@ use std::{
 use http::{HeaderName, HeaderValue};
 use url::Url;
 
-pub use auth::{ApiKey, AuthSettings, JwtKeys, JwtSettings, hash_api_key, pem_public_key};
+pub use auth::{
+    ApiKey, AuthSettings, JwtKeys, JwtSettings, SignInClient, hash_api_key, pem_public_key,
+};
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
 pub use limits::{Limits, Rate};
 pub use store::{StoreKind, StoreSettings};
 
 pub use crate::names::PrefixMode;
-pub use overlay::{Overlay, overlay_path};
+pub use overlay::{Overlay, overlay_path, privileged_key};
 pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
 
 use crate::names::UpstreamName;
@@ -81,8 +83,15 @@ pub struct OverlayInfo {
 pub struct AdminSettings {
     /// `None`: no admin listener.
     pub listen: Option<SocketAddr>,
-    /// Required of every admin request when set (it must be when `listen` is not loopback).
+    /// `Host` values accepted besides loopback names and the listening address (DNS-rebinding
+    /// guard).
+    pub allowed_hosts: Vec<String>,
+    /// The token every admin API request must carry, as configured (it must be when `listen`
+    /// is not loopback); `None`: one made at the first start and kept in the state directory.
     pub token: Option<String>,
+    /// Whether upstreams added through the admin API may run programs and read the gateway's
+    /// files and environment (which makes the admin token shell access).
+    pub allow_commands: bool,
     /// Whether `/metrics` is served on the MCP listener too.
     pub metrics_on_main_listener: bool,
 }
@@ -477,6 +486,79 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     load_with(path, &ProcessVars)
 }
 
+/// Settings given on the command line. They take the place of the file's before validation,
+/// so that they are checked exactly as the file is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Overrides {
+    /// `--listen`: `server.listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--admin-listen`: `admin.listen` (and the admin listener on).
+    pub admin_listen: Option<SocketAddr>,
+    /// `--passthrough-listen`: `server.passthrough_listen`.
+    pub passthrough_listen: Option<SocketAddr>,
+}
+
+impl Overrides {
+    /// The keys overridden, each with the option that set it.
+    fn keys(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            (self.listen.is_some(), "server.listen", "--listen"),
+            (
+                self.admin_listen.is_some(),
+                "admin.listen",
+                "--admin-listen",
+            ),
+            (
+                self.passthrough_listen.is_some(),
+                "server.passthrough_listen",
+                "--passthrough-listen",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(set, key, option)| set.then_some((key, option)))
+        .collect()
+    }
+
+    fn apply(&self, raw: &mut raw::RawConfig) {
+        if let Some(listen) = self.listen {
+            raw.server.listen = Some(listen.to_string());
+        }
+        if let Some(listen) = self.admin_listen {
+            raw.admin.enabled = Some(true);
+            raw.admin.listen = Some(listen.to_string());
+        }
+        if let Some(listen) = self.passthrough_listen {
+            raw.server.passthrough_listen = Some(listen.to_string());
+        }
+    }
+
+    /// `error` with every problem that concerns an overridden key saying which option set it.
+    fn annotate(&self, error: ConfigError) -> ConfigError {
+        let ConfigError::Invalid { path, mut problems } = error else {
+            return error;
+        };
+        for problem in &mut problems {
+            for (key, option) in self.keys() {
+                if problem.key.starts_with(key) || problem.message.contains(key) {
+                    problem
+                        .message
+                        .push_str(&format!(" ({key} is set by {option})"));
+                }
+            }
+        }
+        ConfigError::Invalid { path, problems }
+    }
+}
+
+/// Loads and validates `path` with the command line's `overrides` in place of its settings.
+pub fn load_overridden(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    from_text(path, &text, None, &ProcessVars, overrides).map_err(|e| overrides.annotate(e))
+}
+
 /// Loads and validates `path` merged with its overlay, taking placeholder values from `vars`.
 pub fn load_with(path: &Path, vars: &dyn Vars) -> Result<Config, ConfigError> {
     load_overlaid(path, None, vars)
@@ -493,12 +575,18 @@ pub fn load_overlaid(
         path: path.to_owned(),
         source,
     })?;
-    from_text(path, &text, overlay, vars)
+    from_text(path, &text, overlay, vars, &Overrides::default())
 }
 
 /// Validates configuration `text` as if it had been read from `path`, with no overlay.
 pub fn parse_str(path: &Path, text: &str, vars: &dyn Vars) -> Result<Config, ConfigError> {
-    from_text(path, text, Some(&Overlay::default()), vars)
+    from_text(
+        path,
+        text,
+        Some(&Overlay::default()),
+        vars,
+        &Overrides::default(),
+    )
 }
 
 /// Parses `text` (read from `path`), merges `overlay` into it (or, if `None`, the overlay
@@ -508,8 +596,9 @@ fn from_text(
     text: &str,
     overlay: Option<&Overlay>,
     vars: &dyn Vars,
+    overrides: &Overrides,
 ) -> Result<Config, ConfigError> {
-    let parsed = match Format::detect(path, text) {
+    let mut parsed = match Format::detect(path, text) {
         Format::Toml => parse::parse_toml(text),
         Format::McpJson => mcp_json::parse(text),
     }
@@ -517,6 +606,7 @@ fn from_text(
         path: path.to_owned(),
         problems,
     })?;
+    overrides.apply(&mut parsed.raw);
     let at = overlay_path(path, parsed.raw.admin.overlay_file.as_deref());
     let raw = match overlay {
         Some(overlay) => overlay.raw(&at),

@@ -60,6 +60,15 @@ pub fn overlay_path(config: &Path, given: Option<&str>) -> PathBuf {
     }
 }
 
+/// The key of `entry` (an `[upstreams.NAME]` table) that would run a program on the gateway's
+/// host or read its files or environment, if any (see `RawUpstream::privileged_key`). An entry
+/// that is not even of the upstream's form has none here; validation refuses it.
+pub fn privileged_key(entry: &toml::Table) -> Option<String> {
+    RawUpstream::deserialize(toml::Value::Table(entry.clone()))
+        .ok()?
+        .privileged_key()
+}
+
 impl Overlay {
     /// Reads the overlay at `path`; a missing file is an empty overlay.
     pub fn read(path: &Path) -> Result<Self, ConfigError> {

@@ -38,7 +38,9 @@ pub struct RawConfig {
 pub struct RawAdmin {
     pub enabled: Option<bool>,
     pub listen: Option<String>,
+    pub allowed_hosts: Option<Vec<String>>,
     pub token: Option<String>,
+    pub allow_commands: Option<bool>,
     pub metrics_on_main_listener: Option<bool>,
     pub overlay_file: Option<String>,
 }
@@ -196,6 +198,46 @@ pub struct RawUpstream {
 }
 
 impl RawUpstream {
+    /// The first key that makes this upstream run a program on the gateway's host or read
+    /// its files or environment (a stdio command, or a placeholder other than `${claim:…}`),
+    /// if any: what an upstream added through the admin API may do only with
+    /// `[admin] allow_commands`.
+    pub fn privileged_key(&self) -> Option<String> {
+        if self.command.is_some()
+            || self.args.is_some()
+            || self.env.is_some()
+            || self.cwd.is_some()
+            || self.transport.as_deref() == Some("stdio")
+        {
+            return Some("command".into());
+        }
+        let reads =
+            |value: &Option<String>| value.as_deref().is_some_and(super::expand::reads_host);
+        if reads(&self.url) {
+            return Some("url".into());
+        }
+        if let Some((name, _)) = self
+            .headers
+            .iter()
+            .flat_map(|headers| headers.iter())
+            .find(|(_, value)| super::expand::reads_host(value))
+        {
+            return Some(format!("headers.{}", super::parse::key_segment(name)));
+        }
+        let oauth = self.oauth.as_ref()?;
+        if oauth.private_key_file.is_some() {
+            return Some("oauth.private_key_file".into());
+        }
+        [
+            ("client_id", &oauth.client_id),
+            ("client_secret", &oauth.client_secret),
+            ("private_key", &oauth.private_key),
+        ]
+        .into_iter()
+        .find(|(_, value)| reads(value))
+        .map(|(key, _)| format!("oauth.{key}"))
+    }
+
     pub fn policy(&self) -> PolicyView<'_> {
         PolicyView {
             connect_timeout_seconds: self.connect_timeout_seconds,

@@ -72,6 +72,22 @@ pub fn validate(
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
+    if let Some(listen) = server.passthrough_listen
+        && let Some(problem) = auth.exposure(listen)
+    {
+        check.problem(
+            "server.passthrough_listen",
+            problem.replace("server.listen", "server.passthrough_listen"),
+        );
+    }
+    if server.allowed_hosts.is_empty() && (!auth.configured || auth.anonymous) {
+        check.problem(
+            "server.allowed_hosts",
+            "an empty list accepts any Host, which lets any web page reach the endpoint \
+             through DNS rebinding; list the names clients use, or have every client \
+             authenticate ([auth] without anonymous = true)",
+        );
+    }
 
     // The overlay's upstreams, checked the same way, their problems kept apart.
     let file_problems = std::mem::replace(&mut check.problems, overlay.problems);
@@ -85,6 +101,18 @@ pub fn validate(
                     path.display()
                 ),
             );
+        }
+    }
+    if !admin.allow_commands {
+        for (name, upstream) in overlay.upstreams.iter() {
+            if let Some(key) = upstream.privileged_key() {
+                check.problem(
+                    format!("upstreams.{}.{key}", key_segment(name)),
+                    "runs a program or reads the gateway's files or environment, which an \
+                     upstream added through the admin API may do only with \
+                     [admin] allow_commands = true",
+                );
+            }
         }
     }
     upstreams.extend(check.upstreams(&overlay.upstreams, "upstreams", &defaults));
@@ -283,7 +311,9 @@ impl Checker<'_> {
         }
         AdminSettings {
             listen,
+            allowed_hosts: raw.allowed_hosts.clone().unwrap_or_default(),
             token,
+            allow_commands: raw.allow_commands.unwrap_or(false),
             metrics_on_main_listener: raw.metrics_on_main_listener.unwrap_or(false),
         }
     }

@@ -36,6 +36,8 @@ const UPSTREAM: &str = "suite";
 const DEADLINE: Duration = Duration::from_secs(25);
 /// The most authorizations one request may need (a step-up that keeps asking is refused).
 const MAX_AUTHORIZATIONS: usize = 3;
+/// The most redirects one authorization's browser follows.
+const MAX_REDIRECTS: usize = 8;
 /// The client ID metadata document URL the suite expects.
 const METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
@@ -178,26 +180,48 @@ async fn until_ready(upstream: &Upstream) -> anyhow::Result<()> {
     }
 }
 
-/// Plays the user's browser: follows the authorization link, whose answer redirects to the
-/// gateway's callback, and follows that.
+/// Plays the user's browser: follows the authorization link (the gateway's connect page,
+/// which binds this browser with a cookie and redirects to the authorization endpoint), whose
+/// answer redirects to the gateway's callback, and follows that with the gateway's cookie.
 async fn browse(url: &str) -> anyhow::Result<()> {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    let answer = browser.get(url).send().await?;
-    let location = answer
-        .headers()
-        .get(reqwest::header::LOCATION)
-        .and_then(|l| l.to_str().ok())
-        .with_context(|| format!("the authorization endpoint answered {}", answer.status()))?
-        .to_owned();
-    let callback = browser.get(&location).send().await?;
-    let status = callback.status();
-    if !status.is_success() {
-        let page = callback.text().await.unwrap_or_default();
-        bail!("the callback answered {status}: {page}");
+    let gateway = reqwest::Url::parse(url)?.origin();
+    let mut cookies: Vec<String> = Vec::new();
+    let mut next = url.to_owned();
+    for _ in 0..MAX_REDIRECTS {
+        let target = reqwest::Url::parse(&next)?;
+        let mut request = browser.get(target.clone());
+        if target.origin() == gateway && !cookies.is_empty() {
+            request = request.header(reqwest::header::COOKIE, cookies.join("; "));
+        }
+        let answer = request.send().await?;
+        if target.origin() == gateway {
+            cookies.extend(
+                answer
+                    .headers()
+                    .get_all(reqwest::header::SET_COOKIE)
+                    .iter()
+                    .filter_map(|c| c.to_str().ok()?.split(';').next().map(str::to_owned)),
+            );
+        }
+        let status = answer.status();
+        if !status.is_redirection() {
+            if status.is_success() {
+                return Ok(());
+            }
+            let page = answer.text().await.unwrap_or_default();
+            bail!("{target} answered {status}: {page}");
+        }
+        let location = answer
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .with_context(|| format!("{target} answered {status} without a Location"))?;
+        next = target.join(location)?.to_string();
     }
-    Ok(())
+    bail!("more than {MAX_REDIRECTS} redirects from {url}")
 }
 
 /// Lists the tools through the gateway and calls the first, authorizing where asked to.

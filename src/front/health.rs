@@ -1,15 +1,17 @@
 //! `GET /healthz`: is the gateway up, and how is each upstream and the shared store doing.
 //! Always 200 while the gateway runs (it serves whatever upstreams are ready); `status` says
 //! `degraded` when an upstream is not ready or the shared store does not answer.
-//! Authorization links are shown only to this machine: whoever follows one decides which
-//! account the upstream is used with.
-
-use std::net::SocketAddr;
+//!
+//! It is the one route open to any `Host` (load balancers probe by address), and to those it
+//! shows states only. Authorization links are never shown here: each user gets their own
+//! where they authenticate (`/oauth/pending`, the errors of their calls).
 
 use axum::{
     Json,
-    extract::{ConnectInfo, State},
+    extract::State,
+    response::{IntoResponse, Response},
 };
+use http::{HeaderMap, Uri};
 use serde::Serialize;
 
 use super::AppState;
@@ -34,39 +36,42 @@ pub struct UpstreamHealth {
     status: UpstreamStatus,
 }
 
-pub async fn health(
-    State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-) -> Json<Health> {
-    let local = peer.ip().is_loopback();
+/// What a request to a host that is not allowed is told.
+#[derive(Serialize)]
+struct States {
+    status: &'static str,
+    upstreams: Vec<UpstreamState>,
+}
+
+pub async fn health(State(state): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
     let upstreams: Vec<UpstreamHealth> = state
         .gateway
         .upstreams()
         .iter()
-        .map(|u| {
-            let mut status = (*u.status()).clone();
-            if !local {
-                status.authorization_url = None;
-            }
-            UpstreamHealth {
-                name: u.name().to_string(),
-                status,
-            }
+        .map(|u| UpstreamHealth {
+            name: u.name().to_string(),
+            status: (*u.status()).clone(),
         })
         .collect();
     let all_ready = upstreams
         .iter()
         .all(|u| u.status.state == UpstreamState::Ready);
     let store = state.gateway.store().status();
+    let status = if all_ready && store.up {
+        "ok"
+    } else {
+        "degraded"
+    };
+    if state.mcp.host_refusal(&uri, &headers).is_some() {
+        let upstreams = upstreams.iter().map(|u| u.status.state).collect();
+        return Json(States { status, upstreams }).into_response();
+    }
     Json(Health {
-        status: if all_ready && store.up {
-            "ok"
-        } else {
-            "degraded"
-        },
+        status,
         store,
         sessions: state.mcp.session_count(),
         tools: state.gateway.catalog().tools().len(),
         upstreams,
     })
+    .into_response()
 }

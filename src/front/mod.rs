@@ -3,6 +3,8 @@
 //! `serve` takes a bound listener and a shutdown future, so tests bind port 0 and stop it at
 //! will. HTTP/1.1 and HTTP/2 (prior knowledge) are both accepted.
 
+mod connect;
+mod guard;
 mod health;
 mod mcp;
 mod oauth;
@@ -12,28 +14,43 @@ use std::{future::Future, sync::Arc};
 
 use axum::{
     Router,
-    extract::State,
+    extract::{Request, State},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use guard::Guard;
 pub use mcp::{Held, McpEndpoint, refusal, refusal_retry};
 
-use crate::{auth, gateway::Gateway};
+use crate::{
+    auth::{self, AdminToken},
+    gateway::Gateway,
+};
 
 /// State shared by the non-MCP routes.
 #[derive(Clone)]
 struct AppState {
     gateway: Arc<Gateway>,
     mcp: McpEndpoint,
+    /// The operators' token, which lists every pending authorization where users do not
+    /// authenticate.
+    admin: AdminToken,
 }
 
-/// The whole HTTP application for `gateway`, around its MCP endpoint `mcp`.
-pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
+/// The whole HTTP application for `gateway`, around its MCP endpoint `mcp`. Every route but
+/// `/healthz` (which then shows only states, for load balancers' probes) first checks that the
+/// request was sent to an allowed host; the MCP endpoint checks it itself.
+pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, admin: AdminToken) -> Router {
     let path = gateway.config().server.endpoint_path.clone();
     let metrics_here = gateway.config().admin.metrics_on_main_listener;
+    let state = AppState {
+        gateway,
+        mcp: mcp.clone(),
+        admin,
+    };
     let router = Router::new();
     let router = if metrics_here {
         router.route("/metrics", get(metrics))
@@ -41,21 +58,36 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint) -> Router {
         router
     };
     router
-        .route_service(&path, mcp.clone())
-        .route("/healthz", get(health::health))
         .route(auth::METADATA_PREFIX, get(resource_metadata))
         .route(
             &format!("{}/{{*path}}", auth::METADATA_PREFIX),
             get(resource_metadata),
         )
         .route("/oauth/callback", get(oauth::callback))
+        .route(
+            "/oauth/connect/{id}",
+            get(connect::start).post(connect::prove),
+        )
+        .route("/oauth/signin", get(connect::signed_in))
         .route("/oauth/pending", get(oauth::pending))
         .route("/oauth/client-metadata.json", get(oauth::client_metadata))
         .route("/oauth/forget/{upstream}", post(oauth::forget))
+        .route_layer(middleware::from_fn_with_state(state.clone(), allowed_host))
+        .route("/healthz", get(health::health))
+        .route_service(&path, mcp.clone())
         // Virtual endpoints (`[endpoints]`), which a reload may add: the MCP endpoint knows
         // their paths and answers 404 for any other.
-        .fallback_service(mcp.clone())
-        .with_state(AppState { gateway, mcp })
+        .fallback_service(mcp)
+        .with_state(state)
+}
+
+/// Refuses a request sent to a host that is not allowed (DNS rebinding) before its route
+/// sees it.
+async fn allowed_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match state.mcp.host_refusal(request.uri(), request.headers()) {
+        None => next.run(request).await,
+        Some(refusal) => refusal,
+    }
 }
 
 /// The gateway's protected-resource metadata (RFC 9728), at the well-known path and under it
@@ -95,14 +127,17 @@ pub fn metrics_response(gateway: &Gateway) -> Response {
 /// The front of one gateway: its MCP endpoint, and the token that ends every event stream.
 pub struct Front {
     pub mcp: McpEndpoint,
+    admin: AdminToken,
     streams: CancellationToken,
 }
 
 impl Front {
-    pub fn new(gateway: Arc<Gateway>) -> Self {
+    /// The front of `gateway`; `admin` is the operators' token.
+    pub fn new(gateway: Arc<Gateway>, admin: AdminToken) -> Self {
         let streams = CancellationToken::new();
         Self {
             mcp: McpEndpoint::new(gateway, streams.clone()),
+            admin,
             streams,
         }
     }
@@ -116,7 +151,7 @@ impl Front {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let mcp = self.mcp.clone();
-        let app = app(gateway.clone(), self.mcp);
+        let app = app(gateway.clone(), self.mcp, self.admin);
         let timeout = gateway.config().server.client_timeout;
         let stopping = CancellationToken::new();
         let stop = {
@@ -141,13 +176,14 @@ impl Front {
     }
 }
 
-/// Serves `gateway` on `listener` until `shutdown` resolves, then drains open requests.
+/// Serves `gateway` on `listener` until `shutdown` resolves, then drains open requests; with
+/// an admin token nobody knows (where no operator needs one).
 pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    Front::new(gateway.clone())
+    Front::new(gateway.clone(), AdminToken::unknowable())
         .serve(listener, gateway, shutdown)
         .await
 }

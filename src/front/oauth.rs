@@ -3,20 +3,17 @@
 //! - `GET callback`: where authorization servers send the user's browser back. The `state`
 //!   names the pending authorization; the code is exchanged, and the page (or the configured
 //!   redirect) says what happened.
-//! - `GET pending`: the authorizations users have yet to give, with their links (JSON); only
-//!   from this machine.
+//! - `GET pending`: the authorizations users have yet to give, with their links (JSON): a
+//!   user's own, or every one with the admin token.
 //! - `GET client-metadata.json`: Switchyard's client ID metadata document, where its public URL
 //!   is https.
-//! - `POST forget/{upstream}`: revokes and forgets an upstream's tokens. Only from loopback,
-//!   until clients authenticate to Switchyard; and never from a web page of another origin
-//!   (which a browser on this machine could otherwise be made to send: cross-site request
-//!   forgery).
-
-use std::net::SocketAddr;
+//! - `POST forget/{upstream}`: revokes and forgets the caller's own tokens of an upstream;
+//!   never for a web page of another origin (which a browser could otherwise be made to send:
+//!   cross-site request forgery).
 
 use axum::{
     Json,
-    extract::{ConnectInfo, Path, State},
+    extract::{Path, State},
     http::{HeaderMap, StatusCode, Uri, header},
     response::{Html, IntoResponse, Redirect, Response},
 };
@@ -25,8 +22,21 @@ use url::{Url, form_urlencoded};
 use super::AppState;
 use crate::{names::UpstreamName, oauth::CallbackQuery, upstream::escape_for_display};
 
-pub async fn callback(State(state): State<AppState>, uri: Uri) -> Response {
+/// The end of an authorization, in the browser that started it (see `connect`): any other
+/// browser is refused before the `state` is looked at, so the authorization stays open for
+/// its user.
+pub async fn callback(State(state): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
     let query = parse_query(uri.query().unwrap_or_default());
+    let authorization = query.state.clone().unwrap_or_default();
+    if !super::connect::bound(&state, &headers, &authorization) {
+        return super::connect::not_started_here();
+    }
+    let mut response = conclude(&state, query).await;
+    super::connect::unbind(&mut response, &authorization);
+    response
+}
+
+async fn conclude(state: &AppState, query: crate::oauth::CallbackQuery) -> Response {
     let oauth = state.gateway.oauth().clone();
     match oauth.callback(query).await {
         Ok(upstream) => match oauth.redirect_after(true) {
@@ -71,30 +81,31 @@ pub async fn callback(State(state): State<AppState>, uri: Uri) -> Response {
     }
 }
 
-/// An authenticated user's own authorizations: for every upstream where they have no tokens
-/// yet, the link that authorizes it for them (made now). Anonymous requests get the
-/// anonymous authorizations, and only from this machine: whoever follows such a link decides
-/// which account the upstream is used with (clients get the link for their own calls in the
-/// error).
-pub async fn pending(
-    State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response {
+/// The authorizations still to give, with their links: an authenticated user's own (for
+/// every upstream where they have no tokens yet, made now), or, with the admin token, every
+/// one. Nobody else sees a link: whoever follows one decides which account the upstream is
+/// used with. Where users do not authenticate, the one anonymous user is the operator.
+pub async fn pending(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if state.admin.admits(&headers) {
+        return Json(serde_json::json!({ "pending": state.gateway.oauth().awaiting() }))
+            .into_response();
+    }
     let auth = state.mcp.authenticator();
     let principal = match auth.authenticate(&headers).await {
         Ok(principal) => principal,
         Err(denial) => return auth.refuse(&denial),
     };
-    if !principal.is_anonymous() {
-        let pending = state.gateway.oauth().awaiting_for(&principal).await;
-        return Json(serde_json::json!({ "principal": principal.as_str(), "pending": pending }))
+    if principal.is_anonymous() {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "the pending authorizations are shown to their own user (with [auth]) or to the \
+             operator: send `Authorization: Bearer ADMIN_TOKEN`",
+        )
             .into_response();
     }
-    if !peer.ip().is_loopback() {
-        return (StatusCode::FORBIDDEN, "only from this machine").into_response();
-    }
-    Json(serde_json::json!({ "pending": state.gateway.oauth().awaiting() })).into_response()
+    let pending = state.gateway.oauth().awaiting_for(&principal).await;
+    Json(serde_json::json!({ "principal": principal.as_str(), "pending": pending })).into_response()
 }
 
 pub async fn client_metadata(State(state): State<AppState>) -> Response {
@@ -108,29 +119,36 @@ pub async fn client_metadata(State(state): State<AppState>) -> Response {
     }
 }
 
+/// Revokes and forgets the caller's own tokens of an upstream (the admin API forgets
+/// anyone's). Never for a web page of another origin.
 pub async fn forget(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path(upstream): Path<String>,
 ) -> Response {
-    if !peer.ip().is_loopback() {
-        return (StatusCode::FORBIDDEN, "only from this machine").into_response();
-    }
     if let Err(refusal) = same_origin(&headers, state.gateway.oauth().origin()) {
         return (StatusCode::FORBIDDEN, refusal).into_response();
     }
+    let auth = state.mcp.authenticator();
+    let principal = match auth.authenticate(&headers).await {
+        Ok(principal) => principal,
+        Err(denial) => return auth.refuse(&denial),
+    };
     let Ok(name) = UpstreamName::new(&upstream) else {
         return (StatusCode::NOT_FOUND, "no such upstream").into_response();
     };
-    match state.gateway.oauth().forget(&name).await {
+    match state.gateway.oauth().forget_for(&name, &principal).await {
         Some(forgotten) => {
-            if let Some(upstream) = state.gateway.upstream(name.as_str()) {
-                // Let the supervisor notice at once that it needs authorization again.
+            if forgotten && let Some(upstream) = state.gateway.upstream(name.as_str()) {
+                // Let the supervisor notice at once if its connection needs authorization again.
                 upstream.suspect();
             }
-            Json(serde_json::json!({ "upstream": name.as_str(), "forgotten": forgotten }))
-                .into_response()
+            Json(serde_json::json!({
+                "upstream": name.as_str(),
+                "principal": principal.as_str(),
+                "forgotten": forgotten,
+            }))
+            .into_response()
         }
         None => (StatusCode::NOT_FOUND, "no upstream with OAuth of that name").into_response(),
     }
@@ -140,7 +158,7 @@ pub async fn forget(
 /// `Origin` on every cross-origin POST, and say where it comes from in `Sec-Fetch-Site`; the
 /// loopback check alone lets any page in a browser on this machine through. Tools such as curl
 /// send neither header and pass.
-fn same_origin(headers: &HeaderMap, own: &url::Origin) -> Result<(), &'static str> {
+pub(super) fn same_origin(headers: &HeaderMap, own: &url::Origin) -> Result<(), &'static str> {
     // `same-site` too is refused: another port on this host is the same site.
     let site = headers.get("sec-fetch-site").map(|v| v.as_bytes());
     if site.is_some_and(|site| site != b"same-origin" && site != b"none") {
@@ -161,7 +179,7 @@ fn same_origin(headers: &HeaderMap, own: &url::Origin) -> Result<(), &'static st
     }
 }
 
-fn parse_query(query: &str) -> CallbackQuery {
+pub(super) fn parse_query(query: &str) -> CallbackQuery {
     let mut parsed = CallbackQuery::default();
     for (name, value) in form_urlencoded::parse(query.as_bytes()) {
         let slot = match &*name {
@@ -183,21 +201,30 @@ fn redirect(to: &Url, params: &[(&str, &str)]) -> Response {
     Redirect::to(url.as_str()).into_response()
 }
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
+/// A page of the gateway's own (`body` is HTML): not cached, not framed, running nothing.
+pub(super) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let document = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title} · Switchyard</title>\
          </head><body><h1>{title}</h1><p>{body}</p></body></html>"
     );
     (
         status,
-        [(header::CACHE_CONTROL, "no-store")],
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; form-action 'self'; frame-ancestors 'none'",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
         Html(document),
     )
         .into_response()
 }
 
 /// Text made safe to put in HTML.
-fn html(text: &str) -> String {
+pub(super) fn html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -122,6 +122,24 @@ pub async fn discover(
     })
 }
 
+/// The metadata of the authorization server `issuer` itself (the gateway's own, for signing
+/// users in): found at the spec's URLs, naming that same issuer, with a token endpoint.
+pub async fn authorization_server(http: &Http, issuer: &str) -> Result<ServerMetadata, OAuthError> {
+    let server = server_metadata(http, issuer).await?.ok_or_else(|| {
+        OAuthError::Discovery(format!(
+            "no authorization server metadata found for `{issuer}`"
+        ))
+    })?;
+    let named = server.issuer.as_deref().map(|i| i.trim_end_matches('/'));
+    if named != Some(issuer.trim_end_matches('/')) {
+        return Err(OAuthError::Discovery(format!(
+            "the authorization server metadata for `{issuer}` names issuer `{}`",
+            server.issuer.as_deref().unwrap_or("(none)")
+        )));
+    }
+    checked(server)
+}
+
 /// The resource metadata: at the advertised URL only, if there is one; else at the
 /// path-inserted well-known URL, then the root one.
 async fn resource_metadata(

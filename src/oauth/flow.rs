@@ -82,7 +82,7 @@ impl Authorizer {
         let (url, _) = request.url();
         let created = SystemTime::now();
         let link = Link {
-            url: url.to_string(),
+            url: self.oauth.connect_url(&state),
             state: state.clone(),
             created,
             expires: created + self.oauth.settings.authorization_lifetime,
@@ -92,6 +92,7 @@ impl Authorizer {
             upstream: self.upstream.clone(),
             principal: grant.principal.clone(),
             verifier: verifier.secret().clone(),
+            authorize_url: url.to_string(),
             redirect_uri,
             scopes,
             endpoint: endpoint_of(&discovered),
@@ -103,6 +104,8 @@ impl Authorizer {
         };
         let link = self.oauth.pending.insert(state, pending, link).await;
         tracing::info!(upstream = %self.upstream, principal = %grant.principal, "authorization needed: {}", link.url);
+        // The link is the gateway's own connect URL: it names the authorization only sealed,
+        // and leads to the authorization server only in the browser of the user it is for.
         Ok(link)
     }
 

@@ -1,16 +1,29 @@
 //! Forgetting an upstream's tokens: revoked at the authorization server where it supports RFC
 //! 7009, deleted from the store, and dropped from the grants (which then need authorization
-//! again).
+//! again). Users forget their own; the operator (the admin API) anyone's.
 
 use url::Url;
 
 use super::{Authorizer, authorizer::principal_of, token::TokenSet, vault::Kind};
+use crate::principal::Principal;
 
 impl Authorizer {
     /// Revokes (where the server supports RFC 7009) and forgets every stored token of this
     /// upstream; how many principals had some.
     pub(super) async fn forget_all(&self) -> usize {
         let index = self.index().await;
+        self.forget_principals(index).await
+    }
+
+    /// `forget_all` for `principal`'s tokens alone; whether they had some.
+    pub(super) async fn forget_one(&self, principal: &Principal) -> bool {
+        self.forget_principals(vec![principal.as_str().to_owned()])
+            .await
+            > 0
+    }
+
+    /// Forgets the tokens of the principals `index` lists (as the token index writes them).
+    async fn forget_principals(&self, index: Vec<String>) -> usize {
         let mut forgotten = 0;
         for principal in index.iter().map(|p| principal_of(p)) {
             let grant = self.grant(&principal).await;

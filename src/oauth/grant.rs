@@ -24,7 +24,10 @@ use crate::principal::Principal;
 /// A link a user follows to authorize Switchyard.
 #[derive(Debug, Clone)]
 pub struct Link {
+    /// The gateway's connect URL (`/oauth/connect/…`), which checks who follows it before
+    /// sending them on to the authorization server.
     pub url: String,
+    /// The authorization's `state` (never shown: the connect URL holds it sealed).
     pub state: String,
     pub created: SystemTime,
     pub expires: SystemTime,

@@ -14,6 +14,7 @@
 //! | `forget`     | revoking and forgetting an upstream's tokens                                |
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
 //! | `pending`    | authorizations in progress, by `state`                                      |
+//! | `signin`     | signing a user in at the gateway's own authorization server, in their browser |
 //! | `vault`      | tokens and registrations kept: files, or the store replicas share          |
 //! | `fake_endpoint` | (tests only) a stand-in authorization server that records requests       |
 //!
@@ -38,6 +39,7 @@ mod hook;
 mod http;
 mod identity;
 mod pending;
+mod signin;
 mod token;
 mod vault;
 
@@ -46,6 +48,7 @@ use std::{
     time::UNIX_EPOCH,
 };
 
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use dashmap::DashMap;
 use serde::Serialize;
 use url::Url;
@@ -53,7 +56,9 @@ use url::Url;
 pub use authorizer::{Authorizer, Rejection};
 pub use grant::{Grant, Link, Need};
 pub use hook::OAuthHook;
-pub use vault::VaultError;
+pub use pending::Started;
+pub use signin::SignIn;
+pub use vault::{VaultError, write_new_private};
 
 use self::{http::Http, pending::Pending, vault::Vault};
 use crate::{
@@ -137,8 +142,13 @@ impl Awaiting {
 /// Switchyard's OAuth client side, one per gateway.
 pub struct OAuth {
     settings: OAuthSettings,
+    /// The public URL without a final `/`: where links to the gateway start.
+    base: String,
     /// `{public_url}/oauth/callback`.
     redirect_uri: String,
+    /// Seals connect links and browser bindings with the keys replicas share (so that any
+    /// replica opens them), or this process's own.
+    sealer: Arc<crate::store::Sealer>,
     /// The public URL's origin: the one web pages of this gateway have.
     origin: url::Origin,
     /// The client ID metadata document URL, when Switchyard has an https one.
@@ -147,6 +157,9 @@ pub struct OAuth {
     vault: Vault,
     pending: Pending,
     authorizers: DashMap<UpstreamName, Weak<Authorizer>>,
+    /// The gateway's own authorization server and its identity there, once found (users
+    /// sign in there to follow their connect links).
+    signin: tokio::sync::Mutex<Option<signin::Known>>,
     /// Whether clients authenticate to the gateway (`[auth]`): then each user has their own
     /// upstream tokens, and no client is shown another principal's authorization link.
     users_authenticate: std::sync::atomic::AtomicBool,
@@ -164,6 +177,8 @@ impl OAuth {
         });
         let oauth = Arc::new(Self {
             redirect_uri: format!("{base}/oauth/callback"),
+            base,
+            sealer: store.sealer().clone(),
             origin: public_url.origin(),
             metadata_url,
             http: Http::new(),
@@ -173,6 +188,7 @@ impl OAuth {
                 store.is_shared().then(|| store.clone()),
             ),
             authorizers: DashMap::new(),
+            signin: tokio::sync::Mutex::new(None),
             users_authenticate: Default::default(),
             settings,
         });
@@ -240,21 +256,11 @@ impl OAuth {
         query: CallbackQuery,
     ) -> Result<UpstreamName, (Option<UpstreamName>, OAuthError)> {
         let state = query.state.as_deref().unwrap_or_default();
-        let pending = self.pending.take(state).await.map_err(|unmatched| {
-            let reason = match unmatched {
-                pending::Unmatched::Unknown => {
-                    "this authorization is unknown or was already used; start it again"
-                }
-                pending::Unmatched::Expired => "this authorization expired; start it again",
-                pending::Unmatched::Superseded => {
-                    "a newer authorization replaced this one; use the newest link"
-                }
-                pending::Unmatched::Unreadable => {
-                    "the shared store cannot be read now; follow the link again in a moment"
-                }
-            };
-            (None, OAuthError::Callback(reason.into()))
-        })?;
+        let pending = self
+            .pending
+            .take(state)
+            .await
+            .map_err(|unmatched| (None, OAuthError::Callback(unmatched.reason().into())))?;
         let upstream = pending.upstream.clone();
         let Some(authorizer) = self.find(&upstream) else {
             return Err((
@@ -267,6 +273,52 @@ impl OAuth {
             .await
             .map(|()| upstream.clone())
             .map_err(|error| (Some(upstream), error))
+    }
+
+    /// The connect link users follow for the authorization `state` names: the gateway's own
+    /// URL, which sends a browser to the authorization server only once it proved to be the
+    /// user's (the `state` itself, sealed, is in no log and no list).
+    fn connect_url(&self, state: &str) -> String {
+        let sealed = self.sealer.seal(CONNECT_PURPOSE, state.as_bytes());
+        format!(
+            "{}/oauth/connect/{}",
+            self.base,
+            URL_SAFE_NO_PAD.encode(sealed)
+        )
+    }
+
+    /// The authorization a connect link's `id` is for, if it is one of ours and still
+    /// pending: its `state` and what starting it needs; else why not, in words.
+    pub async fn connecting(&self, id: &str) -> Result<(String, Started), &'static str> {
+        let state = URL_SAFE_NO_PAD
+            .decode(id)
+            .ok()
+            .and_then(|sealed| self.sealer.open(CONNECT_PURPOSE, &sealed))
+            .and_then(|state| String::from_utf8(state).ok())
+            .ok_or(pending::Unmatched::Unknown.reason())?;
+        let started = self
+            .pending
+            .peek(&state)
+            .await
+            .map_err(pending::Unmatched::reason)?;
+        Ok((state, started))
+    }
+
+    /// The cookie (name, value) that binds the browser starting the authorization `state`
+    /// to it: the callback completes it only in that browser.
+    pub fn browser_binding(&self, state: &str) -> (String, String) {
+        let sealed = self.sealer.seal(BINDING_PURPOSE, &digest_of(state));
+        (binding_cookie(state), URL_SAFE_NO_PAD.encode(sealed))
+    }
+
+    /// Whether `cookie` (the value of the binding cookie of `state`) binds this browser to
+    /// the authorization `state` names.
+    pub fn is_bound(&self, state: &str, cookie: &str) -> bool {
+        URL_SAFE_NO_PAD
+            .decode(cookie)
+            .ok()
+            .and_then(|sealed| self.sealer.open(BINDING_PURPOSE, &sealed))
+            .is_some_and(|digest| digest == digest_of(state))
     }
 
     /// Every authorization users have yet to give.
@@ -310,6 +362,12 @@ impl OAuth {
         Some(authorizer.forget_all().await)
     }
 
+    /// `forget` for `principal`'s tokens alone; whether they had some.
+    pub async fn forget_for(&self, upstream: &UpstreamName, principal: &Principal) -> Option<bool> {
+        let authorizer = self.find(upstream)?;
+        Some(authorizer.forget_one(principal).await)
+    }
+
     /// The client ID metadata document Switchyard serves, if it has an https URL for it.
     pub fn client_metadata(&self) -> Option<serde_json::Value> {
         let url = self.metadata_url.as_ref()?;
@@ -332,6 +390,25 @@ impl OAuth {
             self.settings.error_redirect.as_ref()
         }
     }
+}
+
+/// What connect links seal (their authorization's `state`).
+const CONNECT_PURPOSE: &[u8] = b"switchyard oauth connect link";
+/// What browser bindings seal (a digest of their authorization's `state`).
+const BINDING_PURPOSE: &[u8] = b"switchyard oauth browser binding";
+
+fn digest_of(state: &str) -> Vec<u8> {
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, state.as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+/// The name of the cookie binding a browser to the authorization `state` names: one per
+/// authorization, so that several may be under way in one browser.
+pub fn binding_cookie(state: &str) -> String {
+    let digest = digest_of(state);
+    let tag: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!("switchyard-authorize-{tag}")
 }
 
 /// What other replicas announce, as the OAuth client hears it: tokens a replica stored or

@@ -1,7 +1,9 @@
 //! Authorizations in progress, by their `state`: each is bound to the upstream and principal it
 //! is for and to its PKCE verifier, is used at most once, and expires after its lifetime
 //! (`authorization_lifetime_seconds`, ten minutes by default). A newer authorization for the
-//! same upstream and principal supersedes older ones.
+//! same upstream and principal supersedes older ones. The authorization server's URL (which
+//! carries the `state`) stays here: users are given the gateway's connect link, which sends a
+//! browser there only once it proved to be the user's.
 //!
 //! One process keeps them in memory. Replicas keep them in the shared store (sealed), so that
 //! the browser's return may land on any replica, along with the link users follow for each
@@ -35,6 +37,9 @@ pub struct PendingAuthorization {
     #[serde(with = "as_text")]
     pub principal: Principal,
     pub verifier: String,
+    /// Where the user's browser is sent to authorize (the authorization server's URL, with
+    /// `state` and the PKCE challenge).
+    pub authorize_url: String,
     pub redirect_uri: String,
     pub scopes: Vec<String>,
     pub endpoint: TokenEndpoint,
@@ -66,6 +71,22 @@ pub enum Unmatched {
     Superseded,
     /// The shared store could not be read.
     Unreadable,
+}
+
+impl Unmatched {
+    /// Why, in words for the user who followed a link.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unmatched::Unknown => {
+                "this authorization is unknown or was already used; start it again"
+            }
+            Unmatched::Expired => "this authorization expired; start it again",
+            Unmatched::Superseded => "a newer authorization replaced this one; use the newest link",
+            Unmatched::Unreadable => {
+                "the shared store cannot be read now; follow the link again in a moment"
+            }
+        }
+    }
 }
 
 /// The link users follow for one (upstream, principal), as replicas share it.
@@ -198,6 +219,43 @@ impl Pending {
         })
     }
 
+    /// What the authorization `state` names needs to be started in a browser (its upstream,
+    /// principal and the authorization server's URL), without taking it: within its lifetime,
+    /// and only if no newer one replaced it.
+    pub async fn peek(&self, state: &str) -> Result<Started, Unmatched> {
+        let here = self.lock().get(state).map(Started::of);
+        let started = match (here, &self.shared) {
+            (Some(started), _) => started,
+            (None, None) => return Err(Unmatched::Unknown),
+            (None, Some(store)) => self.peek_shared(store, state).await?,
+        };
+        if started.superseded {
+            return Err(Unmatched::Superseded);
+        }
+        if started.created.elapsed().unwrap_or_default() >= self.lifetime {
+            return Err(Unmatched::Expired);
+        }
+        Ok(started)
+    }
+
+    async fn peek_shared(&self, store: &Store, state: &str) -> Result<Started, Unmatched> {
+        let record = store
+            .load_record(PENDING, state)
+            .await
+            .map_err(|e| unreadable(&e))?
+            .ok_or(Unmatched::Unknown)?;
+        let pending: PendingAuthorization =
+            serde_json::from_slice(&record).map_err(|e| unreadable(&e))?;
+        let mut started = Started::of(&pending);
+        let key = link_key(&pending.upstream, &pending.principal);
+        match self.shared_link(store, &key).await {
+            Ok(Some(link)) if link.state != state => started.superseded = true,
+            Ok(_) => {}
+            Err(error) => return Err(unreadable(&error)),
+        }
+        Ok(started)
+    }
+
     /// Takes the authorization `state` names: at most once (across replicas), only within its
     /// lifetime, and only if no newer one replaced it.
     pub async fn take(&self, state: &str) -> Result<PendingAuthorization, Unmatched> {
@@ -221,10 +279,6 @@ impl Pending {
         store: &Store,
         state: &str,
     ) -> Result<PendingAuthorization, Unmatched> {
-        let unreadable = |error: &dyn std::fmt::Display| {
-            tracing::warn!(%error, "cannot read a pending authorization from the shared store");
-            Unmatched::Unreadable
-        };
         let record = store
             .take_record(PENDING, state)
             .await
@@ -251,6 +305,33 @@ impl Pending {
         self.entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn unreadable(error: &dyn std::fmt::Display) -> Unmatched {
+    tracing::warn!(%error, "cannot read a pending authorization from the shared store");
+    Unmatched::Unreadable
+}
+
+/// What starting an authorization in a browser needs of it.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub upstream: UpstreamName,
+    pub principal: Principal,
+    pub authorize_url: String,
+    pub created: SystemTime,
+    superseded: bool,
+}
+
+impl Started {
+    fn of(pending: &PendingAuthorization) -> Self {
+        Self {
+            upstream: pending.upstream.clone(),
+            principal: pending.principal.clone(),
+            authorize_url: pending.authorize_url.clone(),
+            created: pending.created,
+            superseded: pending.superseded,
+        }
     }
 }
 
@@ -303,6 +384,7 @@ mod tests {
             upstream: UpstreamName::new(upstream).unwrap(),
             principal: Principal::anonymous(),
             verifier: "v".into(),
+            authorize_url: "https://as.example/authorize?state=s".into(),
             redirect_uri: "http://127.0.0.1/oauth/callback".into(),
             scopes: Vec::new(),
             endpoint: samples::endpoint(),
@@ -337,6 +419,21 @@ mod tests {
         assert!(set.take("s1").await.is_ok());
         assert_eq!(set.take("s1").await.err(), Some(Unmatched::Unknown));
         assert_eq!(set.take("never").await.err(), Some(Unmatched::Unknown));
+    }
+
+    #[tokio::test]
+    async fn a_peek_leaves_the_authorization_to_its_callback() {
+        let set = Pending::new(Duration::from_secs(600), None);
+        insert(&set, "s1", "a").await;
+        let started = set.peek("s1").await.unwrap();
+        assert_eq!(started.upstream.as_str(), "a");
+        assert!(started.authorize_url.starts_with("https://as.example/"));
+        assert!(set.peek("s1").await.is_ok());
+        assert!(set.take("s1").await.is_ok());
+        assert_eq!(set.peek("s1").await.err(), Some(Unmatched::Unknown));
+        insert(&set, "old", "b").await;
+        insert(&set, "new", "b").await;
+        assert_eq!(set.peek("old").await.err(), Some(Unmatched::Superseded));
     }
 
     #[tokio::test]

@@ -46,7 +46,9 @@ pub struct UpstreamStatus {
     pub transport: Option<&'static str>,
     /// The protocol version agreed on the shared session.
     pub protocol_version: Option<String>,
-    /// While `authenticating`: where a user authorizes Switchyard.
+    /// While `authenticating`: where a user authorizes Switchyard. Never serialized: only
+    /// the admin API shows it, to the operator.
+    #[serde(skip)]
     pub authorization_url: Option<String>,
 }
 

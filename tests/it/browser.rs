@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::{
     deps::chromedriver,
     fixtures::{crashable::Crashable, freezer::Freezer},
-    harness::{GatewayBuilder, api_key, api_keys_section, call},
+    harness::{GatewayBuilder, TEST_ADMIN_TOKEN, api_key, api_keys_section, call},
 };
 
 /// A Chromium session behind its own ChromeDriver; both end when it is dropped.
@@ -162,7 +162,9 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
         .await;
 
     let browser = Browser::start().await;
-    browser.goto(&gw.admin_url("/")).await;
+    browser
+        .goto(&gw.admin_url(&format!("/#token={TEST_ADMIN_TOKEN}")))
+        .await;
     let row = |name: &str, state: &str| format!("tr[data-upstream={name:?}][data-state={state:?}]");
     let soon = Duration::from_secs(15);
     assert!(

@@ -1,5 +1,6 @@
 //! Switchyard's integration tests: one binary, real upstream servers, real clients.
 
+mod attacks;
 mod auth;
 mod bench;
 mod browser;

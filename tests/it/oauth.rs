@@ -42,13 +42,13 @@ fn preregistered(upstream: &OAuthUpstream) -> String {
     )
 }
 
-/// Waits for `secure` to want authorization; its link.
+/// Waits for `secure` to want authorization; its link, as the operator's list shows it.
 async fn link(gw: &TestGateway) -> String {
     gw.wait_state("secure", "authenticating", SOON).await;
-    let status = gw.upstream_health("secure").await;
-    status["authorization_url"]
+    let pending = gw.pending().await;
+    pending["pending"][0]["authorization_url"]
         .as_str()
-        .unwrap_or_else(|| panic!("no link in {status}"))
+        .unwrap_or_else(|| panic!("no link in {pending}"))
         .to_owned()
 }
 
@@ -74,15 +74,15 @@ async fn a_user_authorizes_through_the_callback_and_stays_authorized() {
         .await;
     let url = link(&gw).await;
 
-    // Waiting users are told where to go: on the pending list, and in the errors of calls.
-    let pending: Value = reqwest::get(format!("http://{}/oauth/pending", gw.addr))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // Waiting users are told where to go: on the pending list (the operator's, where users
+    // do not authenticate), and in the errors of calls; the link is the gateway's own.
+    let pending = gw.pending().await;
     assert_eq!(pending["pending"][0]["upstream"], "secure", "{pending}");
     assert_eq!(pending["pending"][0]["authorization_url"], url.as_str());
+    assert!(
+        url.starts_with(&format!("http://{}/oauth/connect/", gw.addr)),
+        "{url}"
+    );
     let plain = gw.client().await;
     let error = call(&plain, "secure__whoami", json!({})).await.unwrap_err();
     let rmcp::ServiceError::McpError(error) = error else {
@@ -207,13 +207,19 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     let callback = |query: &str| format!("http://{}/oauth/callback?{query}", gw.addr);
 
     // A state that was never issued.
-    let (status, page) = Browser::open(&callback("code=abc&state=forged")).await;
-    assert_eq!(status, 400);
-    assert!(page.contains("unknown or was already used"), "{page}");
+    let (status, page) = Browser::new()
+        .open(&callback("code=abc&state=forged"))
+        .await;
+    assert_eq!(status, 403);
+    assert!(page.contains("not started in this browser"), "{page}");
     assert_eq!(gw.state("secure"), "authenticating");
 
     // A genuine state with a wrong code: the provider refuses it; the upstream shows why.
-    let genuine = Browser::callback_url(&url).await;
+    let browser = Browser::new();
+    let genuine = browser.callback_url(&url).await;
+    // In any other browser, the genuine callback is refused and leaves the state unused.
+    let (status, _) = Browser::new().open(&genuine).await;
+    assert_eq!(status, 403);
     let tampered = reqwest::Url::parse(&genuine).unwrap();
     let pairs: Vec<(String, String)> = tampered
         .query_pairs()
@@ -228,21 +234,23 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
         .collect();
     let mut tampered = tampered.clone();
     tampered.query_pairs_mut().clear().extend_pairs(&pairs);
-    let (status, page) = Browser::open(tampered.as_str()).await;
+    let (status, page) = browser.open(tampered.as_str()).await;
     assert_eq!(status, 400);
     assert!(page.contains("invalid_grant"), "{page}");
     assert!(stored_tokens(state.path()).is_empty());
-    // Used once, the state is gone even though the exchange failed.
-    let (status, _) = Browser::open(&genuine).await;
-    assert_eq!(status, 400);
+    // Used once, the state is gone even though the exchange failed (and the browser's
+    // binding with it).
+    let (status, _) = browser.open(&genuine).await;
+    assert_eq!(status, 403);
 
     // It asks again with a new link; this time the user completes it, once.
     let url = eventually_new_link(&gw, &url).await;
-    let genuine = Browser::callback_url(&url).await;
-    assert_eq!(Browser::open(&genuine).await.0, 200);
-    let (status, page) = Browser::open(&genuine).await;
-    assert_eq!(status, 400, "a replayed callback");
-    assert!(page.contains("already used"), "{page}");
+    let browser = Browser::new();
+    let genuine = browser.callback_url(&url).await;
+    assert_eq!(browser.open(&genuine).await.0, 200);
+    let (status, page) = browser.open(&genuine).await;
+    assert_eq!(status, 403, "a replayed callback");
+    assert!(page.contains("not started in this browser"), "{page}");
     gw.wait_state("secure", "ready", SOON).await;
     assert_eq!(stored_tokens(state.path()).len(), 1);
 
@@ -269,10 +277,11 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
         .await
         .unwrap();
     assert_eq!(forget.status(), 200);
-    assert_eq!(forget.json::<Value>().await.unwrap()["forgotten"], 1);
+    assert_eq!(forget.json::<Value>().await.unwrap()["forgotten"], true);
     assert!(stored_tokens(state.path()).is_empty());
     let url = link(&gw).await;
-    let (status, page) = Browser::open(&Browser::callback_url(&url).await).await;
+    let browser = Browser::new();
+    let (status, page) = browser.open(&browser.callback_url(&url).await).await;
     assert_eq!(status, 400);
     assert!(page.contains("access_denied"), "{page}");
     assert!(
@@ -318,18 +327,21 @@ async fn an_expired_authorization_is_refused_and_replaced() {
     .start_unsettled()
     .await;
     let url = link(&gw).await;
-    let callback = Browser::callback_url(&url).await;
+    let browser = Browser::new();
+    let callback = browser.callback_url(&url).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (status, page) = Browser::open(&callback).await;
+    let (status, page) = browser.open(&callback).await;
     assert_eq!(status, 400);
     assert!(page.contains("expired"), "{page}");
     assert!(stored_tokens(state.path()).is_empty());
+    // The link is dead too.
+    let (status, page) = browser.open(&url).await;
+    assert_eq!(status, 404);
+    assert!(page.contains("start it again"), "{page}");
     // A fresh link replaces the expired one, and works.
     let url = eventually_new_link(&gw, &url).await;
-    assert_eq!(
-        Browser::open(&Browser::callback_url(&url).await).await.0,
-        200
-    );
+    let browser = Browser::new();
+    assert_eq!(browser.open(&browser.callback_url(&url).await).await.0, 200);
     gw.wait_state("secure", "ready", SOON).await;
 }
 
@@ -341,12 +353,11 @@ async fn a_dynamically_registered_client_is_kept_across_restarts() {
     let gw = gateway(&upstream, state.path(), "", done)
         .start_unsettled()
         .await;
-    let callback = Browser::callback_url(&link(&gw).await).await;
+    let browser = Browser::new();
+    let callback = browser.callback_url(&link(&gw).await).await;
     // The configured page takes the browser, told which upstream it was.
-    let answer = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    let answer = browser
+        .stopping_at("/connected")
         .get(&callback)
         .send()
         .await
@@ -381,8 +392,9 @@ async fn authorized(upstream: &OAuthUpstream) -> (tempfile::TempDir, TestGateway
     let gw = gateway(upstream, state.path(), &preregistered(upstream), "")
         .start_unsettled()
         .await;
-    let callback = Browser::callback_url(&link(&gw).await).await;
-    assert_eq!(Browser::open(&callback).await.0, 200);
+    let browser = Browser::new();
+    let callback = browser.callback_url(&link(&gw).await).await;
+    assert_eq!(browser.open(&callback).await.0, 200);
     gw.wait_state("secure", "ready", SOON).await;
     (state, gw)
 }

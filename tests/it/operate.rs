@@ -244,7 +244,9 @@ async fn metrics_count_calls_and_feed_the_dashboard() {
     let unknown = call(&client, "demo__nonexistent", serde_json::json!({})).await;
     assert!(unknown.is_err());
     gw.gateway.reload_from_file(Trigger::Admin).await;
-    let scrape = reqwest::get(gw.admin_url("/metrics"))
+    let scrape = gw
+        .admin_request(reqwest::Method::GET, "/metrics")
+        .send()
         .await
         .unwrap()
         .text()
@@ -300,8 +302,7 @@ async fn metrics_count_calls_and_feed_the_dashboard() {
 #[tokio::test]
 async fn the_admin_api_reports_and_refuses_clearly() {
     let OnFile { gw, path, _dir, .. } = on_file("").await;
-    let http = reqwest::Client::new();
-    let get = |path: &str| http.get(gw.admin_url(path)).send();
+    let get = |path: &str| gw.admin_request(reqwest::Method::GET, path).send();
 
     let status: Value = get("/api/status").await.unwrap().json().await.unwrap();
     assert_eq!(status["servers"][0]["name"], "demo");
@@ -336,8 +337,8 @@ async fn the_admin_api_reports_and_refuses_clearly() {
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("page.js"));
 
-    let cross = http
-        .post(gw.admin_url("/api/reload"))
+    let cross = gw
+        .admin_request(reqwest::Method::POST, "/api/reload")
         .header("origin", "http://evil.example")
         .send()
         .await
@@ -347,7 +348,11 @@ async fn the_admin_api_reports_and_refuses_clearly() {
     assert!(body["error"].as_str().unwrap().contains("cross-origin"));
 
     std::fs::write(&path, "[server]\nlisten = 8080\n").unwrap();
-    let refused = http.post(gw.admin_url("/api/reload")).send().await.unwrap();
+    let refused = gw
+        .admin_request(reqwest::Method::POST, "/api/reload")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(refused.status(), 422);
     let entry: Value = refused.json().await.unwrap();
     assert_eq!(entry["outcome"], "rejected");
@@ -360,8 +365,8 @@ async fn the_admin_api_reports_and_refuses_clearly() {
     );
     assert!(has_tool(&gw, "demo__echo"), "the running state is kept");
 
-    let unknown = http
-        .post(gw.admin_url("/api/upstreams/nobody/authorize"))
+    let unknown = gw
+        .admin_request(reqwest::Method::POST, "/api/upstreams/nobody/authorize")
         .send()
         .await
         .unwrap();
@@ -409,9 +414,12 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
         path,
         url,
         _dir,
-    } = on_file("").await;
-    let http = reqwest::Client::new();
-    let post = |body: Value| http.post(gw.admin_url("/api/upstreams")).json(&body).send();
+    } = on_file("[admin]\nallow_commands = true\n").await;
+    let post = |body: Value| {
+        gw.admin_request(reqwest::Method::POST, "/api/upstreams")
+            .json(&body)
+            .send()
+    };
     let second = serde_json::json!({
         "name": "second",
         "command": SWITCHYARD,
@@ -425,8 +433,8 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
     assert_eq!(created["reload"]["summary"], "added second", "{created}");
     let added = eventually(Duration::from_secs(20), || has_tool(&gw, "second__echo")).await;
     assert!(added, "the added upstream's tools appear");
-    let servers: Value = http
-        .get(gw.admin_url("/api/servers"))
+    let servers: Value = gw
+        .admin_request(reqwest::Method::GET, "/api/servers")
         .send()
         .await
         .unwrap()
@@ -439,8 +447,8 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
     // Refusals, each naming the problem; nothing changes.
     let taken = post(second).await.unwrap();
     assert_eq!(taken.status(), 409);
-    let not_json = http
-        .post(gw.admin_url("/api/upstreams"))
+    let not_json = gw
+        .admin_request(reqwest::Method::POST, "/api/upstreams")
         .body("upstream please")
         .send()
         .await
@@ -481,7 +489,7 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
 
     // Removing an upstream of the file lists it in the overlay; one of the overlay goes from it.
     let remove = |name: &str| {
-        http.delete(gw.admin_url(&format!("/api/upstreams/{name}")))
+        gw.admin_request(reqwest::Method::DELETE, &format!("/api/upstreams/{name}"))
             .send()
     };
     let removed = remove("demo").await.unwrap();

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::{
     auth::authorized_client,
-    fixtures::oauth_upstream::OAuthUpstream,
+    fixtures::oauth_upstream::{Browser, OAuthUpstream},
     harness::{GatewayBuilder, TestGateway, api_key, api_keys_section, call, text},
 };
 
@@ -37,19 +37,30 @@ async fn authorize_everything(gw: &TestGateway, upstream: &OAuthUpstream, user: 
     );
     let links = pending["pending"].as_array().unwrap();
     for entry in links {
-        let browser = reqwest::Client::builder()
-            .cookie_store(true)
-            .build()
-            .unwrap();
-        let page = browser
-            .get(entry["authorization_url"].as_str().unwrap())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(page.status(), 200);
-        assert!(page.text().await.unwrap().contains("now authorized"));
+        let link = entry["authorization_url"].as_str().unwrap();
+        let (status, page) = follow_as(link, user).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(page.contains("now authorized"), "{page}");
     }
     links.len()
+}
+
+/// Follows authorization link `link` in a new browser as API-key user `user`: the gateway
+/// asks who they are (its form), they give their key, and the browser goes on through the
+/// provider and back; the last page.
+pub async fn follow_as(link: &str, user: &str) -> (reqwest::StatusCode, String) {
+    let browser = Browser::new();
+    let form = browser.client().get(link).send().await.unwrap();
+    assert_eq!(form.status(), 200);
+    assert!(form.text().await.unwrap().contains("name=\"credential\""));
+    let done = browser
+        .client()
+        .post(link)
+        .form(&[("credential", api_key(user))])
+        .send()
+        .await
+        .unwrap();
+    (done.status(), done.text().await.unwrap())
 }
 
 async fn whoami<S: rmcp::Service<rmcp::RoleClient>>(

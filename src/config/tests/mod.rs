@@ -521,7 +521,20 @@ fn origins_default_to_pages_of_the_allowed_hosts() {
             .to_vec()
         )
     );
-    assert_eq!(origins("[server]\nallowed_hosts = []"), AllowedOrigins::Any);
+    // Any host is for gateways whose users authenticate (DNS rebinding gains a page nothing
+    // there); without [auth] it is refused.
+    let any_host = format!(
+        "[server]\nallowed_hosts = []\n[auth.api_keys.ci]\nsha256 = {:?}\n",
+        crate::config::hash_api_key("ci-key-0123456789abcdef")
+    );
+    assert_eq!(origins(&any_host), AllowedOrigins::Any);
+    let refused = load("o.toml", "[server]\nallowed_hosts = []").unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("server.allowed_hosts: an empty list"),
+        "{refused}"
+    );
     assert_eq!(
         origins("[server]\nallowed_origins = [\"*\"]"),
         AllowedOrigins::Any

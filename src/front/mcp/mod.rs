@@ -10,7 +10,6 @@
 mod checks;
 mod cors;
 mod get;
-mod guard;
 mod limits;
 mod lookup;
 mod post;
@@ -31,6 +30,7 @@ use futures::future::BoxFuture;
 use http::{Method, Request, Response};
 use tokio_util::sync::CancellationToken;
 
+use super::guard::Guard;
 use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
@@ -62,7 +62,7 @@ struct Settings {
     auth: Arc<Authenticator>,
     /// Kept across reloads that leave `[limits]` as it was (with what each principal used).
     limiter: Arc<limits::Limiter>,
-    guard: guard::Guard,
+    guard: Guard,
     /// The main endpoint's path, and each virtual endpoint's.
     main_path: String,
     virtual_paths: Vec<(String, EndpointName)>,
@@ -88,7 +88,7 @@ impl Settings {
             generation: live.generation,
             auth,
             limiter,
-            guard: guard::Guard::new(server),
+            guard: guard_of(&live.config),
             main_path: server.endpoint_path.clone(),
             virtual_paths: live
                 .config
@@ -100,6 +100,30 @@ impl Settings {
             body_timeout: server.client_timeout,
         }
     }
+}
+
+/// The MCP listener's guard: `allowed_hosts`, and the host of `[oauth] public_url` (where
+/// browsers come back from authorization servers).
+fn guard_of(config: &crate::config::Config) -> Guard {
+    let server = &config.server;
+    let public_host = config.oauth.public_url.as_ref().and_then(|url| {
+        let host = url.host_str()?;
+        Some(match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        })
+    });
+    let hosts = match server.allowed_hosts.is_empty() {
+        // Empty: any host (with `[auth]` only); adding one would narrow it.
+        true => Vec::new(),
+        false => server
+            .allowed_hosts
+            .iter()
+            .map(String::as_str)
+            .chain(public_host.as_deref())
+            .collect(),
+    };
+    Guard::new(hosts, &server.allowed_origins)
 }
 
 impl Settings {
@@ -173,6 +197,17 @@ impl McpEndpoint {
 }
 
 impl McpEndpoint {
+    /// The refusal of a request with `uri` and `headers` if it was not sent to an allowed
+    /// host (the DNS-rebinding guard every route of the listener passes first).
+    pub fn host_refusal(
+        &self,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+    ) -> Option<Response<Body>> {
+        let refused = self.inner.settings().guard.check_host(uri, headers).err()?;
+        Some(reply::refusal(refused.0, refused.1))
+    }
+
     /// Admits a request of a pass-through route as the endpoint admits its own: the
     /// Host/Origin guard, the principal's authentication, its `[limits]` (held until the
     /// returned `Held` is dropped). A refusal is the answer to send as it is.

@@ -430,6 +430,7 @@ async fn a_failure_is_kept_as_it_was_and_escaped_once_where_shown() {
         upstream: auth.upstream.clone(),
         principal: Principal::anonymous(),
         verifier: "v".into(),
+        authorize_url: "https://as.example/authorize".into(),
         redirect_uri: "http://127.0.0.1:8080/oauth/callback".into(),
         scopes: Vec::new(),
         endpoint: crate::oauth::token::samples::endpoint(),

@@ -212,6 +212,12 @@ fn decode_key(path: &Path, text: &str) -> Result<[u8; 32], VaultError> {
         .ok_or_else(|| VaultError::BadKeyFile(path.to_owned()))
 }
 
+/// Writes `bytes` to `path` (mode 0600, new directories 0700) unless a file is there already;
+/// false if one was (it is left as it was).
+pub fn write_new_private(path: &Path, bytes: &[u8]) -> Result<bool, VaultError> {
+    write_private(path, bytes, Replace::Never)
+}
+
 /// Whether `write_private` may replace a file that exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Replace {

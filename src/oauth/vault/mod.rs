@@ -19,6 +19,7 @@ use std::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use self::files::Files;
+pub use self::files::write_new_private;
 use crate::{
     config::OAuthSettings,
     store::{Lease, Store},

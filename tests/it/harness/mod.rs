@@ -31,6 +31,9 @@ pub type Client = RunningService<RoleClient, ClientConfig>;
 /// The switchyard binary under test (used as the stdio demo upstream and for the CLI).
 pub const SWITCHYARD: &str = env!("CARGO_BIN_EXE_switchyard");
 
+/// The admin token of test gateways whose configuration sets none.
+pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+
 /// Logs to the test output when `RUST_LOG` is set.
 pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
@@ -101,6 +104,16 @@ impl GatewayBuilder {
         TestGateway::launch(self.config()).await
     }
 
+    /// Writes the configuration to `dir/switchyard.toml` and starts the gateway from that file
+    /// (so that it can reload it, and keeps its overlay beside it).
+    pub async fn start_on_file(self, dir: &Path) -> TestGateway {
+        let path = dir.join("switchyard.toml");
+        std::fs::write(&path, self.config_text()).unwrap();
+        let config = config::load(&path)
+            .unwrap_or_else(|e| panic!("test config rejected: {e}\n{}", self.config_text()));
+        TestGateway::start(config).await
+    }
+
     fn config(&self) -> config::Config {
         let text = self.config_text();
         config::parse_str(
@@ -140,7 +153,15 @@ impl TestGateway {
         config.server.listen = addr;
         let gateway = Gateway::start(config);
         let stop = CancellationToken::new();
-        let front = switchyard::front::Front::new(gateway.clone());
+        let token = switchyard::auth::AdminToken::configured(
+            gateway
+                .config()
+                .admin
+                .token
+                .as_deref()
+                .unwrap_or(TEST_ADMIN_TOKEN),
+        );
+        let front = switchyard::front::Front::new(gateway.clone(), token.clone());
         let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let admin = admin_listener.local_addr().unwrap();
         let shutdown = stop.clone();
@@ -148,6 +169,7 @@ impl TestGateway {
             admin_listener,
             gateway.clone(),
             front.mcp.clone(),
+            token,
             async move { shutdown.cancelled().await },
         ));
         let shutdown = stop.clone();
@@ -166,6 +188,14 @@ impl TestGateway {
     /// `http://ADMIN/PATH`.
     pub fn admin_url(&self, path: &str) -> String {
         format!("http://{}{path}", self.admin)
+    }
+
+    /// A request to the admin listener, with its token.
+    pub fn admin_request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let token = self.gateway.config().admin.token.clone();
+        reqwest::Client::new()
+            .request(method, self.admin_url(path))
+            .bearer_auth(token.as_deref().unwrap_or(TEST_ADMIN_TOKEN))
     }
 
     /// `http://GATEWAY/PATH` (a virtual endpoint's, say).
@@ -227,6 +257,20 @@ impl TestGateway {
         let reached = eventually(within, || self.state(name) == state).await;
         let status = self.gateway.upstream(name).unwrap().status();
         assert!(reached, "{name} did not become {state}: {status:?}");
+    }
+
+    /// `GET /oauth/pending` as the operator sees it (with the admin token): every
+    /// authorization users have yet to give.
+    pub async fn pending(&self) -> serde_json::Value {
+        let token = self.gateway.config().admin.token.clone();
+        let answer = reqwest::Client::new()
+            .get(format!("http://{}/oauth/pending", self.addr))
+            .bearer_auth(token.as_deref().unwrap_or(TEST_ADMIN_TOKEN))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.json().await.unwrap()
     }
 
     /// `GET /healthz` as JSON.

@@ -5,13 +5,17 @@ use std::{net::SocketAddr, path::Path, time::Duration};
 use super::SWITCHYARD;
 
 /// The gateway binary, run on a configuration file with both listeners on free loopback
-/// ports (read back from its log). Killed when dropped.
+/// ports (read back from its log). Killed when dropped. Its state directory, unless the
+/// configuration names one, is a temporary one of its own (`XDG_STATE_HOME`).
 pub struct GatewayProcess {
     pub child: std::process::Child,
     pub addr: SocketAddr,
     pub admin: SocketAddr,
     /// The pass-through listener, if it has one.
     pub passthrough: Option<SocketAddr>,
+    state: tempfile::TempDir,
+    /// Every line it logged so far.
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl GatewayProcess {
@@ -22,11 +26,13 @@ impl GatewayProcess {
     /// `start`, with `args` added to the command line.
     pub fn start_with(config: &Path, args: &[&str]) -> Self {
         use std::io::BufRead;
+        let state = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new(SWITCHYARD)
             .args(["run", "-c"])
             .arg(config)
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .args(args)
+            .env("XDG_STATE_HOME", state.path())
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stderr(std::process::Stdio::piped())
@@ -34,6 +40,8 @@ impl GatewayProcess {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = logs.clone();
         std::thread::spawn(move || {
             let address = |line: &str, after: &str| {
                 let at = line.find(after)? + after.len();
@@ -48,6 +56,7 @@ impl GatewayProcess {
                 if std::env::var_os("GATEWAY_LOG").is_some() {
                     eprintln!("{line}");
                 }
+                kept.lock().unwrap().push(line.clone());
                 main = main.or_else(|| address(&line, "serving MCP on "));
                 admin = admin.or_else(|| address(&line, "metrics on "));
                 passthrough = passthrough.or_else(|| address(&line, "pass-through routes on "));
@@ -65,7 +74,23 @@ impl GatewayProcess {
             addr,
             admin,
             passthrough,
+            state,
+            logs,
         }
+    }
+
+    /// Every line it logged so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// The admin token it made at start (where its configuration names no state directory).
+    pub fn admin_token(&self) -> String {
+        let path = self.state.path().join("switchyard/admin.token");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .trim()
+            .to_owned()
     }
 
     /// `http://ADDR/mcp`.

@@ -41,12 +41,13 @@ async fn a_token_refreshed_by_one_replica_is_used_by_the_others() {
     assert!(links.iter().all(|l| *l == links[0]), "one link: {links:?}");
 
     // The provider sends the browser back through the balancer, to whichever replica.
-    let callback = Browser::callback_url(&links[0]).await;
+    let browser = Browser::new();
+    let callback = browser.callback_url(&links[0]).await;
     assert!(
         callback.starts_with(&cluster.balancer.origin()),
         "{callback}"
     );
-    let (status, page) = Browser::open(&callback).await;
+    let (status, page) = browser.open(&callback).await;
     assert_eq!(status, 200, "{page}");
     cluster.wait_ready("secure", SOON).await;
     let stats = upstream.stats().await;
@@ -148,7 +149,10 @@ async fn a_token_refreshed_by_one_replica_is_used_by_the_others() {
 async fn wait_for_link(replica: &GatewayProcess) -> String {
     let deadline = tokio::time::Instant::now() + SOON;
     loop {
-        let pending: Value = reqwest::get(format!("http://{}/oauth/pending", replica.addr))
+        let pending: Value = reqwest::Client::new()
+            .get(format!("http://{}/oauth/pending", replica.addr))
+            .bearer_auth(replica.admin_token())
+            .send()
             .await
             .unwrap()
             .json()

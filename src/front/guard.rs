@@ -1,10 +1,12 @@
-//! The endpoint's guard against DNS rebinding and against web pages of other sites: the `Host`
-//! of every request must be one of `allowed_hosts`, and a request that carries an `Origin` (only
-//! browsers send one) must come from one of `allowed_origins`.
+//! The listeners' guard against DNS rebinding and against web pages of other sites: the `Host`
+//! of every request must be one of the allowed hosts (checked before anything else), and a
+//! request that carries an `Origin` (only browsers send one) must come from an allowed origin.
+//! The MCP listener allows `[server] allowed_hosts` and `allowed_origins`; the admin listener
+//! loopback names and `[admin] allowed_hosts`.
 
 use http::{HeaderMap, StatusCode, Uri, header};
 
-use crate::config::{AllowedOrigins, ServerSettings};
+use crate::config::AllowedOrigins;
 
 /// The allow-lists, parsed once.
 pub struct Guard {
@@ -42,13 +44,10 @@ enum AllowedPort {
 }
 
 impl Guard {
-    pub fn new(settings: &ServerSettings) -> Self {
-        let hosts = settings
-            .allowed_hosts
-            .iter()
-            .filter_map(|host| parse_authority(host))
-            .collect();
-        let origins = match &settings.allowed_origins {
+    /// A guard accepting `hosts` (none: any host) and, from web pages, `origins`.
+    pub fn new<'a>(hosts: impl IntoIterator<Item = &'a str>, origins: &AllowedOrigins) -> Self {
+        let hosts = hosts.into_iter().filter_map(parse_authority).collect();
+        let origins = match origins {
             AllowedOrigins::Any => None,
             AllowedOrigins::Only(origins) => Some(
                 origins
@@ -60,8 +59,14 @@ impl Guard {
         Self { hosts, origins }
     }
 
-    /// Whether a request with `uri` and `headers` may be served.
+    /// Whether a request with `uri` and `headers` may be served: its host, then its origin.
     pub fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_host(uri, headers)?;
+        self.check_origin(headers)
+    }
+
+    /// Whether a request with `uri` and `headers` was sent to an allowed host.
+    pub fn check_host(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         if !self.hosts.is_empty() {
             let (host, port) = match headers.get(header::HOST) {
                 Some(host) => host
@@ -87,6 +92,12 @@ impl Guard {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Whether a request with `headers` is not from a web page, or from one of an allowed
+    /// origin.
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let (Some(origins), Some(origin)) = (&self.origins, headers.get(header::ORIGIN)) else {
             return Ok(());
         };

@@ -194,7 +194,7 @@ impl ServerHandler for SessionHandler {
             ));
         };
         session
-            .subscribe(&self.gateway, request.uri)
+            .subscribe(&self.gateway, self.downstream.viewer(), request.uri)
             .await
             .map_err(Into::into)
     }

@@ -41,8 +41,9 @@ const OUTLET_CAPACITY: usize = 32;
 /// Who made a request.
 #[derive(Clone)]
 pub enum Caller {
-    /// A client in a session.
-    Session(Arc<Session>),
+    /// A client in a session, with the principal of this request's own credentials (the same
+    /// user as the session's, maybe with other groups, scopes or claims).
+    Session(Arc<Session>, Principal),
     /// A 2026-07-28 client; the request stands alone.
     Stateless {
         principal: Principal,
@@ -53,7 +54,7 @@ pub enum Caller {
 impl Caller {
     pub fn era(&self) -> Era {
         match self {
-            Caller::Session(_) => Era::Legacy,
+            Caller::Session(..) => Era::Legacy,
             Caller::Stateless { .. } => Era::Modern,
         }
     }
@@ -61,7 +62,10 @@ impl Caller {
     /// Whom the catalog is shown to.
     pub fn viewer(&self) -> Viewer<'_> {
         match self {
-            Caller::Session(session) => session.home().viewer(),
+            Caller::Session(session, principal) => Viewer {
+                endpoint: &session.home().endpoint,
+                principal,
+            },
             Caller::Stateless {
                 principal,
                 endpoint,
@@ -74,7 +78,7 @@ impl Caller {
 
     fn session(&self) -> Option<&Arc<Session>> {
         match self {
-            Caller::Session(session) => Some(session),
+            Caller::Session(session, _) => Some(session),
             Caller::Stateless { .. } => None,
         }
     }
@@ -178,7 +182,7 @@ async fn answer(
         Fast::Routed(routed) => {
             let downstream = downstream(caller, meta.as_ref(), request_outlet(caller, outlet));
             let source = match caller {
-                Caller::Session(session) => Source::Session(session.upstreams()),
+                Caller::Session(session, _) => Source::Session(session.upstreams()),
                 Caller::Stateless { principal, .. } => Source::Stateless(principal),
             };
             let call = Call {
@@ -264,14 +268,14 @@ fn downstream(caller: &Caller, meta: Option<&Fields<'_>>, outlet: Outlet) -> Arc
         .and_then(|meta| meta.get(META_PROGRESS_TOKEN))
         .and_then(|token| serde_json::from_str::<ProgressToken>(token.get()).ok());
     match caller {
-        Caller::Session(session) => {
+        Caller::Session(session, principal) => {
             let home = session.home();
             Arc::new(Downstream {
                 outlet,
                 asks: home.asks.clone(),
                 progress_token,
                 capabilities: home.capabilities.clone(),
-                principal: home.principal.clone(),
+                principal: principal.clone(),
                 endpoint: home.endpoint.clone(),
                 log_level: home.log_level.clone(),
             })
@@ -346,7 +350,7 @@ async fn typed(
         }
     };
     let peer_info = match caller {
-        Caller::Session(session) => session.client().clone(),
+        Caller::Session(session, _) => session.client().clone(),
         Caller::Stateless { .. } => stateless_peer(&parts),
     };
     if let ClientJsonRpcMessage::Request(request) = &mut message {

@@ -12,14 +12,21 @@ use crate::{
     downstream::Outlet,
     error::GatewayError,
     gateway::{Gateway, Outbox},
+    policy::Viewer,
     router::resolve_uri,
     store::SubscriptionRecord,
 };
 
 impl Session {
     /// Subscribes the session to the resource its client names `uri`, unless it is already,
-    /// here or through a living replica.
-    pub async fn subscribe(&self, gateway: &Gateway, uri: String) -> Result<(), GatewayError> {
+    /// here or through a living replica; `viewer` is the subscribing request's (what it may
+    /// see decides whether the resource exists for it).
+    pub async fn subscribe(
+        &self,
+        gateway: &Gateway,
+        viewer: Viewer<'_>,
+        uri: String,
+    ) -> Result<(), GatewayError> {
         if self.subscribed().contains_key(&uri) {
             return Ok(());
         }
@@ -28,7 +35,7 @@ impl Session {
         {
             return Ok(());
         }
-        self.subscribe_here(gateway, uri.clone()).await?;
+        self.subscribe_here(gateway, viewer, uri.clone()).await?;
         if let Some(hash) = self.shared_hash() {
             let ttl = gateway.config().server.session_idle_timeout;
             if let Err(error) = gateway
@@ -86,7 +93,11 @@ impl Session {
                     continue;
                 }
             }
-            if let Err(error) = self.subscribe_here(gateway, orphan.uri.clone()).await {
+            let viewer = self.home().viewer();
+            if let Err(error) = self
+                .subscribe_here(gateway, viewer, orphan.uri.clone())
+                .await
+            {
                 // The client is told nothing more of it: forget it rather than retry forever.
                 tracing::warn!(%error, "a resource subscription of a replica that died could not be made again");
                 let _ = store.drop_subscription(hash, &orphan.uri).await;
@@ -140,8 +151,13 @@ impl Session {
 
     /// Subscribes this replica's copy of the session to `uri`: the upstream subscription is
     /// shared with every other subscriber of the resource.
-    async fn subscribe_here(&self, gateway: &Gateway, uri: String) -> Result<(), GatewayError> {
-        let catalog = gateway.catalog_for(self.home().viewer());
+    async fn subscribe_here(
+        &self,
+        gateway: &Gateway,
+        viewer: Viewer<'_>,
+        uri: String,
+    ) -> Result<(), GatewayError> {
+        let catalog = gateway.catalog_for(viewer);
         let (owner, original, _) = resolve_uri(gateway, &catalog, &uri)?;
         let upstream = gateway.serving_upstream(&owner)?;
         let outbox = Outbox::Outlet(Outlet::Session(Arc::clone(self.standalone())));

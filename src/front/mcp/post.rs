@@ -170,8 +170,11 @@ impl Endpoint {
             Message::Request(request) => {
                 let request = OwnedRequest::new(body.clone(), &request);
                 let ids = EventIds::Request(session.next_stream());
-                let Served { work, messages } =
-                    serve(&self.gateway, Caller::Session(session), request, parts);
+                // The session pins the user; what this request may see and do is decided by
+                // the credentials it carries (a narrower token sees less).
+                let (principal, _) = caller_of(&parts);
+                let caller = Caller::Session(session, principal);
+                let Served { work, messages } = serve(&self.gateway, caller, request, parts);
                 // A session's client is always answered on a stream (it may resume one).
                 match reply::begin(ids, work, messages).await {
                     Begun::Answered(answer) => EventStream::single(ids, answer),

@@ -296,3 +296,84 @@ async fn the_state_is_in_no_log_and_no_link_is_on_healthz() {
         assert!(!line.contains(&state), "the state is logged: {line}");
     }
 }
+
+/// With JWT users, the connect link signs the browser in at the gateway's own authorization
+/// server (here the same real provider) and compares who signed in with the link's user:
+/// Alice signed in on Bob's link is refused; Bob signed in goes on and authorizes.
+#[tokio::test]
+async fn a_jwt_users_link_signs_the_browser_in_first() {
+    let provider = OAuthUpstream::start(&["--interactions=auto", "--account=alice"]).await;
+    let issuer = provider.info["issuer"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let state = tempfile::tempdir().unwrap();
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n\
+             [auth]\nscopes = [\"mcp:tools\"]\n[auth.jwt]\nissuer = {issuer:?}\njwks_url = \"{issuer}/jwks\"\n",
+            state.path().display().to_string(),
+        ))
+        .http_with(
+            "secure",
+            provider.mcp_url(),
+            &format!(
+                "restart = {{ delay_ms = 100, max_delay_ms = 400 }}\n\
+                 oauth = {{ client_id = {:?}, client_secret = {:?} }}",
+                provider.client("client_id"),
+                provider.client("client_secret")
+            ),
+        )
+        .start_unsettled()
+        .await;
+    provider
+        .configure(json!({"extra_resource": gw.url()}))
+        .await;
+    gw.wait_state("secure", "authenticating", SOON).await;
+    let bob = provider.token_for("bob", &gw.url(), "mcp:tools").await;
+    let pending: Value = reqwest::Client::new()
+        .get(format!("http://{}/oauth/pending", gw.addr))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pending["principal"], "user:jwt:bob", "{pending}");
+    let link = pending["pending"][0]["authorization_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Alice's browser: signed in as alice, refused; nothing authorized.
+    let alice = Browser::new();
+    let answer = alice.client().get(&link).send().await.unwrap();
+    assert_eq!(answer.status(), 403);
+    assert!(
+        answer
+            .text()
+            .await
+            .unwrap()
+            .contains("made for another user")
+    );
+    assert_eq!(
+        provider.stats().await["as"]["tokens"]["authorization_code"],
+        2,
+        "bob's token and alice's sign-in only"
+    );
+
+    // Bob's browser: signed in as bob, sent on, authorized.
+    provider.configure(json!({"account": "bob"})).await;
+    let bobs = Browser::new();
+    let answer = bobs.client().get(&link).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.text().await.unwrap().contains("now authorized"));
+    gw.wait_state("secure", "ready", SOON).await;
+    let client = crate::auth::authorized_client(&gw, &bob).await;
+    let result = call(&client, "secure__whoami", json!({})).await.unwrap();
+    let whoami: Value = serde_json::from_str(text(&result)).unwrap();
+    assert_eq!(whoami["sub"], "bob");
+    client.cancel().await.unwrap();
+}

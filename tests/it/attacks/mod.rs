@@ -4,3 +4,4 @@
 
 mod admin;
 mod links;
+mod sessions;

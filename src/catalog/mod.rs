@@ -302,10 +302,7 @@ impl Catalog {
     fn add_resources(&mut self, upstream: &UpstreamName, part: &UpstreamCatalog) {
         let prefixed = self.scheme.is_prefixed();
         for resource in &part.resources {
-            if !self
-                .lens
-                .item(Kind::Resource, upstream.as_str(), &resource.uri)
-            {
+            if !self.lens.uri(upstream.as_str(), &resource.uri) {
                 continue;
             }
             if !prefixed {
@@ -432,7 +429,7 @@ impl Catalog {
     pub fn resolve_uri<'a>(&'a self, uri: &'a str) -> Option<UriRoute<'a>> {
         let route = self.resolve_any_uri(uri)?;
         self.lens
-            .item(Kind::Resource, route.upstream, route.original)
+            .uri(route.upstream, route.original)
             .then_some(route)
     }
 

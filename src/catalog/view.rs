@@ -49,6 +49,23 @@ impl Lens {
         }
     }
 
+    /// Whether the resource `uri` of `upstream` is seen: as written, and as normalized (so that
+    /// dot segments, case and escapes dodge no rule); a URI that climbs out of its path is
+    /// seen by no restricted view.
+    pub(super) fn uri(&self, upstream: &str, uri: &str) -> bool {
+        match self {
+            Lens::Whole => true,
+            Lens::Blind => false,
+            Lens::Through { access, key } => {
+                let sees = |uri: &str| access.sees(key, Kind::Resource, upstream, uri);
+                match crate::policy::normalize_uri(uri) {
+                    Ok(normal) => sees(uri) && (normal == uri || sees(&normal)),
+                    Err(_) => false,
+                }
+            }
+        }
+    }
+
     pub(super) fn tool_shape(&self, upstream: &str, tool: &str) -> Option<&ToolShape> {
         match self {
             Lens::Through { access, key } => access.tool_shape(key, upstream, tool),

@@ -147,6 +147,11 @@ impl Checker<'_> {
         let tools = patterns("tools", &raw.tools);
         let prompts = patterns("prompts", &raw.prompts);
         let resources = patterns("resources", &raw.resources);
+        for text in raw.resources.iter().flatten() {
+            if let Some(reason) = unnormal_resource_pattern(text) {
+                self.problem(format!("{key}.resources"), reason);
+            }
+        }
         Items {
             upstreams: raw
                 .upstreams
@@ -304,4 +309,29 @@ impl Checker<'_> {
             },
         ))
     }
+}
+
+/// Why a resource pattern (`UPSTREAM:URI`) could never match, if it could not: URIs are
+/// judged normalized (`policy::normalize_uri`), their scheme and host in lowercase and
+/// without `.` or `..` segments.
+fn unnormal_resource_pattern(text: &str) -> Option<String> {
+    let (_, uri) = text.split_once(':')?;
+    let (scheme, rest) = uri.split_once(':')?;
+    let authority = rest
+        .strip_prefix("//")
+        .map(|after| after.split('/').next().unwrap_or_default())
+        .unwrap_or_default();
+    if scheme
+        .chars()
+        .chain(authority.chars())
+        .any(|c| c.is_ascii_uppercase())
+    {
+        return Some(format!(
+            "`{text}` never matches: URIs are compared with their scheme and host in lowercase"
+        ));
+    }
+    let path = rest.split(['?', '#']).next().unwrap_or_default();
+    path.split('/')
+        .any(|segment| segment == "." || segment == "..")
+        .then(|| format!("`{text}` never matches: URIs are compared without `.` and `..` segments"))
 }

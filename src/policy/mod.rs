@@ -10,11 +10,13 @@
 //! per (endpoint, applying rules) and per snapshot, on first use (`catalog::view`).
 
 mod pattern;
+mod uri;
 mod who;
 
 use std::{collections::HashMap, sync::Arc};
 
 pub use pattern::{Glob, ItemPattern};
+pub use uri::{UriRefusal, normalize_uri};
 pub use who::Who;
 
 use crate::{names::PrefixMode, principal::Principal};

@@ -105,3 +105,23 @@ fn mistakes_are_located() {
         assert_has(&found, expected);
     }
 }
+
+#[test]
+fn resource_patterns_that_could_never_match_are_refused() {
+    for (pattern, reason) in [
+        ("notes:FILE:///x/*", "lowercase"),
+        ("notes:file://Host/x", "lowercase"),
+        ("notes:file:///public/../x", "`..` segments"),
+    ] {
+        let text = format!("[[policy]]\nallow.resources = [{pattern:?}]\n");
+        let error = super::load("p.toml", &text).unwrap_err().to_string();
+        assert!(error.contains(reason), "{pattern}: {error}");
+    }
+    assert!(
+        super::load(
+            "p.toml",
+            "[[policy]]\nallow.resources = [\"n:file:///Public/*\"]\n"
+        )
+        .is_ok()
+    );
+}

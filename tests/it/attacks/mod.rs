@@ -5,3 +5,4 @@
 mod admin;
 mod links;
 mod sessions;
+mod uris;

@@ -1,6 +1,11 @@
 //! Checking `[limits]`: what one client may ask of the gateway, so that no user (or bug) can
 //! take it over: JSON nesting, requests in flight per session, sessions, request rate and
 //! concurrency per principal.
+//!
+//! Where users authenticate (`[auth]`), each has by default at most `DEFAULT_SESSIONS`
+//! sessions and `DEFAULT_RATE` requests a second (bursts of `DEFAULT_BURST`); `0` lifts a
+//! limit. Without `[auth]` every request is the one anonymous user, on loopback: the operator,
+//! whom no default limits.
 
 use serde::Deserialize;
 
@@ -8,6 +13,11 @@ use super::validate::Checker;
 
 const DEFAULT_JSON_DEPTH: u32 = 64;
 const DEFAULT_IN_FLIGHT_PER_SESSION: u32 = 128;
+/// Sessions per principal, where users authenticate: far more than a person's clients open.
+pub const DEFAULT_SESSIONS: u32 = 64;
+/// Requests a second per principal, where users authenticate, and the burst above it.
+pub const DEFAULT_RATE: f64 = 100.0;
+pub const DEFAULT_BURST: u32 = 200;
 
 /// `[limits]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -51,18 +61,44 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// What applies where users authenticate and `[limits]` says nothing of these.
+    fn for_users() -> Self {
+        Self {
+            max_sessions_per_principal: Some(DEFAULT_SESSIONS),
+            rate_per_principal: Some(Rate {
+                per_second: DEFAULT_RATE,
+                burst: DEFAULT_BURST,
+            }),
+            ..Self::default()
+        }
+    }
+}
+
+/// A per-principal cap as written: unset (the default applies), `0` (no limit), or a limit.
+fn cap(value: Option<u32>, default: Option<u32>) -> Option<u32> {
+    match value {
+        None => default,
+        Some(0) => None,
+        limit => limit,
+    }
+}
+
 impl Checker<'_> {
-    pub(super) fn limits(&mut self, raw: Option<&RawLimits>) -> Limits {
+    /// `[limits]`; `users` says whether users authenticate (then the defaults limit each).
+    pub(super) fn limits(&mut self, raw: Option<&RawLimits>, users: bool) -> Limits {
+        let defaults = if users {
+            Limits::for_users()
+        } else {
+            Limits::default()
+        };
         let Some(raw) = raw else {
-            return Limits::default();
+            return defaults;
         };
         let mut positive = |key: &str, value: Option<u32>| -> Option<u32> {
             match value {
                 Some(0) => {
-                    self.problem(
-                        format!("limits.{key}"),
-                        "must be at least 1 (leave it out for no limit)",
-                    );
+                    self.problem(format!("limits.{key}"), "must be at least 1");
                     None
                 }
                 other => other,
@@ -73,22 +109,25 @@ impl Checker<'_> {
             "max_requests_in_flight_per_session",
             raw.max_requests_in_flight_per_session,
         );
-        let sessions = positive("max_sessions_per_principal", raw.max_sessions_per_principal);
-        let concurrent = positive(
-            "max_concurrent_requests_per_principal",
-            raw.max_concurrent_requests_per_principal,
-        );
         let burst = positive("burst_per_principal", raw.burst_per_principal);
+        let sessions = cap(
+            raw.max_sessions_per_principal,
+            defaults.max_sessions_per_principal,
+        );
+        let concurrent = cap(raw.max_concurrent_requests_per_principal, None);
         let rate = match raw.requests_per_second_per_principal {
-            None => {
-                if burst.is_some() {
-                    self.problem(
-                        "limits.burst_per_principal",
-                        "needs requests_per_second_per_principal",
-                    );
-                }
+            None if burst.is_some() && defaults.rate_per_principal.is_none() => {
+                self.problem(
+                    "limits.burst_per_principal",
+                    "needs requests_per_second_per_principal",
+                );
                 None
             }
+            None => defaults.rate_per_principal.map(|rate| Rate {
+                burst: burst.unwrap_or(rate.burst),
+                ..rate
+            }),
+            Some(0.0) => None,
             Some(rate) if rate.is_finite() && rate > 0.0 => Some(Rate {
                 per_second: rate,
                 burst: burst.unwrap_or_else(|| rate.ceil().max(1.0) as u32),
@@ -96,7 +135,7 @@ impl Checker<'_> {
             Some(rate) => {
                 self.problem(
                     "limits.requests_per_second_per_principal",
-                    format!("must be a positive number, not {rate}"),
+                    format!("must be a positive number (or 0 for no limit), not {rate}"),
                 );
                 None
             }

@@ -33,7 +33,7 @@ pub use auth::{
 };
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
-pub use limits::{Limits, Rate};
+pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use store::{StoreKind, StoreSettings};
 
 pub use crate::names::PrefixMode;
@@ -362,8 +362,11 @@ pub struct RestartPolicy {
 pub struct StdioConfig {
     pub command: String,
     pub args: Vec<String>,
-    /// Added to (not replacing) the gateway's own environment.
+    /// The child's environment, besides the few variables every program expects
+    /// (`upstream::stdio::BASE_ENV`): nothing else of the gateway's own reaches it.
     pub env: Vec<(String, String)>,
+    /// Variables of the gateway's environment passed on as they are: names, or `PREFIX*`.
+    pub inherit_env: Vec<String>,
     /// Working directory; relative paths were resolved against the config file's directory.
     pub cwd: Option<PathBuf>,
     /// With `session = "per_client"`: the most processes alive at once.

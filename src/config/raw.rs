@@ -171,6 +171,7 @@ pub struct RawUpstream {
     pub command: Option<String>,
     pub args: Option<Vec<String>>,
     pub env: Option<Entries<String>>,
+    pub inherit_env: Option<Vec<String>>,
     pub cwd: Option<String>,
     pub max_processes: Option<u32>,
     // streamable_http, sse, auto
@@ -206,6 +207,7 @@ impl RawUpstream {
         if self.command.is_some()
             || self.args.is_some()
             || self.env.is_some()
+            || self.inherit_env.is_some()
             || self.cwd.is_some()
             || self.transport.as_deref() == Some("stdio")
         {

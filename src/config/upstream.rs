@@ -328,6 +328,18 @@ impl Checker<'_> {
                 );
             }
         }
+        let inherit_env = raw.inherit_env.clone().unwrap_or_default();
+        for (i, name) in inherit_env.iter().enumerate() {
+            let bare = name.strip_suffix('*').unwrap_or(name);
+            let valid =
+                !bare.is_empty() && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                self.problem(
+                    format!("{key}.inherit_env[{i}]"),
+                    format!("`{name}` is not a variable name (or a prefix ending in `*`)"),
+                );
+            }
+        }
         let cwd = raw.cwd.as_deref().map(|cwd| {
             let cwd = PathBuf::from(self.expand(&format!("{key}.cwd"), cwd).unwrap_or_default());
             if cwd.is_relative() {
@@ -344,6 +356,7 @@ impl Checker<'_> {
             command,
             args,
             env,
+            inherit_env,
             cwd,
             max_processes: max_processes as usize,
         })
@@ -362,6 +375,7 @@ impl Checker<'_> {
                 ("command", raw.command.is_some()),
                 ("args", raw.args.is_some()),
                 ("env", raw.env.is_some()),
+                ("inherit_env", raw.inherit_env.is_some()),
                 ("cwd", raw.cwd.is_some()),
                 ("max_processes", raw.max_processes.is_some()),
             ],

@@ -65,7 +65,7 @@ pub fn validate(
     let oauth = check.oauth(&raw.oauth);
     let admin = check.admin(&raw.admin);
     let auth = check.auth(&raw);
-    let limits = check.limits(raw.limits.as_ref());
+    let limits = check.limits(raw.limits.as_ref(), auth.configured);
     let policy = check.policy_rules(raw.policy.as_deref());
     let endpoints = check.endpoints(raw.endpoints.as_ref(), &server.endpoint_path);
     let store = check.store(raw.store.as_ref());

@@ -152,9 +152,12 @@ async fn resource_metadata(
             let url = upstream.join(url).map_err(|_| {
                 OAuthError::Discovery(format!("`{url}` is not a resource metadata URL"))
             })?;
-            if url.scheme() != upstream.scheme() && upstream.scheme() == "https" {
+            // The upstream chooses this URL: fetched anywhere else, it would make the gateway
+            // request any address the upstream likes (on its network, with its identity).
+            if url.origin() != upstream.origin() {
                 return Err(OAuthError::Discovery(format!(
-                    "the resource metadata URL {url} is not https"
+                    "the upstream names resource metadata on another origin ({url}); \
+                     Switchyard reads it only from the upstream's own origin"
                 )));
             }
             vec![url]

@@ -40,6 +40,9 @@ const CHANNEL_CAPACITY: usize = 256;
 /// hint still sets the least wait between attempts.
 const STREAM_RESUME_ATTEMPTS: usize = 2;
 
+/// The most redirects (within the upstream's origin) one request follows.
+const MAX_REDIRECTS: usize = 5;
+
 /// A reqwest client that runs a hook before each request.
 #[derive(Clone)]
 pub struct HookedClient {
@@ -304,12 +307,31 @@ fn refusal<T>(result: &HttpResult<T>) -> Option<(u16, Option<String>)> {
     }
 }
 
-/// The HTTP client an upstream's connections share (one connection pool per upstream).
+/// The HTTP client an upstream's connections share (one connection pool per upstream). It
+/// follows redirects within the upstream's origin only: every request carries the upstream's
+/// configured headers (API keys, the user's token), which must never reach another origin, so
+/// a redirect elsewhere is answered to the caller as it came (a failure naming the status).
 pub fn http_client(connect_timeout: Duration) -> reqwest::Client {
+    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(|url| url.origin());
+        if attempt.previous().len() > MAX_REDIRECTS || first != Some(attempt.url().origin()) {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    });
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
+        .redirect(same_origin)
         .build()
-        .unwrap_or_default()
+        .unwrap_or_else(|error| {
+            tracing::error!(%error, "cannot make the HTTP client for upstreams with its redirect policy; following none");
+            reqwest::Client::builder()
+                .connect_timeout(connect_timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default()
+        })
 }
 
 /// A transport to `config.url` whose requests pass through `hook`, and which keeps the

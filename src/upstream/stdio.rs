@@ -1,6 +1,10 @@
 //! The stdio upstream transport: a child process speaking newline-delimited JSON-RPC on its
 //! stdin/stdout (rmcp's `TokioChildProcess`), with its stderr forwarded to the log under the
 //! upstream's name. The process is killed when its connection is dropped.
+//!
+//! The child starts with a clean environment: its configured `env`, the variables every
+//! program expects (`BASE_ENV`), and those its `inherit_env` names. The gateway's own
+//! secrets (store keys, tokens, cloud credentials) never reach it unless given on purpose.
 
 use std::process::Stdio;
 
@@ -9,13 +13,24 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 use crate::{config::StdioConfig, names::UpstreamName};
 
+/// What every child gets of the gateway's environment (as the official SDKs' stdio clients
+/// pass on): where programs are, whose home it is, the terminal and the locale.
+pub const BASE_ENV: [&str; 11] = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR",
+];
+
 /// Longest stderr line logged whole; longer lines are cut (a misbehaving server must not flood).
 const MAX_LOGGED_LINE: usize = 4096;
 
 /// Starts the server process of `upstream`.
 pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<TokioChildProcess> {
     let mut command = tokio::process::Command::new(&config.command);
-    command.args(&config.args).envs(config.env.iter().cloned());
+    command
+        .args(&config.args)
+        .env_clear()
+        .envs(inherited(&config.inherit_env, std::env::vars()))
+        .envs(config.env.iter().cloned());
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
@@ -40,6 +55,22 @@ pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<T
         });
     }
     Ok(transport)
+}
+
+/// The variables of `environment` a child inherits: `BASE_ENV`, and those `inherit` names
+/// (`PREFIX*` names every variable starting so).
+fn inherited(
+    inherit: &[String],
+    environment: impl Iterator<Item = (String, String)>,
+) -> Vec<(String, String)> {
+    let wanted = |name: &str| {
+        BASE_ENV.contains(&name)
+            || inherit.iter().any(|given| match given.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => given == name,
+            })
+    };
+    environment.filter(|(name, _)| wanted(name)).collect()
 }
 
 /// Reads one line into `line` (replacing its contents), keeping at most `MAX_LOGGED_LINE` bytes
@@ -73,6 +104,31 @@ async fn read_line_capped<R: AsyncBufRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_inherits_only_what_it_is_given() {
+        let environment = [
+            ("PATH", "/bin"),
+            ("HOME", "/home/x"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cret"),
+            ("SWITCHYARD_STORE_KEY", "k"),
+            ("NODE_EXTRA_CA_CERTS", "/ca.pem"),
+            ("LC_MESSAGES", "C"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        let names = |inherit: &[&str]| -> Vec<String> {
+            let inherit: Vec<String> = inherit.iter().map(|s| s.to_string()).collect();
+            inherited(&inherit, environment.clone().into_iter())
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        assert_eq!(names(&[]), ["PATH", "HOME"]);
+        assert_eq!(
+            names(&["NODE_EXTRA_CA_CERTS", "LC_*"]),
+            ["PATH", "HOME", "NODE_EXTRA_CA_CERTS", "LC_MESSAGES"]
+        );
+    }
 
     #[tokio::test]
     async fn lines_are_cut_and_invalid_utf8_does_not_stop_reading() {

@@ -301,8 +301,11 @@ async fn hundreds_of_sessions_over_one_shared_upstream_never_cross() {
     const SESSIONS: usize = 300;
     const CALLS: usize = 5;
     let users = ["alice", "bob", "carol"];
+    // A hundred sessions each, at full speed: beyond the default limits of a user.
+    let unlimited =
+        "[limits]\nmax_sessions_per_principal = 0\nrequests_per_second_per_principal = 0\n";
     let gw = GatewayBuilder::new()
-        .section(&api_keys_section(&users))
+        .section(&format!("{unlimited}{}", api_keys_section(&users)))
         .demo("demo")
         .start()
         .await;

@@ -596,3 +596,30 @@ fn overlay_is_checked_like_the_file_and_reported_as_itself() {
     let config = super::load_with(&file, &vars()).unwrap();
     assert_eq!(config.overlay.path, dir.path().join("state/extra.toml"));
 }
+
+#[test]
+fn users_get_default_limits_and_zero_lifts_one() {
+    let users = format!(
+        "[auth.api_keys.ci]\nsha256 = {:?}\n",
+        crate::config::hash_api_key("ci-key-0123456789abcdef")
+    );
+    let limits = |text: &str| load("l.toml", text).unwrap().limits;
+    let defaults = limits(&users);
+    assert_eq!(defaults.max_sessions_per_principal, Some(64));
+    let rate = defaults.rate_per_principal.unwrap();
+    assert_eq!((rate.per_second, rate.burst), (100.0, 200));
+    assert_eq!(defaults.max_concurrent_per_principal, None);
+
+    let lifted = limits(&format!(
+        "{users}[limits]\nmax_sessions_per_principal = 0\nrequests_per_second_per_principal = 0\n"
+    ));
+    assert_eq!(lifted.max_sessions_per_principal, None);
+    assert_eq!(lifted.rate_per_principal, None);
+    let burst = limits(&format!("{users}[limits]\nburst_per_principal = 500\n"));
+    assert_eq!(burst.rate_per_principal.unwrap().burst, 500);
+
+    // Without [auth], the one anonymous user is the operator: no default limits them.
+    let open = limits("");
+    assert_eq!(open.max_sessions_per_principal, None);
+    assert_eq!(open.rate_per_principal, None);
+}

@@ -3,6 +3,7 @@
 //! list is the one in SECURITY.md.
 
 mod admin;
+mod hygiene;
 mod links;
 mod sessions;
 mod uris;

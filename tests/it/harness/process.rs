@@ -25,6 +25,11 @@ impl GatewayProcess {
 
     /// `start`, with `args` added to the command line.
     pub fn start_with(config: &Path, args: &[&str]) -> Self {
+        Self::start_with_env(config, args, &[])
+    }
+
+    /// `start_with`, with `env` added to its environment.
+    pub fn start_with_env(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         use std::io::BufRead;
         let state = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new(SWITCHYARD)
@@ -33,6 +38,7 @@ impl GatewayProcess {
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .args(args)
             .env("XDG_STATE_HOME", state.path())
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stderr(std::process::Stdio::piped())

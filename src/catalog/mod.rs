@@ -27,6 +27,7 @@ pub use naming::NameScheme;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 use template::TemplatePattern;
+pub use view::PersonalParts;
 use view::{Lens, Views};
 
 use crate::{names::UpstreamName, policy::Kind, protocol::Era};

@@ -5,6 +5,10 @@
 //! show is unknown to it. Views are built on first use and kept in the snapshot they were
 //! made from (so pagination cursors, which name a snapshot, find them again); a snapshot with
 //! no policy and no virtual endpoints serves itself to everyone.
+//!
+//! Upstreams whose lists are each user's own (`discovery = "per_user"`) are not in the
+//! snapshot's lists: a user's view is merged with their own lists of those, in config order,
+//! and kept per user until their lists change.
 
 use std::sync::{Arc, OnceLock};
 
@@ -81,7 +85,18 @@ pub(super) struct Views {
     parts: Vec<(UpstreamName, Arc<UpstreamCatalog>)>,
     built: DashMap<ViewKey, Arc<Catalog>>,
     blind: OnceLock<Arc<Catalog>>,
+    /// Every upstream in config order, and those whose lists are each user's own.
+    order: Vec<UpstreamName>,
+    personal: Vec<UpstreamName>,
+    /// Users' views, with the user's own lists they were merged with (by address).
+    users: DashMap<UserViewKey, (Vec<usize>, Arc<Catalog>)>,
 }
+
+/// A user's view: the policy view it is cut by (`None`: the whole), and whose it is.
+type UserViewKey = (Option<ViewKey>, Principal);
+
+/// Each user's own lists of the per-user upstreams, as a view merges them in.
+pub type PersonalParts = Vec<(UpstreamName, Arc<UpstreamCatalog>)>;
 
 impl Catalog {
     /// This snapshot, keeping `parts` to build views from.
@@ -94,6 +109,80 @@ impl Catalog {
     pub fn seen_through(mut self, access: Arc<Access>) -> Self {
         self.views.access = access;
         self
+    }
+
+    /// This snapshot, knowing the upstreams in config order (`order`) and which of them show
+    /// each user their own lists (`personal`, left out of `parts`).
+    pub fn with_personal(mut self, order: Vec<UpstreamName>, personal: Vec<UpstreamName>) -> Self {
+        self.views.order = order;
+        self.views.personal = personal;
+        self
+    }
+
+    /// The upstreams that show each user their own lists.
+    pub fn personal(&self) -> &[UpstreamName] {
+        &self.views.personal
+    }
+
+    /// What `principal` sees at `endpoint`, merged with `theirs`: their own lists of the
+    /// per-user upstreams (`personal`).
+    pub fn view_for_user(
+        self: &Arc<Self>,
+        endpoint: &EndpointName,
+        principal: &Principal,
+        theirs: PersonalParts,
+    ) -> Arc<Self> {
+        let access = &self.views.access;
+        let key = if access.is_open() {
+            None
+        } else {
+            match access.view_key(endpoint, principal) {
+                None => return self.blind().clone(),
+                Some(key) if key.is_whole() => None,
+                Some(key) => Some(key),
+            }
+        };
+        let stamp: Vec<usize> = theirs
+            .iter()
+            .map(|(_, part)| Arc::as_ptr(part) as usize)
+            .collect();
+        let cache_key = (key, principal.clone());
+        if let Some(entry) = self.views.users.get(&cache_key)
+            && entry.0 == stamp
+        {
+            return entry.1.clone();
+        }
+        let parts = self.merged_with(theirs);
+        let (scheme, lens) = match &cache_key.0 {
+            None => (self.scheme.clone(), Lens::Whole),
+            Some(key) => (
+                access.scheme(key).unwrap_or(&self.scheme).clone(),
+                Lens::Through {
+                    access: access.clone(),
+                    key: key.clone(),
+                },
+            ),
+        };
+        let view = Arc::new(self.successor_of_self(Self::assemble(scheme, &parts, lens)));
+        if self.views.users.len() < MAX_VIEWS || self.views.users.contains_key(&cache_key) {
+            self.views.users.insert(cache_key, (stamp, view.clone()));
+        }
+        view
+    }
+
+    /// The snapshot's lists and `theirs`, in config order.
+    fn merged_with(&self, theirs: PersonalParts) -> Vec<(UpstreamName, Arc<UpstreamCatalog>)> {
+        let mut theirs = theirs.into_iter().peekable();
+        let mut shared = self.views.parts.iter().peekable();
+        let mut parts = Vec::with_capacity(self.views.parts.len() + 1);
+        for name in &self.views.order {
+            if shared.peek().is_some_and(|(next, _)| next == name) {
+                parts.extend(shared.next().cloned());
+            } else if theirs.peek().is_some_and(|(next, _)| next == name) {
+                parts.extend(theirs.next());
+            }
+        }
+        parts
     }
 
     /// The policy and endpoints this snapshot's views follow.

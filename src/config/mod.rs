@@ -289,7 +289,19 @@ pub struct UpstreamConfig {
     pub name: UpstreamName,
     pub transport: TransportConfig,
     pub session: SessionMode,
+    /// Whose lists the clients of this upstream see.
+    pub discovery: Discovery,
     pub policy: UpstreamPolicy,
+}
+
+/// Whose lists (tools, prompts, resources) of an upstream clients see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discovery {
+    /// One discovery, on the upstream's shared connection, shown to everyone.
+    Shared,
+    /// Each user's own, discovered with their own token or headers (OAuth or `${claim:…}`
+    /// upstreams where users authenticate), for servers whose lists depend on the user.
+    PerUser,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -182,6 +182,7 @@ pub struct RawUpstream {
     pub oauth: Option<RawUpstreamOAuth>,
     // all
     pub session: Option<String>,
+    pub discovery: Option<String>,
     pub tool_timeout_seconds: Option<Entries<f64>>,
     // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,

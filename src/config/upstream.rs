@@ -6,8 +6,8 @@ use std::{collections::HashMap, path::PathBuf, time::Duration};
 use url::Url;
 
 use super::{
-    FailureMode, HttpConfig, HttpProtocol, RestartPolicy, SessionMode, StdioConfig,
-    TransportConfig, UpstreamConfig, UpstreamPolicy,
+    Discovery, FailureMode, GrantKind, HttpConfig, HttpProtocol, RestartPolicy, SessionMode,
+    StdioConfig, TransportConfig, UpstreamConfig, UpstreamPolicy,
     parse::key_segment,
     raw::{Entries, PolicyView, RawUpstream},
     validate::Checker,
@@ -209,6 +209,7 @@ impl Checker<'_> {
                 SessionMode::Shared
             }
         };
+        let discovery = self.discovery(key, raw, &transport);
         let mut policy = self.policy(key, raw.policy(), defaults);
         let timeouts_key = format!("{key}.tool_timeout_seconds");
         for dup in raw.tool_timeout_seconds.iter().flat_map(|t| &t.duplicates) {
@@ -230,8 +231,42 @@ impl Checker<'_> {
             name: name?,
             transport,
             session,
+            discovery,
             policy,
         })
+    }
+
+    /// `discovery`: per user only where connections are (OAuth with users authorizing, or
+    /// headers naming the user); whether users authenticate at all is checked with `[auth]`.
+    fn discovery(
+        &mut self,
+        key: &str,
+        raw: &RawUpstream,
+        transport: &TransportConfig,
+    ) -> Discovery {
+        match raw.discovery.as_deref() {
+            None | Some("shared") => Discovery::Shared,
+            Some("per_user") => {
+                let personal = matches!(transport, TransportConfig::Http(http)
+                    if (http.oauth.enabled && http.oauth.grant == GrantKind::AuthorizationCode)
+                        || !http.user_headers.is_empty());
+                if !personal {
+                    self.problem(
+                        format!("{key}.discovery"),
+                        "`per_user` needs an upstream that each user reaches with their own \
+                         credentials: OAuth (authorization_code) or headers with `${claim:…}`",
+                    );
+                }
+                Discovery::PerUser
+            }
+            Some(other) => {
+                self.problem(
+                    format!("{key}.discovery"),
+                    format!("`{other}` is not one of `shared`, `per_user`"),
+                );
+                Discovery::Shared
+            }
+        }
     }
 
     /// Picks the transport (explicit, or implied by `command` / `url`) and checks its keys.

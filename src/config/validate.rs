@@ -80,6 +80,17 @@ pub fn validate(
             problem.replace("server.listen", "server.passthrough_listen"),
         );
     }
+    if !auth.configured {
+        for upstream in &upstreams {
+            if upstream.discovery == super::Discovery::PerUser {
+                check.problem(
+                    format!("upstreams.{}.discovery", upstream.name),
+                    "`per_user` needs users who authenticate ([auth]); without it there is \
+                     one user",
+                );
+            }
+        }
+    }
     if server.allowed_hosts.is_empty() && (!auth.configured || auth.anonymous) {
         check.problem(
             "server.allowed_hosts",

@@ -6,6 +6,7 @@
 //! upstreams and swaps it in whole. Readers never lock: they load the current snapshots.
 
 mod journal;
+mod personal;
 mod reload;
 mod scrape;
 mod subscriptions;
@@ -237,9 +238,7 @@ impl Gateway {
 
     /// What `viewer` sees of the current catalog snapshot.
     pub fn catalog_for(&self, viewer: Viewer<'_>) -> Arc<Catalog> {
-        self.catalog
-            .load()
-            .view_for(viewer.endpoint, viewer.principal)
+        self.view_of(&self.catalog.load(), viewer)
     }
 
     /// The error for a tool or prompt name that is not in `catalog` (a view): if its prefix
@@ -275,13 +274,23 @@ impl Gateway {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let live = self.live.load_full();
+        // Upstreams that show each user their own lists are merged into each user's view.
         let parts: Vec<_> = live
             .upstreams
             .iter()
+            .filter(|u| !u.discovers_per_user())
             .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
+            .collect();
+        let order = live.upstreams.iter().map(|u| u.name().clone()).collect();
+        let personal = live
+            .upstreams
+            .iter()
+            .filter(|u| u.discovers_per_user() && u.is_ready())
+            .map(|u| u.name().clone())
             .collect();
         let previous = self.catalog.load_full();
         let next = Catalog::build(live.scheme.clone(), &parts)
+            .with_personal(order, personal)
             .paged(live.config.catalog.page_size)
             .seen_through(live.access.clone())
             .succeeding(&previous, announced);
@@ -347,7 +356,7 @@ impl Gateway {
         let catalog = self.catalog_at(cursor.generation).ok_or_else(|| {
             invalid("has expired: the list changed since; list again from the start")
         })?;
-        let view = catalog.view_for(viewer.endpoint, viewer.principal);
+        let view = self.view_of(&catalog, viewer);
         Ok(view.list_page(kind, era, cursor.offset))
     }
 
@@ -430,9 +439,15 @@ impl SupervisorHooks for GatewayHooks {
         tokio::spawn(async move { gateway.subscriptions.renew(&upstream).await });
     }
 
-    fn resource_updated(&self, upstream: &Upstream, uri: &str) {
+    fn resource_updated(&self, upstream: &Upstream, scope: Option<&Principal>, uri: &str) {
         if let Some(gateway) = self.0.upgrade() {
-            gateway.subscriptions.deliver(upstream.name(), uri);
+            gateway.subscriptions.deliver(upstream.name(), scope, uri);
+        }
+    }
+
+    fn personal_changed(&self, upstream: &Upstream, principal: &Principal) {
+        if let Some(gateway) = self.0.upgrade() {
+            gateway.personal_changed(upstream.name().as_str(), principal);
         }
     }
 

@@ -2,7 +2,9 @@
 //! upstream resource, and the one upstream subscription per resource that serves them all.
 //!
 //! The first client to subscribe to a resource subscribes the upstream; the last to leave
-//! unsubscribes it. A per-resource lock orders these, so that an unsubscribe still on its way
+//! unsubscribes it. Where each user reaches the upstream on a connection of their own (their
+//! token, their headers), a user's subscriptions are made on that connection and its updates
+//! go to that user's subscribers alone: no subscription rides on another user's credentials. A per-resource lock orders these, so that an unsubscribe still on its way
 //! cannot undo a newer subscribe, and every subscriber waits until the upstream has accepted.
 //! Updates fan out to exactly the clients subscribed, under the URI each of them used. After an
 //! upstream reconnects, its subscriptions are renewed. A 2026-07-28 upstream is not subscribed
@@ -28,6 +30,7 @@ use crate::{
     downstream::Outlet,
     error::GatewayError,
     names::UpstreamName,
+    principal::Principal,
     upstream::{Era, Upstream},
 };
 
@@ -64,8 +67,9 @@ struct Subscriber {
     outbox: Outbox,
 }
 
-/// (upstream, the URI as the upstream knows it).
-type Key = (UpstreamName, String);
+/// (upstream, whose connection carries it (`None`: the shared one), the URI as the upstream
+/// knows it).
+type Key = (UpstreamName, Option<Principal>, String);
 
 /// Every live resource subscription of the gateway.
 #[derive(Default)]
@@ -78,16 +82,22 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
-    /// Subscribes `outbox` to updates of `original` at `upstream`, reported as `exposed`, once
-    /// the upstream has accepted. The subscription lasts as long as the returned value.
+    /// Subscribes `outbox` of `principal` to updates of `original` at `upstream`, reported as
+    /// `exposed`, once the upstream has accepted. The subscription lasts as long as the
+    /// returned value.
     pub async fn subscribe(
         self: &Arc<Self>,
         upstream: &Arc<Upstream>,
+        principal: &Principal,
         original: String,
         exposed: String,
         outbox: Outbox,
     ) -> Result<Subscription, GatewayError> {
-        let key = (upstream.name().clone(), original);
+        let key = (
+            upstream.name().clone(),
+            upstream.scope_of(principal),
+            original,
+        );
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.by_resource
             .entry(key.clone())
@@ -107,7 +117,8 @@ impl Subscriptions {
         let side = self.upstream_side(&subscription.key);
         let mut subscribed = side.lock().await;
         if !*subscribed {
-            subscribe_upstream(upstream, &subscription.key.1).await?;
+            let (_, scope, uri) = &subscription.key;
+            subscribe_upstream(upstream, scope.as_ref(), uri).await?;
             *subscribed = true;
         }
         Ok(subscription)
@@ -117,9 +128,11 @@ impl Subscriptions {
         self.upstream_side.entry(key.clone()).or_default().clone()
     }
 
-    /// Passes an update of `uri` at `upstream` to its subscribers.
-    pub fn deliver(&self, upstream: &UpstreamName, uri: &str) {
-        let Some(subscribers) = self.by_resource.get(&(upstream.clone(), uri.to_owned())) else {
+    /// Passes an update of `uri` at `upstream`, which came on the connection of `scope`, to
+    /// the subscribers of that connection.
+    pub fn deliver(&self, upstream: &UpstreamName, scope: Option<&Principal>, uri: &str) {
+        let key = (upstream.clone(), scope.cloned(), uri.to_owned());
+        let Some(subscribers) = self.by_resource.get(&key) else {
             return;
         };
         for subscriber in subscribers.iter() {
@@ -138,17 +151,17 @@ impl Subscriptions {
         let keys: Vec<Key> = self
             .by_resource
             .iter()
-            .filter(|entry| entry.key().0 == *upstream.name())
+            .filter(|entry| entry.key().0 == *upstream.name() && entry.key().1.is_none())
             .map(|entry| entry.key().clone())
             .collect();
         for key in keys {
             let side = self.upstream_side(&key);
             let mut subscribed = side.lock().await;
-            match subscribe_upstream(upstream, &key.1).await {
+            match subscribe_upstream(upstream, None, &key.2).await {
                 Ok(()) => *subscribed = true,
                 Err(error) => {
                     *subscribed = false;
-                    tracing::warn!(upstream = %upstream.name(), uri = %key.1, %error, "cannot renew a resource subscription");
+                    tracing::warn!(upstream = %upstream.name(), uri = %key.2, %error, "cannot renew a resource subscription");
                 }
             }
         }
@@ -173,15 +186,36 @@ impl Subscriptions {
             return;
         }
         *subscribed = false;
-        unsubscribe_upstream(upstream, &key.1).await;
+        unsubscribe_upstream(upstream, key.1.as_ref(), &key.2).await;
         drop(subscribed);
         self.upstream_side
             .remove_if(key, |_, side| Arc::strong_count(side) <= 2);
     }
 }
 
-async fn subscribe_upstream(upstream: &Upstream, uri: &str) -> Result<(), GatewayError> {
-    let connection = upstream.shared().map_err(|_| unavailable(upstream))?;
+/// The connection a subscription of `scope` goes on: that user's own, or the shared one.
+async fn connection_of(
+    upstream: &Upstream,
+    scope: Option<&Principal>,
+) -> Result<Arc<crate::upstream::Connection>, GatewayError> {
+    match scope {
+        None => upstream.shared().map_err(|_| unavailable(upstream)),
+        Some(principal) => upstream
+            .connection_for(principal, false)
+            .await
+            .map_err(|error| GatewayError::Unavailable {
+                upstream: upstream.name().clone(),
+                reason: error.to_string(),
+            }),
+    }
+}
+
+async fn subscribe_upstream(
+    upstream: &Upstream,
+    scope: Option<&Principal>,
+    uri: &str,
+) -> Result<(), GatewayError> {
+    let connection = connection_of(upstream, scope).await?;
     if connection.era() == Era::Modern {
         upstream.watch_resource(uri);
         return Ok(());
@@ -193,9 +227,9 @@ async fn subscribe_upstream(upstream: &Upstream, uri: &str) -> Result<(), Gatewa
         .map_err(|error| GatewayError::from_service(upstream.name(), error))
 }
 
-async fn unsubscribe_upstream(upstream: &Upstream, uri: &str) {
+async fn unsubscribe_upstream(upstream: &Upstream, scope: Option<&Principal>, uri: &str) {
     upstream.unwatch_resource(uri);
-    let Ok(connection) = upstream.shared() else {
+    let Ok(connection) = connection_of(upstream, scope).await else {
         return;
     };
     if connection.era() == Era::Legacy {

@@ -32,7 +32,13 @@ pub async fn serve(
         let upstream = gateway.serving_upstream(&owner)?;
         let subscription = gateway
             .subscriptions()
-            .subscribe(&upstream, original, uri, Outbox::Channel(outbox.clone()))
+            .subscribe(
+                &upstream,
+                &downstream.principal,
+                original,
+                uri,
+                Outbox::Channel(outbox.clone()),
+            )
             .await?;
         subscriptions.push(subscription);
     }

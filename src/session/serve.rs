@@ -118,6 +118,8 @@ pub fn serve(
                 None => CancellationToken::new(),
             };
             let timer = gateway.metrics().request(request.method());
+            // A user's own lists of per-user upstreams are found before their first request.
+            gateway.discover_personal(caller.viewer().principal).await;
             let answer = answer(&gateway, &caller, &request, parts, sender, &ct).await;
             timer.finish(if wire::is_error_answer(&answer) {
                 Outcome::Error

@@ -163,7 +163,7 @@ impl Session {
         let outbox = Outbox::Outlet(Outlet::Session(Arc::clone(self.standalone())));
         let subscription = gateway
             .subscriptions()
-            .subscribe(&upstream, original, uri.clone(), outbox)
+            .subscribe(&upstream, viewer.principal, original, uri.clone(), outbox)
             .await?;
         self.subscribed().insert(uri, subscription);
         Ok(())

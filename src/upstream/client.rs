@@ -28,16 +28,19 @@ use super::relay::{Arrival, Relay, send_notification};
 use crate::{
     downstream::{Downstream, ask_client, cannot_forward, check_capability, kind},
     names::UpstreamName,
+    principal::Principal,
 };
 
-/// Something an upstream told us that changes what the gateway serves or must pass on.
+/// Something an upstream told us that changes what the gateway serves or must pass on, with
+/// the scope of the connection it came on: the user whose own connection it is, or `None`
+/// for one shared by everyone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpstreamEvent {
-    ToolsChanged,
-    PromptsChanged,
-    ResourcesChanged,
+    ToolsChanged(Option<Principal>),
+    PromptsChanged(Option<Principal>),
+    ResourcesChanged(Option<Principal>),
     /// A subscribed resource changed (its URI as the upstream knows it).
-    ResourceUpdated(String),
+    ResourceUpdated(String, Option<Principal>),
 }
 
 /// The handler of one upstream connection.
@@ -47,17 +50,19 @@ pub struct UpstreamClient {
     info: ClientConfig,
     events: mpsc::UnboundedSender<UpstreamEvent>,
     relay: Arc<Relay>,
+    /// The user whose own connection this is; `None`: one shared by everyone.
+    scope: Option<Principal>,
 }
 
 impl UpstreamClient {
     /// A handler announcing `client_info` and `capabilities` to the upstream, reporting to
-    /// `events`, and passing requests back through `relay`.
+    /// `events` (from `scope`'s connection), and passing requests back through `relay`.
     pub fn new(
         upstream: UpstreamName,
-        client_info: Implementation,
-        capabilities: ClientCapabilities,
+        (client_info, capabilities): (Implementation, ClientCapabilities),
         events: mpsc::UnboundedSender<UpstreamEvent>,
         relay: Arc<Relay>,
+        scope: Option<Principal>,
     ) -> Self {
         let mut info = ClientConfig::new(capabilities, client_info);
         info.protocol_version = ProtocolVersion::V_2025_11_25;
@@ -66,6 +71,7 @@ impl UpstreamClient {
             info,
             events,
             relay,
+            scope,
         }
     }
 
@@ -169,15 +175,15 @@ impl ClientHandler for UpstreamClient {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.report(UpstreamEvent::ToolsChanged);
+        self.report(UpstreamEvent::ToolsChanged(self.scope.clone()));
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.report(UpstreamEvent::PromptsChanged);
+        self.report(UpstreamEvent::PromptsChanged(self.scope.clone()));
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.report(UpstreamEvent::ResourcesChanged);
+        self.report(UpstreamEvent::ResourcesChanged(self.scope.clone()));
     }
 
     async fn on_resource_updated(
@@ -185,7 +191,10 @@ impl ClientHandler for UpstreamClient {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.report(UpstreamEvent::ResourceUpdated(params.uri));
+        self.report(UpstreamEvent::ResourceUpdated(
+            params.uri,
+            self.scope.clone(),
+        ));
     }
 
     async fn on_logging_message(

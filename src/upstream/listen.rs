@@ -59,11 +59,13 @@ pub fn spawn_listener(upstream: Arc<Upstream>, connection: Arc<Connection>) -> J
 
 fn report(upstream: &Upstream, notification: ServerNotification) {
     let event = match notification {
-        ServerNotification::ToolListChangedNotification(_) => UpstreamEvent::ToolsChanged,
-        ServerNotification::PromptListChangedNotification(_) => UpstreamEvent::PromptsChanged,
-        ServerNotification::ResourceListChangedNotification(_) => UpstreamEvent::ResourcesChanged,
+        ServerNotification::ToolListChangedNotification(_) => UpstreamEvent::ToolsChanged(None),
+        ServerNotification::PromptListChangedNotification(_) => UpstreamEvent::PromptsChanged(None),
+        ServerNotification::ResourceListChangedNotification(_) => {
+            UpstreamEvent::ResourcesChanged(None)
+        }
         ServerNotification::ResourceUpdatedNotification(update) => {
-            UpstreamEvent::ResourceUpdated(update.params.uri)
+            UpstreamEvent::ResourceUpdated(update.params.uri, None)
         }
         _ => return,
     };

@@ -20,6 +20,7 @@ mod http;
 mod inbound;
 mod listen;
 mod open;
+mod personal;
 mod principals;
 mod raw_client;
 mod relay;
@@ -156,6 +157,8 @@ pub struct Upstream {
     service: ArcSwap<Principal>,
     /// With tokens per user: other users' own connections, where the upstream is shared.
     by_principal: principals::Connections,
+    /// With `discovery = "per_user"`: each user's own lists.
+    personal: personal::PersonalLists,
 }
 
 /// A request counted in flight to an upstream (and its place under the upstream's limit, if it
@@ -229,6 +232,7 @@ impl Upstream {
             tool_series: ArcSwapOption::empty(),
             service: ArcSwap::from_pointee(Principal::anonymous()),
             by_principal: Default::default(),
+            personal: Default::default(),
         });
         (upstream, receiver)
     }
@@ -386,6 +390,7 @@ impl Upstream {
         self.shared.store(None);
         self.modern.store(None);
         self.by_principal.clear();
+        self.personal.clear();
         self.closing.cancel();
         self.tasks.close();
         if tokio::time::timeout(grace, self.tasks.wait())

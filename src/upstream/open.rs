@@ -125,7 +125,10 @@ impl Upstream {
             TransportConfig::Http(_) => None,
         };
         let capabilities = relayable(&home.capabilities);
-        let hook = self.request_hook(&home.principal).await;
+        let holder = Holder {
+            hook: self.request_hook(&home.principal).await,
+            scope: self.connections_per_user().then(|| home.principal.clone()),
+        };
         let relay = Relay::for_session(home);
         let connection = self
             .open(
@@ -133,7 +136,7 @@ impl Upstream {
                 (client, capabilities),
                 relay,
                 slot,
-                hook,
+                holder,
                 Arc::new(session),
             )
             .await?;
@@ -152,16 +155,18 @@ impl Upstream {
             Some(auth) => auth.service_grant().await.principal.clone(),
             None => Principal::default(),
         };
-        let connection = self.open_for(era, &principal).await?;
+        let connection = self.open_for(era, &principal, false).await?;
         self.service.store(Arc::new(principal));
         Ok(connection)
     }
 
-    /// Opens a connection for `principal`'s requests that is not tied to one client session.
+    /// Opens a connection for `principal`'s requests that is not tied to one client session:
+    /// `theirs` alone (its events are about them), or shared by everyone.
     pub(super) async fn open_for(
         &self,
         era: Era,
         principal: &Principal,
+        theirs: bool,
     ) -> Result<Connection, UpstreamError> {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(RootsCapabilities::default());
@@ -171,12 +176,16 @@ impl Upstream {
                 .with_form(FormElicitationCapability::default())
                 .with_url(UrlElicitationCapability::default()),
         );
+        let holder = Holder {
+            hook: self.request_hook(principal).await,
+            scope: theirs.then(|| principal.clone()),
+        };
         self.open(
             era,
             (client::gateway_identity(), capabilities),
             Relay::shared(),
             None,
-            self.request_hook(principal).await,
+            holder,
             Arc::default(),
         )
         .await
@@ -190,15 +199,15 @@ impl Upstream {
         (client, capabilities): (Implementation, ClientCapabilities),
         relay: Arc<Relay>,
         slot: Option<OwnedSemaphorePermit>,
-        hook: Arc<dyn RequestHook>,
+        Holder { hook, scope }: Holder,
         session: Arc<SessionSlot>,
     ) -> Result<Connection, UpstreamError> {
         let handler = UpstreamClient::new(
             self.name().clone(),
-            client,
-            capabilities,
+            (client, capabilities),
             self.events.clone(),
             relay.clone(),
+            scope,
         );
         let opening = Opening {
             upstream: self.name(),
@@ -300,6 +309,13 @@ impl Upstream {
             None => StaticHeaders::new(headers),
         }
     }
+}
+
+/// Whom a connection is for: the headers (and token) its requests carry, and the user whose
+/// own connection it is (`None`: shared by everyone), which its events are about.
+struct Holder {
+    hook: Arc<dyn RequestHook>,
+    scope: Option<Principal>,
 }
 
 /// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation.

@@ -24,9 +24,19 @@ impl Upstream {
 
     /// Whether each user reaches this upstream on a connection of their own: their own
     /// tokens, or headers naming them.
-    fn connections_per_user(&self) -> bool {
+    pub(super) fn connections_per_user(&self) -> bool {
         self.tokens_per_user()
             || matches!(&self.config.transport, TransportConfig::Http(http) if !http.user_headers.is_empty())
+    }
+
+    /// Whose connection `principal`'s requests that outlive one call (resource subscriptions)
+    /// go on: `principal`'s own where each user has one, else (`None`) the shared one. An
+    /// upstream that speaks only 2026-07-28 is watched through its one shared stream.
+    pub fn scope_of(&self, principal: &Principal) -> Option<Principal> {
+        let own = self.connections_per_user()
+            && **self.service.load() != *principal
+            && self.era_support() != EraSupport::ModernOnly;
+        own.then(|| principal.clone())
     }
 
     /// The connection `principal`'s request goes on where the upstream is shared: the shared
@@ -72,7 +82,7 @@ impl Upstream {
                     } else {
                         Era::Legacy
                     };
-                    let connection = Arc::new(self.open_for(era, principal).await?);
+                    let connection = Arc::new(self.open_for(era, principal, true).await?);
                     if let Some(idle) = self.config.policy.idle_timeout {
                         connection.reap_when_idle(idle);
                     }

@@ -23,6 +23,7 @@ use crate::{
     catalog::ListChanges,
     config::{RestartPolicy, TransportConfig},
     oauth::Need,
+    principal::Principal,
 };
 
 /// A burst of list-change notifications within this window causes one rediscovery.
@@ -40,7 +41,11 @@ pub trait SupervisorHooks: Send + Sync + 'static {
     /// An upstream is ready on a new shared session.
     fn ready(&self, upstream: &Arc<Upstream>);
     /// A resource the gateway subscribed to changed (its URI as the upstream knows it).
-    fn resource_updated(&self, upstream: &Upstream, uri: &str);
+    /// A resource subscribed to on the connection of `scope` (its user; `None`: the shared
+    /// one) changed.
+    fn resource_updated(&self, upstream: &Upstream, scope: Option<&Principal>, uri: &str);
+    /// `principal`'s own lists of the upstream (`discovery = "per_user"`) changed.
+    fn personal_changed(&self, upstream: &Upstream, principal: &Principal);
     /// An upstream failed (to connect, or after it was up), for `reason`.
     fn failed(&self, upstream: &Upstream, reason: &str);
 }
@@ -285,6 +290,8 @@ async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
     upstream.set_status(status);
     upstream.set_status(upstream.status().moved_to(UpstreamState::Discovering));
     rediscover(upstream, &connection).await?;
+    // Users' own lists were found on the connections of before; find them again.
+    upstream.forget_personal();
     Ok(connection)
 }
 
@@ -431,13 +438,22 @@ fn note(
     hooks: &Hooks,
 ) -> bool {
     match event {
-        UpstreamEvent::ResourceUpdated(uri) => {
-            hooks.resource_updated(upstream, uri);
+        UpstreamEvent::ResourceUpdated(uri, scope) => {
+            hooks.resource_updated(upstream, scope.as_ref(), uri);
             return false;
         }
-        UpstreamEvent::ToolsChanged => announced.tools = true,
-        UpstreamEvent::PromptsChanged => announced.prompts = true,
-        UpstreamEvent::ResourcesChanged => announced.resources = true,
+        UpstreamEvent::ToolsChanged(Some(principal))
+        | UpstreamEvent::PromptsChanged(Some(principal))
+        | UpstreamEvent::ResourcesChanged(Some(principal))
+            if upstream.discovers_per_user() =>
+        {
+            // That user's own lists changed: theirs alone are found again.
+            hooks.personal_changed(upstream, principal);
+            return false;
+        }
+        UpstreamEvent::ToolsChanged(_) => announced.tools = true,
+        UpstreamEvent::PromptsChanged(_) => announced.prompts = true,
+        UpstreamEvent::ResourcesChanged(_) => announced.resources = true,
     }
     true
 }

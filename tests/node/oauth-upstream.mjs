@@ -10,7 +10,10 @@
 //     refuses requests without a valid token (401 + `WWW-Authenticate: Bearer ...
 //     resource_metadata="..."`), serves RFC 9728 protected resource metadata naming the
 //     issuer, and verifies tokens against the provider's JWKS (issuer, audience, expiry, typ).
-//     Its tool `whoami` answers with the token's subject and a call counter.
+//     Its tool `whoami` answers with the token's subject and a call counter; each subject has a
+//     resource of its own (`notes://<sub>/private`, listed only to that subject's sessions),
+//     which clients may subscribe to (the subscriptions, with the subject of the token that
+//     made each, are in the stats; `<control>/touch` announces an update of one).
 //   * test-only control endpoints (`<control>/stats`, `<control>/config`, ...) on the MCP port.
 //
 // Prints one JSON line on stdout once both listen (everything else goes to stderr):
@@ -35,7 +38,7 @@ const { createMcpExpressApp } = await import('@modelcontextprotocol/sdk/server/e
 const { requireBearerAuth } = await import('@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js');
 const { mcpAuthMetadataRouter, getOAuthProtectedResourceMetadataUrl } = await import('@modelcontextprotocol/sdk/server/auth/router.js');
 const { InvalidTokenError } = await import('@modelcontextprotocol/sdk/server/auth/errors.js');
-const { isInitializeRequest } = await import('@modelcontextprotocol/sdk/types.js');
+const { isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
 
 // ---------------------------------------------------------------- configuration
 const DEFAULTS = {
@@ -101,6 +104,7 @@ const stats = {
     subject_mismatch: 0,
     tokens_seen: 0, // distinct access tokens (jti) that passed verification
     cimd_fetches: 0, // GET /cimd/<name> (the provider fetching a client ID metadata document)
+    subscriptions: [], // {uri, sub}: resources/subscribe requests, with the token's subject
   },
 };
 const seenJtis = new Set();
@@ -358,6 +362,18 @@ app.post('/control/invalidate-tokens', (req, res) => {
   for (const jti of seenJtis) revokedJtis.add(jti);
   res.json({ invalidated: revokedJtis.size });
 });
+// Announces an update of resource `uri` to the sessions subscribed to it; how many were told.
+app.post('/control/touch', async (req, res) => {
+  const uri = String(req.query.uri ?? '');
+  let told = 0;
+  for (const id of subscribed.get(uri) ?? []) {
+    const session = sessions.get(id);
+    if (!session) continue;
+    await session.server.server.sendResourceUpdated({ uri });
+    told += 1;
+  }
+  res.json({ told });
+});
 // Client ID metadata documents: PUT a JSON document here, use https://127.0.0.1:<port>/cimd/<name>
 // as client_id (its client_id member must say exactly that).
 app.put('/control/cimd/:name', (req, res) => { cimdDocuments.set(req.params.name, req.body); res.status(204).end(); });
@@ -384,11 +400,30 @@ app.use(opts.mcp_path, requireBearerAuth({
   verifier, requiredScopes, resourceMetadataUrl, expectedResource: new URL(resource),
 }));
 
-const sessions = new Map(); // session id -> { transport, sub }
+const sessions = new Map(); // session id -> { transport, sub, server }
 const callsBySubject = new Map();
+const subscribed = new Map(); // uri -> Set of session ids
 
-function newServer() {
-  const server = new McpServer({ name: 'switchyard-oauth-upstream', version: '1.0.0' });
+function newServer(sub) {
+  const server = new McpServer(
+    { name: 'switchyard-oauth-upstream', version: '1.0.0' },
+    { capabilities: { resources: { subscribe: true } } },
+  );
+  const own = `notes://${sub}/private`;
+  server.registerResource('private-notes', own, { description: `The private notes of ${sub}` }, async (uri) => ({
+    contents: [{ uri: uri.href, text: `private notes of ${sub}` }],
+  }));
+  server.server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
+    stats.mcp.subscriptions.push({ uri: request.params.uri, sub: extra.authInfo?.extra?.sub });
+    const ids = subscribed.get(request.params.uri) ?? new Set();
+    ids.add(extra.sessionId);
+    subscribed.set(request.params.uri, ids);
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async (request, extra) => {
+    subscribed.get(request.params.uri)?.delete(extra.sessionId);
+    return {};
+  });
   server.registerTool('whoami', {
     description: 'Who the access token says the caller is, and how often this subject called.',
   }, async (extra) => {
@@ -423,12 +458,16 @@ app.all(opts.mcp_path, async (req, res) => {
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     onsessioninitialized: (sessionId) => {
-      sessions.set(sessionId, { transport, sub });
+      sessions.set(sessionId, { transport, sub, server });
       stats.mcp.sessions_opened += 1;
     },
     onsessionclosed: (sessionId) => sessions.delete(sessionId),
   });
-  await newServer().connect(transport);
+  const server = newServer(sub);
+  transport.onclose = () => {
+    for (const ids of subscribed.values()) ids.delete(transport.sessionId);
+  };
+  await server.connect(transport);
   return transport.handleRequest(req, res, req.body);
 });
 

@@ -454,6 +454,14 @@ impl Recorder {
         .expect("recorder connects")
     }
 
+    /// Connects to `url` with a session, sending `token` as its bearer.
+    pub async fn connect_as(self, url: &str, token: &str) -> RunningService<RoleClient, Recorder> {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token),
+        );
+        self.serve(transport).await.expect("recorder connects")
+    }
+
     /// Connects to `url` with a session.
     pub async fn connect(self, url: &str) -> RunningService<RoleClient, Recorder> {
         self.serve(StreamableHttpClientTransport::from_uri(url.to_owned()))

@@ -1,0 +1,83 @@
+//! Upstreams that show each user their own lists (`discovery = "per_user"`): a request of a
+//! user who has none yet finds them first (on their own connection), and every request sees
+//! the snapshot merged with that user's lists. When a user's lists change, the catalog is
+//! rebuilt so that every session hears of it (each then lists what it sees).
+
+use std::sync::Arc;
+
+use super::Gateway;
+use crate::{
+    catalog::{Catalog, ListChanges, PersonalParts},
+    policy::Viewer,
+    principal::Principal,
+    upstream::Upstream,
+};
+
+/// Every list, as announced when a user's own lists change.
+const ALL_LISTS: ListChanges = ListChanges {
+    tools: true,
+    prompts: true,
+    resources: true,
+};
+
+impl Gateway {
+    /// Finds `principal`'s own lists of the per-user upstreams they have none of yet (at
+    /// once where the catalog has no per-user upstream: every request asks).
+    pub async fn discover_personal(&self, principal: &Principal) {
+        let personal: Vec<Arc<Upstream>> = {
+            let snapshot = self.catalog.load();
+            if snapshot.personal().is_empty() {
+                return;
+            }
+            let live = self.live.load();
+            snapshot
+                .personal()
+                .iter()
+                .filter_map(|name| live.upstream(name.as_str()).cloned())
+                .collect()
+        };
+        let found = futures::future::join_all(
+            personal
+                .iter()
+                .map(|upstream| upstream.discover_personal(principal, false)),
+        )
+        .await;
+        if found.into_iter().any(|changed| changed) {
+            self.rebuild_catalog_announcing(ALL_LISTS);
+        }
+    }
+
+    /// `principal`'s lists of `upstream` changed (it said so on their connection): found
+    /// again, and announced.
+    pub(super) fn personal_changed(self: &Arc<Self>, upstream: &str, principal: &Principal) {
+        let Some(upstream) = self.upstream(upstream) else {
+            return;
+        };
+        let (gateway, principal) = (self.clone(), principal.clone());
+        tokio::spawn(async move {
+            if upstream.discover_personal(&principal, true).await {
+                gateway.rebuild_catalog_announcing(ALL_LISTS);
+            }
+        });
+    }
+
+    /// What `viewer` sees of `snapshot`: its view, merged with the viewer's own lists of the
+    /// per-user upstreams where there are any.
+    pub(super) fn view_of(&self, snapshot: &Arc<Catalog>, viewer: Viewer<'_>) -> Arc<Catalog> {
+        if snapshot.personal().is_empty() {
+            return snapshot.view_for(viewer.endpoint, viewer.principal);
+        }
+        let live = self.live.load();
+        let theirs: PersonalParts = snapshot
+            .personal()
+            .iter()
+            .filter_map(|name| {
+                let part = live
+                    .upstream(name.as_str())?
+                    .personal_catalog(viewer.principal)?;
+                Some((name.clone(), part))
+            })
+            .collect();
+        snapshot.view_for_user(viewer.endpoint, viewer.principal, theirs)
+    }
+}

@@ -452,6 +452,9 @@ async fn run_bench(args: &bench::BenchArgs) -> ExitCode {
 
 fn check(path: PathBuf) -> anyhow::Result<()> {
     let config = config::load(&path)?;
+    for warning in config.warnings() {
+        eprintln!("{}: warning: {warning}", path.display());
+    }
     println!(
         "{}: valid; {} upstream{} ({})",
         path.display(),

@@ -78,6 +78,32 @@ pub struct OverlayInfo {
     pub removed: Vec<String>,
 }
 
+impl Config {
+    /// What in this configuration works otherwise than it may seem to, each with its key
+    /// (logged at every load; `switchyard check` prints them).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.server.passthrough_listen.is_some() {
+            let itemized: Vec<&str> = self
+                .policy
+                .iter()
+                .filter(|rule| rule.gate.names_items())
+                .map(|rule| rule.name.as_str())
+                .collect();
+            if !itemized.is_empty() {
+                warnings.push(format!(
+                    "server.passthrough_listen: the pass-through routes proxy each upstream as \
+                     it is, so the rules on single tools, prompts or resources of {} do not \
+                     apply there (rules on whole upstreams do); serve such users through the \
+                     MCP endpoint only",
+                    itemized.join(", ")
+                ));
+            }
+        }
+        warnings
+    }
+}
+
 /// `[admin]`: the listener of the admin API, the status page and `/metrics`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminSettings {

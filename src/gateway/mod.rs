@@ -104,6 +104,9 @@ impl Gateway {
 
     /// `start`, counting in `metrics` (made on the registry the caller exposes).
     pub fn start_with(config: Config, metrics: Arc<Metrics>) -> Arc<Self> {
+        for warning in config.warnings() {
+            tracing::warn!("{warning}");
+        }
         let page_size = config.catalog.page_size;
         let scheme = scheme_of(&config);
         let access = Arc::new(access_of(&config));

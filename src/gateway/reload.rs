@@ -65,6 +65,9 @@ impl Gateway {
         trigger: Trigger,
         written: &Option<Written>,
     ) -> ReloadEntry {
+        for warning in next.warnings() {
+            tracing::warn!("{warning}");
+        }
         let live = self.live.load_full();
         let old = &live.config;
         let needs_restart = keep_fixed(old, &mut next, written);

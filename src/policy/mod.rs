@@ -78,6 +78,13 @@ impl Gate {
     pub fn is_open(&self) -> bool {
         self.allow.is_empty() && self.deny.is_empty()
     }
+
+    /// Whether it says anything of single tools, prompts or resources (not only upstreams).
+    pub fn names_items(&self) -> bool {
+        [&self.allow, &self.deny].iter().any(|items| {
+            items.tools.is_some() || items.prompts.is_some() || items.resources.is_some()
+        })
+    }
 }
 
 /// Whether `gates` together admit upstream `upstream`: none denies it, and if any lists the

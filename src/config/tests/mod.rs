@@ -623,3 +623,15 @@ fn users_get_default_limits_and_zero_lifts_one() {
     assert_eq!(open.max_sessions_per_principal, None);
     assert_eq!(open.rate_per_principal, None);
 }
+
+#[test]
+fn item_rules_beside_the_passthrough_are_warned_of() {
+    let text = "[server]\npassthrough_listen = \"127.0.0.1:8081\"\n\
+                [[policy]]\nname = \"no-deleting\"\ndeny.tools = [\"*:delete_*\"]\n\
+                [[policy]]\ndeny.upstreams = [\"db\"]\n";
+    let warnings = load("w.toml", text).unwrap().warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("no-deleting") && !warnings[0].contains("policy[1]"));
+    let without = text.replace("passthrough_listen = \"127.0.0.1:8081\"\n", "");
+    assert!(load("w.toml", &without).unwrap().warnings().is_empty());
+}

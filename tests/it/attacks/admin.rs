@@ -182,3 +182,65 @@ fn the_admin_listener_beyond_loopback_needs_a_token_from_the_command_line_too() 
         "{stderr}"
     );
 }
+
+/// The pass-through routes are an MCP endpoint too: beyond loopback they need `[auth]`, from
+/// the file or the command line; item-level rules they cannot apply are warned of.
+#[test]
+fn the_passthrough_beyond_loopback_needs_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("switchyard.toml");
+    let demo = format!("[upstreams.demo]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n");
+    std::fs::write(
+        &path,
+        format!("[server]\npassthrough_listen = \"192.0.2.1:8081\"\n{demo}"),
+    )
+    .unwrap();
+    let check = Command::new(SWITCHYARD)
+        .args(["check", "-c"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(
+        stderr.contains("server.passthrough_listen") && stderr.contains("[auth]"),
+        "{stderr}"
+    );
+
+    std::fs::write(&path, &demo).unwrap();
+    let run = Command::new(SWITCHYARD)
+        .args(["run", "-c"])
+        .arg(&path)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--passthrough-listen",
+            "192.0.2.1:0",
+        ])
+        .env("XDG_STATE_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("--passthrough-listen"), "{stderr}");
+
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\npassthrough_listen = \"127.0.0.1:8081\"\n\
+             [[policy]]\ndeny.tools = [\"demo:add\"]\n{demo}"
+        ),
+    )
+    .unwrap();
+    let check = Command::new(SWITCHYARD)
+        .args(["check", "-c"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(check.status.success());
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("policy[0]"),
+        "{stderr}"
+    );
+}

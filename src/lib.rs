@@ -10,7 +10,7 @@
 //!
 //! | module       | owns                                                                        |
 //! |--------------|-----------------------------------------------------------------------------|
-//! | `front`      | the HTTP listener; the MCP endpoint (`front::mcp`: the streamable HTTP transport, sessions ids, event streams), `/healthz`, the OAuth callback |
+//! | `front`      | the HTTP listener and its Host guard; the MCP endpoint (`front::mcp`: the streamable HTTP transport, sessions ids, event streams), `/healthz`, the OAuth connect pages and callback |
 //! | `session`    | client sessions (a small record each), and the serving of one request: raw, prepared lists, or rmcp's typed handler |
 //! | `router`     | exposed name or URI → owning upstream; forwarding on the raw path or the typed one |
 //! | `gateway`    | the shared state: config, upstreams, the catalog snapshot in an `ArcSwap`, resource subscriptions |
@@ -64,13 +64,16 @@
 //!   and the typed `Call::send` (calls by upstream, tool and outcome), the supervisor (states,
 //!   restarts) and the gateway's catalog rebuilds.
 //! - Authentication: `front::mcp` asks `auth` who the caller is before `session::serve` (the
-//!   principal goes into the request's extensions and the session record, and a session
-//!   answers only its own principal). Upstream OAuth tokens are per (upstream, principal):
+//!   principal goes into the request's extensions and the session record; a session answers
+//!   only its own principal, and each request is judged by its own credentials). The admin
+//!   token (`auth::AdminToken`) guards the admin listener and the operator's views. Upstream OAuth tokens are per (upstream, principal):
 //!   per-client sessions carry their principal's, and where an upstream is shared each user
 //!   gets their own connection (`upstream::principals`). Policy (`policy`) decides what
 //!   each principal sees at each endpoint: the catalog snapshot builds one view per (endpoint,
 //!   applying rules) on first use (`catalog::view`), and every request lists, routes and
 //!   resolves URIs through its own view, so what it may not see is simply unknown to it.
+//!   Upstreams with `discovery = "per_user"` are merged into each user's view from their own
+//!   lists (`gateway::personal`).
 //! - Hot reload: `Gateway` owns the config and the upstream set; a new config swaps them as the
 //!   catalog is swapped, and sessions find upstreams by name on every request.
 

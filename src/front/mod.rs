@@ -1,4 +1,5 @@
-//! The HTTP front: one listener serving the MCP endpoint and the operational endpoints.
+//! The HTTP front: one listener serving the MCP endpoint and the operational endpoints. Every
+//! route checks `Host` first (`guard`); `/healthz` alone answers other hosts, with states only.
 //!
 //! `serve` takes a bound listener and a shutdown future, so tests bind port 0 and stop it at
 //! will. HTTP/1.1 and HTTP/2 (prior knowledge) are both accepted.

@@ -21,8 +21,8 @@ use tokio::sync::watch;
 use super::{challenge::Challenge, token::TokenSet};
 use crate::principal::Principal;
 
-/// A link a user follows to authorize Switchyard.
-#[derive(Debug, Clone)]
+/// A link a user follows to authorize Switchyard. Its `Debug` leaves the `state` out.
+#[derive(Clone)]
 pub struct Link {
     /// The gateway's connect URL (`/oauth/connect/…`), which checks who follows it before
     /// sending them on to the authorization server.
@@ -33,6 +33,15 @@ pub struct Link {
     pub expires: SystemTime,
     /// Names the URL-mode elicitation that carries this link to an MCP client.
     pub elicitation_id: String,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("url", &self.url)
+            .field("expires", &self.expires)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Link {

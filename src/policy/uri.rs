@@ -36,6 +36,11 @@ pub fn normalize_uri(uri: &str) -> Result<Cow<'_, str>, UriRefusal> {
     if hides_dot_dot(&path) {
         return Err(UriRefusal::Hidden);
     }
+    // A reference without a scheme whose first segment now holds a `:` would read as one
+    // with a scheme: `./` keeps it a path (RFC 3986 §4.2).
+    if scheme.is_none() && before_path.is_none() && split_scheme(&path).0.is_some() {
+        out.push_str("./");
+    }
     out.push_str(&path);
     out.push_str(&decode_unreserved(after_path));
     Ok(if out == uri {
@@ -108,7 +113,18 @@ fn hex(byte: u8) -> Option<u8> {
     char::from(byte).to_digit(16).map(|d| d as u8)
 }
 
-/// `text` with escapes of unreserved characters decoded and the others in uppercase hex.
+/// The byte a `%XX` escape at `i` stands for, if one is there.
+fn escape_at(bytes: &[u8], i: usize) -> Option<u8> {
+    if bytes.get(i) != Some(&b'%') {
+        return None;
+    }
+    let high = hex(*bytes.get(i + 1)?)?;
+    let low = hex(*bytes.get(i + 2)?)?;
+    Some(high << 4 | low)
+}
+
+/// `text` with escapes of unreserved characters decoded, the others in uppercase hex, and a
+/// stray `%` escaped.
 fn decode_unreserved(text: &str) -> Cow<'_, str> {
     if !text.contains('%') {
         return Cow::Borrowed(text);
@@ -117,13 +133,7 @@ fn decode_unreserved(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) = (
-                bytes.get(i + 1).copied().and_then(hex),
-                bytes.get(i + 2).copied().and_then(hex),
-            )
-        {
-            let byte = high << 4 | low;
+        if let Some(byte) = escape_at(bytes, i) {
             if is_unreserved(byte) {
                 out.push(char::from(byte));
             } else {
@@ -131,6 +141,13 @@ fn decode_unreserved(text: &str) -> Cow<'_, str> {
                 out.push_str(&text[i + 1..i + 3].to_ascii_uppercase());
             }
             i += 3;
+            continue;
+        }
+        if bytes[i] == b'%' {
+            // A `%` that starts no escape is written as one, or decoding could make one of it
+            // and what follows (`%3%32` would become `%32`, then `2`).
+            out.push_str("%25");
+            i += 1;
             continue;
         }
         let len = utf8_len(bytes[i]);
@@ -214,13 +231,8 @@ fn hides_dot_dot(path: &str) -> bool {
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) = (
-                bytes.get(i + 1).copied().and_then(hex),
-                bytes.get(i + 2).copied().and_then(hex),
-            )
-        {
-            decoded.push(high << 4 | low);
+        if let Some(byte) = escape_at(bytes, i) {
+            decoded.push(byte);
             i += 3;
         } else {
             decoded.push(bytes[i]);
@@ -258,6 +270,10 @@ mod tests {
             ("notes://note/1?x=%41#Top", "notes://note/1?x=A#Top"),
             ("urn:isbn:0451450523", "urn:isbn:0451450523"),
             ("file:///é/%C3%A9", "file:///é/%C3%A9"),
+            ("./a:b//", "./a:b/"),
+            ("file:///a%3%32b", "file:///a%2532b"),
+            ("file:///100%", "file:///100%25"),
+            ("./a/../b:c", "./b:c"),
         ] {
             assert_eq!(normal(given), expected, "{given}");
         }

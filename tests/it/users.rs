@@ -21,15 +21,7 @@ const TOOLS: [&str; 2] = ["shared__whoami", "own__whoami"];
 /// pending list to the gateway's callback; how many there were.
 async fn authorize_everything(gw: &TestGateway, upstream: &OAuthUpstream, user: &str) -> usize {
     upstream.configure(json!({"account": user})).await;
-    let pending: Value = reqwest::Client::new()
-        .get(format!("http://{}/oauth/pending", gw.addr))
-        .bearer_auth(api_key(user))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let pending = pending_of(gw, user).await;
     assert_eq!(
         pending["principal"],
         format!("user:key:{user}"),
@@ -43,6 +35,28 @@ async fn authorize_everything(gw: &TestGateway, upstream: &OAuthUpstream, user: 
         assert!(page.contains("now authorized"), "{page}");
     }
     links.len()
+}
+
+/// API-key user `user`'s own pending list (their key as credential).
+pub async fn pending_of(gw: &TestGateway, user: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("http://{}/oauth/pending", gw.addr))
+        .bearer_auth(api_key(user))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// `user`'s first link on their pending list.
+pub async fn link_of(gw: &TestGateway, user: &str) -> String {
+    let pending = pending_of(gw, user).await;
+    pending["pending"][0]["authorization_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no link for {user}: {pending}"))
+        .to_owned()
 }
 
 /// Follows authorization link `link` in a new browser as API-key user `user`: the gateway
@@ -75,11 +89,7 @@ async fn whoami<S: rmcp::Service<rmcp::RoleClient>>(
 async fn each_user_reaches_an_oauth_upstream_with_their_own_token() {
     let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
     let state = tempfile::tempdir().unwrap();
-    let oauth = format!(
-        "restart = {{ delay_ms = 100, max_delay_ms = 400 }}\noauth = {{ client_id = {:?}, client_secret = {:?} }}",
-        upstream.client("client_id"),
-        upstream.client("client_secret")
-    );
+    let oauth = upstream.upstream_keys();
     let gw = GatewayBuilder::new()
         .section(&format!(
             "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n{}",

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::{
     fixtures::oauth_upstream::OAuthUpstream,
     harness::{GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, eventually},
-    users::follow_as,
+    users::{follow_as, link_of},
 };
 
 const SOON: Duration = Duration::from_secs(20);
@@ -23,17 +23,8 @@ const KEY: &str = "c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=";
 /// `user`'s link for `notes`, followed and completed by them.
 async fn authorize(gw: &TestGateway, upstream: &OAuthUpstream, user: &str) {
     upstream.configure(json!({"account": user})).await;
-    let pending: Value = reqwest::Client::new()
-        .get(format!("http://{}/oauth/pending", gw.addr))
-        .bearer_auth(api_key(user))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let link = pending["pending"][0]["authorization_url"].as_str().unwrap();
-    let (status, page) = follow_as(link, user).await;
+    let link = link_of(gw, user).await;
+    let (status, page) = follow_as(&link, user).await;
     assert_eq!(status, 200, "{page}");
 }
 
@@ -51,11 +42,8 @@ async fn each_user_sees_and_subscribes_only_their_own() {
             "notes",
             upstream.mcp_url(),
             &format!(
-                "session = \"shared\"\ndiscovery = \"per_user\"\n\
-                 restart = {{ delay_ms = 100, max_delay_ms = 400 }}\n\
-                 oauth = {{ client_id = {:?}, client_secret = {:?} }}",
-                upstream.client("client_id"),
-                upstream.client("client_secret")
+                "session = \"shared\"\ndiscovery = \"per_user\"\n{}",
+                upstream.upstream_keys()
             ),
         )
         .start_unsettled()

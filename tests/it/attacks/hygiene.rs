@@ -91,6 +91,11 @@ async fn recording(
     (url, seen)
 }
 
+/// The port of a `http://127.0.0.1:PORT/…` URL.
+fn port_of(url: &str) -> u16 {
+    reqwest::Url::parse(url).unwrap().port().unwrap()
+}
+
 fn refuse(_: &str) -> axum::response::Response {
     (axum::http::StatusCode::NOT_FOUND, "nothing here").into_response()
 }
@@ -100,13 +105,7 @@ fn refuse(_: &str) -> axum::response::Response {
 #[tokio::test]
 async fn a_redirect_does_not_carry_the_upstreams_api_key() {
     let (elsewhere, stolen) = recording(refuse, 0).await;
-    let port = elsewhere
-        .trim_start_matches("http://127.0.0.1:")
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let port = port_of(&elsewhere);
     fn moved(other: &str) -> axum::response::Response {
         (
             axum::http::StatusCode::TEMPORARY_REDIRECT,
@@ -147,13 +146,7 @@ async fn a_redirect_does_not_carry_the_upstreams_api_key() {
 #[tokio::test]
 async fn metadata_on_another_origin_is_not_fetched() {
     let (elsewhere, fetched) = recording(refuse, 0).await;
-    let port = elsewhere
-        .trim_start_matches("http://127.0.0.1:")
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let port = port_of(&elsewhere);
     fn challenge(other: &str) -> axum::response::Response {
         (
             axum::http::StatusCode::UNAUTHORIZED,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::{
     fixtures::oauth_upstream::{Browser, OAuthUpstream},
     harness::{GatewayBuilder, GatewayProcess, TestGateway, api_key, api_keys_section, call, text},
-    users::follow_as,
+    users::{follow_as, link_of, pending_of},
 };
 
 const SOON: Duration = Duration::from_secs(20);
@@ -24,40 +24,9 @@ async fn team(upstream: &OAuthUpstream, state: &std::path::Path) -> TestGateway 
             state.display().to_string(),
             api_keys_section(&["alice", "bob", "mallory"]),
         ))
-        .http_with(
-            "secure",
-            upstream.mcp_url(),
-            &format!(
-                "restart = {{ delay_ms = 100, max_delay_ms = 400 }}\n\
-                 oauth = {{ client_id = {:?}, client_secret = {:?} }}",
-                upstream.client("client_id"),
-                upstream.client("client_secret")
-            ),
-        )
+        .http_with("secure", upstream.mcp_url(), &upstream.upstream_keys())
         .start_unsettled()
         .await
-}
-
-/// `user`'s own pending list (their API key as credential).
-async fn pending_of(gw: &TestGateway, user: &str) -> Value {
-    reqwest::Client::new()
-        .get(format!("http://{}/oauth/pending", gw.addr))
-        .bearer_auth(api_key(user))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-/// `user`'s link for `secure`.
-async fn link_of(gw: &TestGateway, user: &str) -> String {
-    let pending = pending_of(gw, user).await;
-    pending["pending"][0]["authorization_url"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no link for {user}: {pending}"))
-        .to_owned()
 }
 
 async fn whoami(gw: &TestGateway, user: &str) -> Result<Value, String> {
@@ -315,16 +284,7 @@ async fn a_jwt_users_link_signs_the_browser_in_first() {
              [auth]\nscopes = [\"mcp:tools\"]\n[auth.jwt]\nissuer = {issuer:?}\njwks_url = \"{issuer}/jwks\"\n",
             state.path().display().to_string(),
         ))
-        .http_with(
-            "secure",
-            provider.mcp_url(),
-            &format!(
-                "restart = {{ delay_ms = 100, max_delay_ms = 400 }}\n\
-                 oauth = {{ client_id = {:?}, client_secret = {:?} }}",
-                provider.client("client_id"),
-                provider.client("client_secret")
-            ),
-        )
+        .http_with("secure", provider.mcp_url(), &provider.upstream_keys())
         .start_unsettled()
         .await;
     provider

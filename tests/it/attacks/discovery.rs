@@ -12,8 +12,8 @@ use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
 use serde_json::{Value, json};
 
 use crate::{
-    fixtures::oauth_upstream::OAuthUpstream,
-    harness::{GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, eventually},
+    fixtures::{notes::NotesServer, oauth_upstream::OAuthUpstream},
+    harness::{GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, call, eventually},
     users::{follow_as, link_of},
 };
 
@@ -106,4 +106,49 @@ async fn each_user_sees_and_subscribes_only_their_own() {
     assert!(alice.service().seen().updated.is_empty());
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
+}
+
+/// A user's own lists follow the upstream: when it announces a change on that user's
+/// connection, their lists are found again and their client is told.
+#[tokio::test]
+async fn a_users_own_lists_follow_the_upstreams_changes() {
+    let notes = NotesServer::start().await;
+    let gw = GatewayBuilder::new()
+        .section(&api_keys_section(&["alice"]))
+        .http_with(
+            "notes",
+            &notes.url(),
+            "session = \"shared\"\ndiscovery = \"per_user\"\n\
+             headers = { X-User = \"${claim:sub}\" }",
+        )
+        .start()
+        .await;
+    let alice = Recorder::plain("alice")
+        .connect_as(&gw.url(), &api_key("alice"))
+        .await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.into_owned()).collect()
+    };
+    let before = names(alice.list_all_tools().await.unwrap());
+    assert!(
+        before.contains(&"notes__add_tools".to_owned()),
+        "{before:?}"
+    );
+    assert!(!before.contains(&"notes__dyn_1".to_owned()));
+
+    call(&alice, "notes__add_tools", json!({"steps": 1}))
+        .await
+        .unwrap();
+    let told = eventually(SOON, || alice.service().seen().tools_changed > 0).await;
+    assert!(told, "alice is told her lists changed");
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let now = names(alice.list_all_tools().await.unwrap());
+        if now.contains(&"notes__dyn_1".to_owned()) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    alice.cancel().await.unwrap();
 }

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use crate::{
     fixtures::oauth_upstream::{Browser, OAuthUpstream},
-    harness::{GatewayBuilder, GatewayProcess, TestGateway, api_key, api_keys_section, call, text},
+    harness::{
+        GatewayBuilder, GatewayProcess, TestGateway, api_key, api_keys_section, call, text,
+        wait_for_link,
+    },
     users::{follow_as, link_of, pending_of},
 };
 
@@ -16,9 +19,9 @@ const SOON: Duration = Duration::from_secs(20);
 const KEY: &str = "c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=";
 
 /// A gateway for API-key users alice, bob and mallory, with the OAuth upstream as `secure`
-/// (each user authorizes it for themselves).
+/// (each user authorizes it for themselves), once it wants authorization.
 async fn team(upstream: &OAuthUpstream, state: &std::path::Path) -> TestGateway {
-    GatewayBuilder::new()
+    let gw = GatewayBuilder::new()
         .section(&format!(
             "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}\n{}",
             state.display().to_string(),
@@ -26,7 +29,9 @@ async fn team(upstream: &OAuthUpstream, state: &std::path::Path) -> TestGateway 
         ))
         .http_with("secure", upstream.mcp_url(), &upstream.upstream_keys())
         .start_unsettled()
-        .await
+        .await;
+    gw.wait_state("secure", "authenticating", SOON).await;
+    gw
 }
 
 async fn whoami(gw: &TestGateway, user: &str) -> Result<Value, String> {
@@ -45,7 +50,6 @@ async fn bobs_link_followed_by_alice_is_refused() {
     let upstream = OAuthUpstream::start(&["--interactions=auto", "--account=alice"]).await;
     let state = tempfile::tempdir().unwrap();
     let gw = team(&upstream, state.path()).await;
-    gw.wait_state("secure", "authenticating", SOON).await;
     let bobs = link_of(&gw, "bob").await;
 
     let (status, page) = follow_as(&bobs, "alice").await;
@@ -87,7 +91,6 @@ async fn a_stolen_state_finishes_nothing() {
     let upstream = OAuthUpstream::start(&["--interactions=auto", "--account=mallory"]).await;
     let state = tempfile::tempdir().unwrap();
     let gw = team(&upstream, state.path()).await;
-    gw.wait_state("secure", "authenticating", SOON).await;
     let bobs = link_of(&gw, "bob").await;
 
     // Bob's browser proves to be his and is sent to the authorization server.
@@ -131,7 +134,6 @@ async fn links_and_forgetting_are_each_users_own() {
     let upstream = OAuthUpstream::start(&["--interactions=auto", "--account=alice"]).await;
     let state = tempfile::tempdir().unwrap();
     let gw = team(&upstream, state.path()).await;
-    gw.wait_state("secure", "authenticating", SOON).await;
 
     // A foreign Host (DNS rebinding) is refused before anything; no credentials, 401.
     let http = reqwest::Client::new();
@@ -213,23 +215,7 @@ async fn the_state_is_in_no_log_and_no_link_is_on_healthz() {
     .unwrap();
     let gw = GatewayProcess::start(&path);
     let token = std::fs::read_to_string(dir.path().join("state/admin.token")).unwrap();
-    let deadline = tokio::time::Instant::now() + SOON;
-    let link = loop {
-        let pending: Value = reqwest::Client::new()
-            .get(format!("http://{}/oauth/pending", gw.addr))
-            .bearer_auth(token.trim())
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(link) = pending["pending"][0]["authorization_url"].as_str() {
-            break link.to_owned();
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{pending}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let link = wait_for_link(gw.addr, token.trim()).await;
     let sent = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -279,6 +279,31 @@ impl TestGateway {
     }
 }
 
+/// The first link on the pending list of the gateway at `addr` (as the operator sees it, with
+/// `admin_token`), once it wants an authorization (within 20 s).
+pub async fn wait_for_link(addr: SocketAddr, admin_token: &str) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let pending: serde_json::Value = reqwest::Client::new()
+            .get(format!("http://{addr}/oauth/pending"))
+            .bearer_auth(admin_token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(link) = pending["pending"][0]["authorization_url"].as_str() {
+            return link.to_owned();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{addr} never wanted authorization: {pending}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// `GET /healthz` of the gateway listening on `addr`, as JSON.
 pub async fn healthz(addr: SocketAddr) -> serde_json::Value {
     reqwest::get(format!("http://{addr}/healthz"))

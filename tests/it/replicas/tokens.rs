@@ -147,27 +147,7 @@ async fn a_token_refreshed_by_one_replica_is_used_by_the_others() {
 
 /// The link `replica` shows on its pending list, once it wants the authorization.
 async fn wait_for_link(replica: &GatewayProcess) -> String {
-    let deadline = tokio::time::Instant::now() + SOON;
-    loop {
-        let pending: Value = reqwest::Client::new()
-            .get(format!("http://{}/oauth/pending", replica.addr))
-            .bearer_auth(replica.admin_token())
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(url) = pending["pending"][0]["authorization_url"].as_str() {
-            return url.to_owned();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{} never wanted authorization: {pending}",
-            replica.addr
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::harness::wait_for_link(replica.addr, &replica.admin_token()).await
 }
 
 fn whoami(id: u32) -> Value {

@@ -101,7 +101,7 @@ impl AdminToken {
 }
 
 /// Whether two secrets are equal, in a time that does not depend on where they differ.
-pub fn same_secret(given: &str, secret: &str) -> bool {
+fn same_secret(given: &str, secret: &str) -> bool {
     let (given, secret) = (given.as_bytes(), secret.as_bytes());
     given.len() == secret.len()
         && given

@@ -9,9 +9,7 @@ mod admin;
 mod jwks;
 mod jwt;
 
-pub use admin::{
-    AdminToken, Origin as AdminTokenOrigin, TOKEN_FILE as ADMIN_TOKEN_FILE, same_secret,
-};
+pub use admin::{AdminToken, Origin as AdminTokenOrigin};
 
 use std::collections::HashMap;
 

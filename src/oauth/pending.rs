@@ -223,37 +223,19 @@ impl Pending {
     /// principal and the authorization server's URL), without taking it: within its lifetime,
     /// and only if no newer one replaced it.
     pub async fn peek(&self, state: &str) -> Result<Started, Unmatched> {
-        let here = self.lock().get(state).map(Started::of);
-        let started = match (here, &self.shared) {
-            (Some(started), _) => started,
-            (None, None) => return Err(Unmatched::Unknown),
-            (None, Some(store)) => self.peek_shared(store, state).await?,
-        };
-        if started.superseded {
-            return Err(Unmatched::Superseded);
+        let here = self
+            .lock()
+            .get(state)
+            .map(|pending| self.judged(pending).map(|()| Started::of(pending)));
+        match (here, &self.shared) {
+            (Some(judged), _) => judged,
+            (None, None) => Err(Unmatched::Unknown),
+            (None, Some(store)) => {
+                let pending = self.fetch_shared(store, state, false).await?;
+                self.judged(&pending)?;
+                Ok(Started::of(&pending))
+            }
         }
-        if started.created.elapsed().unwrap_or_default() >= self.lifetime {
-            return Err(Unmatched::Expired);
-        }
-        Ok(started)
-    }
-
-    async fn peek_shared(&self, store: &Store, state: &str) -> Result<Started, Unmatched> {
-        let record = store
-            .load_record(PENDING, state)
-            .await
-            .map_err(|e| unreadable(&e))?
-            .ok_or(Unmatched::Unknown)?;
-        let pending: PendingAuthorization =
-            serde_json::from_slice(&record).map_err(|e| unreadable(&e))?;
-        let mut started = Started::of(&pending);
-        let key = link_key(&pending.upstream, &pending.principal);
-        match self.shared_link(store, &key).await {
-            Ok(Some(link)) if link.state != state => started.superseded = true,
-            Ok(_) => {}
-            Err(error) => return Err(unreadable(&error)),
-        }
-        Ok(started)
     }
 
     /// Takes the authorization `state` names: at most once (across replicas), only within its
@@ -263,25 +245,38 @@ impl Pending {
         let pending = match (here, &self.shared) {
             (Some(pending), _) => pending,
             (None, None) => return Err(Unmatched::Unknown),
-            (None, Some(store)) => self.take_shared(store, state).await?,
+            (None, Some(store)) => self.fetch_shared(store, state, true).await?,
         };
+        self.judged(&pending)?;
+        Ok(pending)
+    }
+
+    /// Whether `pending` may still be completed: within its lifetime, and not replaced.
+    fn judged(&self, pending: &PendingAuthorization) -> Result<(), Unmatched> {
         if pending.age() >= self.lifetime {
             return Err(Unmatched::Expired);
         }
         if pending.superseded {
             return Err(Unmatched::Superseded);
         }
-        Ok(pending)
+        Ok(())
     }
 
-    async fn take_shared(
+    /// The authorization `state` names from the shared store, taken from it (at most once
+    /// across replicas, its link with it) or only read; marked superseded if the link shown
+    /// for its upstream and principal is another one's.
+    async fn fetch_shared(
         &self,
         store: &Store,
         state: &str,
+        take: bool,
     ) -> Result<PendingAuthorization, Unmatched> {
-        let record = store
-            .take_record(PENDING, state)
-            .await
+        let record = if take {
+            store.take_record(PENDING, state).await
+        } else {
+            store.load_record(PENDING, state).await
+        };
+        let record = record
             .map_err(|e| unreadable(&e))?
             .ok_or(Unmatched::Unknown)?;
         let mut pending: PendingAuthorization =
@@ -289,13 +284,13 @@ impl Pending {
         let key = link_key(&pending.upstream, &pending.principal);
         match self.shared_link(store, &key).await {
             Ok(Some(link)) if link.state != state => pending.superseded = true,
-            Ok(Some(_)) => {
+            Ok(Some(_)) if take => {
                 // Used: a later need makes a new link.
                 if let Err(error) = store.delete_record(LINK, &key).await {
                     tracing::warn!(%error, "cannot delete a used authorization link");
                 }
             }
-            Ok(None) => {}
+            Ok(_) => {}
             Err(error) => return Err(unreadable(&error)),
         }
         Ok(pending)
@@ -319,8 +314,6 @@ pub struct Started {
     pub upstream: UpstreamName,
     pub principal: Principal,
     pub authorize_url: String,
-    pub created: SystemTime,
-    superseded: bool,
 }
 
 impl Started {
@@ -329,8 +322,6 @@ impl Started {
             upstream: pending.upstream.clone(),
             principal: pending.principal.clone(),
             authorize_url: pending.authorize_url.clone(),
-            created: pending.created,
-            superseded: pending.superseded,
         }
     }
 }

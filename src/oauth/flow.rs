@@ -13,7 +13,7 @@ use super::{
     Authorizer, CallbackQuery, OAuthError,
     authorizer::{endpoint_of, split_scopes},
     challenge::Challenge,
-    discovery::Discovered,
+    discovery::{Discovered, ServerMetadata},
     grant::{Grant, Link, Need},
     pending::PendingAuthorization,
     token::TokenSet,
@@ -50,36 +50,19 @@ impl Authorizer {
         // Discovered afresh: the server may have moved to another authorization server.
         let discovered = self.discovered(true, challenge).await?;
         let server = &discovered.server;
-        let endpoint = server.authorization_endpoint.as_deref().ok_or_else(|| {
-            OAuthError::Discovery("the authorization server has no authorization_endpoint".into())
-        })?;
-        if !server.confirms_pkce() {
-            return Err(OAuthError::Discovery(
-                "the authorization server does not list PKCE with S256 \
-                 (code_challenge_methods_supported), which MCP requires"
-                    .into(),
-            ));
-        }
         let client = self.identity_context().identity(&discovered).await?;
         let scopes = self.scopes(&discovered, challenge, step_up);
         let redirect_uri = self.oauth.redirect_uri.clone();
-        let auth_url = AuthUrl::new(endpoint.to_owned())
-            .map_err(|e| OAuthError::Discovery(format!("authorization_endpoint: {e}")))?;
-        let redirect = RedirectUrl::new(redirect_uri.clone())
-            .map_err(|e| OAuthError::Config(format!("redirect URI: {e}")))?;
         let state = CsrfToken::new_random_len(32).secret().clone();
         let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
-        let authorize = BasicClient::new(ClientId::new(client.client_id.clone()))
-            .set_auth_uri(auth_url)
-            .set_redirect_uri(redirect);
-        let mut request = authorize
-            .authorize_url(|| CsrfToken::new(state.clone()))
-            .set_pkce_challenge(pkce)
-            .add_scopes(scopes.iter().cloned().map(Scope::new));
-        if let Some(resource) = &discovered.resource {
-            request = request.add_extra_param("resource", resource.clone());
-        }
-        let (url, _) = request.url();
+        let url = authorization_url(
+            server,
+            &client.client_id,
+            (&redirect_uri, &state),
+            pkce,
+            &scopes,
+            discovered.resource.as_deref(),
+        )?;
         let created = SystemTime::now();
         let link = Link {
             url: self.oauth.connect_url(&state),
@@ -92,7 +75,7 @@ impl Authorizer {
             upstream: self.upstream.clone(),
             principal: grant.principal.clone(),
             verifier: verifier.secret().clone(),
-            authorize_url: url.to_string(),
+            authorize_url: url,
             redirect_uri,
             scopes,
             endpoint: endpoint_of(&discovered),
@@ -166,33 +149,7 @@ impl Authorizer {
         pending: &PendingAuthorization,
         query: CallbackQuery,
     ) -> Result<TokenSet, OAuthError> {
-        if let Some(error) = query.error {
-            return Err(OAuthError::Provider {
-                error,
-                description: query.error_description,
-            });
-        }
-        match (&query.iss, &pending.issuer) {
-            (Some(iss), Some(expected)) if iss != expected => {
-                return Err(OAuthError::Callback(format!(
-                    "the authorization response names issuer `{iss}`, not `{expected}`"
-                )));
-            }
-            (Some(iss), None) => {
-                return Err(OAuthError::Callback(format!(
-                    "the authorization response names issuer `{iss}`, which is unknown"
-                )));
-            }
-            (None, _) if pending.require_iss => {
-                return Err(OAuthError::Callback(
-                    "the authorization response lacks the `iss` its server promised".into(),
-                ));
-            }
-            _ => {}
-        }
-        let code = query
-            .code
-            .ok_or_else(|| OAuthError::Callback("the authorization response has no code".into()))?;
+        let code = answered_code(query, pending.issuer.as_deref(), pending.require_iss)?;
         let exchange = self.exchange(&pending.endpoint, &pending.client);
         let result = exchange
             .code(
@@ -225,4 +182,78 @@ impl Authorizer {
             })
             .collect()
     }
+}
+
+/// Where a browser is sent to authorize: `server`'s authorization endpoint (which must confirm
+/// PKCE with S256, as MCP requires), for `client_id`, back to the redirect URI with the
+/// `state`, with the PKCE challenge, `scopes` and the `resource` (RFC 8707).
+pub(super) fn authorization_url(
+    server: &ServerMetadata,
+    client_id: &str,
+    (redirect_uri, state): (&str, &str),
+    pkce: PkceCodeChallenge,
+    scopes: &[String],
+    resource: Option<&str>,
+) -> Result<String, OAuthError> {
+    let endpoint = server.authorization_endpoint.as_deref().ok_or_else(|| {
+        OAuthError::Discovery("the authorization server has no authorization_endpoint".into())
+    })?;
+    if !server.confirms_pkce() {
+        return Err(OAuthError::Discovery(
+            "the authorization server does not list PKCE with S256 \
+             (code_challenge_methods_supported), which MCP requires"
+                .into(),
+        ));
+    }
+    let auth_url = AuthUrl::new(endpoint.to_owned())
+        .map_err(|e| OAuthError::Discovery(format!("authorization_endpoint: {e}")))?;
+    let redirect = RedirectUrl::new(redirect_uri.to_owned())
+        .map_err(|e| OAuthError::Config(format!("redirect URI: {e}")))?;
+    let client = BasicClient::new(ClientId::new(client_id.to_owned()))
+        .set_auth_uri(auth_url)
+        .set_redirect_uri(redirect);
+    let mut request = client
+        .authorize_url(|| CsrfToken::new(state.to_owned()))
+        .set_pkce_challenge(pkce)
+        .add_scopes(scopes.iter().cloned().map(Scope::new));
+    if let Some(resource) = resource {
+        request = request.add_extra_param("resource", resource.to_owned());
+    }
+    Ok(request.url().0.to_string())
+}
+
+/// The code of an authorization response, once it is no error and its `iss` (RFC 9207) is
+/// the `expected` issuer's, or absent where the server did not promise one (`required`).
+pub(super) fn answered_code(
+    query: CallbackQuery,
+    expected: Option<&str>,
+    required: bool,
+) -> Result<String, OAuthError> {
+    if let Some(error) = query.error {
+        return Err(OAuthError::Provider {
+            error,
+            description: query.error_description,
+        });
+    }
+    match (query.iss.as_deref(), expected) {
+        (Some(iss), Some(expected)) if iss != expected => {
+            return Err(OAuthError::Callback(format!(
+                "the authorization response names issuer `{iss}`, not `{expected}`"
+            )));
+        }
+        (Some(iss), None) => {
+            return Err(OAuthError::Callback(format!(
+                "the authorization response names issuer `{iss}`, which is unknown"
+            )));
+        }
+        (None, _) if required => {
+            return Err(OAuthError::Callback(
+                "the authorization response lacks the `iss` its server promised".into(),
+            ));
+        }
+        _ => {}
+    }
+    query
+        .code
+        .ok_or_else(|| OAuthError::Callback("the authorization response has no code".into()))
 }

@@ -12,14 +12,13 @@
 use std::time::{Duration, SystemTime};
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use oauth2::{
-    AuthUrl, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, Scope, basic::BasicClient,
-};
+use oauth2::PkceCodeChallenge;
 use serde::{Deserialize, Serialize};
 
 use super::{
     CallbackQuery, OAuth, OAuthError,
     discovery::{self, Discovered},
+    flow::{answered_code, authorization_url},
     identity,
     token::{ClientIdentity, Exchange, TokenEndpoint},
 };
@@ -70,20 +69,6 @@ impl OAuth {
         connect: &str,
     ) -> Result<(String, String), OAuthError> {
         let (discovered, client) = self.signin_server(signin).await?;
-        let endpoint = discovered
-            .server
-            .authorization_endpoint
-            .as_deref()
-            .ok_or_else(|| {
-                OAuthError::Discovery(
-                    "the authorization server has no authorization_endpoint".into(),
-                )
-            })?;
-        if !discovered.server.confirms_pkce() {
-            return Err(OAuthError::Discovery(
-                "the authorization server does not list PKCE with S256".into(),
-            ));
-        }
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let record = Record {
             connect: connect.to_owned(),
@@ -92,19 +77,15 @@ impl OAuth {
         };
         let plain = serde_json::to_vec(&record).expect("a sign-in record serializes");
         let state = URL_SAFE_NO_PAD.encode(self.sealer.seal(PURPOSE, &plain));
-        let auth_url = AuthUrl::new(endpoint.to_owned())
-            .map_err(|e| OAuthError::Discovery(format!("authorization_endpoint: {e}")))?;
-        let redirect = RedirectUrl::new(self.signin_redirect())
-            .map_err(|e| OAuthError::Config(format!("redirect URI: {e}")))?;
-        let (url, _) = BasicClient::new(ClientId::new(client.client_id))
-            .set_auth_uri(auth_url)
-            .set_redirect_uri(redirect)
-            .authorize_url(|| CsrfToken::new(state.clone()))
-            .set_pkce_challenge(challenge)
-            .add_scopes(signin.scopes.iter().cloned().map(Scope::new))
-            .add_extra_param("resource", signin.resource.clone())
-            .url();
-        Ok((url.to_string(), state))
+        let url = authorization_url(
+            &discovered.server,
+            &client.client_id,
+            (&self.signin_redirect(), &state),
+            challenge,
+            &signin.scopes,
+            Some(&signin.resource),
+        )?;
+        Ok((url, state))
     }
 
     /// Concludes a sign-in: the connect link it was for, and the access token the code
@@ -129,23 +110,13 @@ impl OAuth {
                 "this sign-in expired; start it again".into(),
             ));
         }
-        if let Some(error) = query.error {
-            return Err(OAuthError::Provider {
-                error,
-                description: query.error_description,
-            });
-        }
         let (discovered, client) = self.signin_server(signin).await?;
-        if let (Some(iss), Some(expected)) = (&query.iss, &discovered.server.issuer)
-            && iss != expected
-        {
-            return Err(OAuthError::Callback(format!(
-                "the sign-in response names issuer `{iss}`, not `{expected}`"
-            )));
-        }
-        let code = query
-            .code
-            .ok_or_else(|| OAuthError::Callback("the sign-in response has no code".into()))?;
+        let server = &discovered.server;
+        let code = answered_code(
+            query,
+            server.issuer.as_deref(),
+            server.authorization_response_iss_parameter_supported,
+        )?;
         let endpoint = TokenEndpoint {
             url: discovered.server.token_endpoint.clone().unwrap_or_default(),
             issuer: discovered.issuer.clone(),

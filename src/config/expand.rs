@@ -40,46 +40,69 @@ pub fn expand_at(value: &str, vars: &dyn Vars, base: &Path) -> Result<String, St
         return Ok(value.to_owned());
     }
     let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let tail = &rest[pos..];
-        if let Some(after) = tail.strip_prefix("$${") {
-            out.push_str("${");
-            rest = after;
-        } else if let Some(after) = tail.strip_prefix("${") {
-            let end = after
-                .find('}')
-                .ok_or_else(|| format!("unterminated placeholder `${{{after}`"))?;
-            out.push_str(&resolve(&after[..end], vars, base)?);
-            rest = &after[end + 1..];
-        } else {
-            out.push('$');
-            rest = &tail[1..];
+    for piece in pieces(value) {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Placeholder(placeholder) => out.push_str(&resolve(placeholder, vars, base)?),
+            Piece::Unterminated(after) => {
+                return Err(format!("unterminated placeholder `${{{after}`"));
+            }
         }
     }
-    out.push_str(rest);
     Ok(out)
+}
+
+/// A part of a configuration value: text as it reads (`$${` already made `${`), or the inside
+/// of a `${…}` placeholder, or what follows a `${` that is never closed.
+enum Piece<'a> {
+    Text(&'a str),
+    Placeholder(&'a str),
+    Unterminated(&'a str),
+}
+
+/// The pieces of `value`, in order.
+fn pieces(value: &str) -> impl Iterator<Item = Piece<'_>> {
+    let mut rest = value;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let Some(pos) = rest.find('$') else {
+            return Some(Piece::Text(std::mem::take(&mut rest)));
+        };
+        if pos > 0 {
+            let (text, tail) = rest.split_at(pos);
+            rest = tail;
+            return Some(Piece::Text(text));
+        }
+        if let Some(after) = rest.strip_prefix("$${") {
+            rest = after;
+            return Some(Piece::Text("${"));
+        }
+        let Some(after) = rest.strip_prefix("${") else {
+            rest = &rest[1..];
+            return Some(Piece::Text("$"));
+        };
+        match after.find('}') {
+            Some(end) => {
+                rest = &after[end + 1..];
+                Some(Piece::Placeholder(&after[..end]))
+            }
+            None => {
+                rest = "";
+                Some(Piece::Unterminated(after))
+            }
+        }
+    })
 }
 
 /// Whether `value` holds a placeholder that reads the gateway's host: its environment, a
 /// file, or its own path (anything but `${claim:…}`, which is the caller's, and `$${`).
 pub fn reads_host(value: &str) -> bool {
-    let mut rest = value;
-    while let Some(pos) = rest.find('$') {
-        let tail = &rest[pos..];
-        if let Some(after) = tail.strip_prefix("$${") {
-            rest = after;
-        } else if let Some(after) = tail.strip_prefix("${") {
-            if !after.starts_with("claim:") {
-                return true;
-            }
-            rest = after;
-        } else {
-            rest = &tail[1..];
-        }
-    }
-    false
+    pieces(value).any(|piece| match piece {
+        Piece::Text(_) => false,
+        Piece::Placeholder(inside) | Piece::Unterminated(inside) => !inside.starts_with("claim:"),
+    })
 }
 
 fn is_variable_name(name: &str) -> bool {

@@ -83,17 +83,29 @@ pub async fn prove(
         .find(|(name, _)| name == CREDENTIAL)
         .map(|(_, value)| value.trim().to_owned())
         .unwrap_or_default();
-    let auth = state.mcp.authenticator();
-    match auth.authenticate_token(&credential).await {
-        Ok(principal) if principal == started.principal => {
-            send_on(&state, &authorization, &started)
-        }
-        Ok(principal) => not_theirs(&started, &principal),
-        Err(_) => form(
+    proven(&state, &authorization, &started, &credential, || {
+        form(
             &started,
             StatusCode::UNAUTHORIZED,
             Some("That credential is not valid here."),
-        ),
+        )
+    })
+    .await
+}
+
+/// On to the upstream if `token` is the link's user's; `not_valid` answers a token the
+/// gateway does not accept.
+async fn proven(
+    state: &AppState,
+    authorization: &str,
+    started: &Started,
+    token: &str,
+    not_valid: impl FnOnce() -> Response,
+) -> Response {
+    match state.mcp.authenticator().authenticate_token(token).await {
+        Ok(principal) if principal == started.principal => send_on(state, authorization, started),
+        Ok(principal) => not_theirs(started, &principal),
+        Err(_) => not_valid(),
     }
 }
 
@@ -121,17 +133,14 @@ pub async fn signed_in(State(state): State<AppState>, uri: Uri, headers: HeaderM
         Ok(found) => found,
         Err(reason) => return gone(reason),
     };
-    let mut response = match auth.authenticate_token(&token).await {
-        Ok(principal) if principal == started.principal => {
-            send_on(&state, &authorization, &started)
-        }
-        Ok(principal) => not_theirs(&started, &principal),
-        Err(_) => page(
+    let mut response = proven(&state, &authorization, &started, &token, || {
+        page(
             StatusCode::FORBIDDEN,
             "Sign-in refused",
             "The token your identity provider gave is not one this gateway accepts.",
-        ),
-    };
+        )
+    })
+    .await;
     unbind(&mut response, &signin_state);
     response
 }

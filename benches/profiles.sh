@@ -4,6 +4,7 @@
 # `switchyard bench` run beside the direct fixture and a bare hop.
 #
 #   benches/profiles.sh [WORKDIR]        (default /tmp/switchyard-profiles; needs ~6 GB)
+#   BUILD=0 benches/profiles.sh          (the load test alone, on the builds already there)
 #
 # The profiles are set by cargo's environment overrides, so the manifest is not edited:
 #   fat   lto = "fat",  codegen-units = 1    (`--profile dist`)
@@ -20,6 +21,7 @@ export CMAKE=/nonexistent
 
 profiles=(fat:fat:1 thin:thin:16 off:false:16)
 for spec in "${profiles[@]}"; do
+  [ "${BUILD:-1}" = 0 ] && break
   IFS=: read -r name lto units <<<"$spec"
   rm -rf "$work/$name"
   start=$(date +%s)

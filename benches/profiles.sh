@@ -5,6 +5,7 @@
 #
 #   benches/profiles.sh [WORKDIR]        (default /tmp/switchyard-profiles; needs ~6 GB)
 #   BUILD=0 benches/profiles.sh          (the load test alone, on the builds already there)
+#   ONLY="thin off" benches/profiles.sh  (build only these; the others must be there)
 #
 # The profiles are set by cargo's environment overrides, so the manifest is not edited:
 #   fat   lto = "fat",  codegen-units = 1    (`--profile dist`)
@@ -23,6 +24,7 @@ profiles=(fat:fat:1 thin:thin:16 off:false:16)
 for spec in "${profiles[@]}"; do
   [ "${BUILD:-1}" = 0 ] && break
   IFS=: read -r name lto units <<<"$spec"
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
   rm -rf "$work/$name"
   start=$(date +%s)
   CARGO_TARGET_DIR="$work/$name" CARGO_PROFILE_RELEASE_LTO="$lto" \

@@ -5,12 +5,12 @@
 #
 #   benches/profiles.sh [WORKDIR]        (default /tmp/switchyard-profiles; needs ~6 GB)
 #   BUILD=0 benches/profiles.sh          (the load test alone, on the builds already there)
-#   ONLY="thin off" benches/profiles.sh  (build only these; the others must be there)
+#   ONLY="thin release" benches/profiles.sh  (build only these; the others must be there)
 #
 # The profiles are set by cargo's environment overrides, so the manifest is not edited:
-#   fat   lto = "fat",  codegen-units = 1    (`--profile dist`)
-#   thin  lto = "thin", codegen-units = 16
-#   off   lto = false,  codegen-units = 16   (`--release`: cargo's own defaults)
+#   dist     lto = "fat",  codegen-units = 1    (`--profile dist`)
+#   thin     lto = "thin", codegen-units = 16
+#   release  lto = false,  codegen-units = 16   (`--release`: cargo's own defaults)
 # Ports 8180–8185, 9101 and 9102 on 127.0.0.1 must be free.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ export CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
 # A build that ran cmake would fail here.
 export CMAKE=/nonexistent
 
-profiles=(fat:fat:1 thin:thin:16 off:false:16)
+profiles=(dist:fat:1 thin:thin:16 release:false:16)
 for spec in "${profiles[@]}"; do
   [ "${BUILD:-1}" = 0 ] && break
   IFS=: read -r name lto units <<<"$spec"
@@ -36,7 +36,7 @@ for spec in "${profiles[@]}"; do
     tee -a "$work/builds.txt"
 done
 
-B="$work/fat/release/switchyard"
+B="$work/dist/release/switchyard"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 $B demo-server --http 127.0.0.1:9101 >"$work/demo.log" 2>&1 &

@@ -17,7 +17,11 @@ pub fn session_lookup(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _entered = runtime.enter();
     let metrics = switchyard::metrics::standalone();
-    let store = switchyard::store::Store::new(&Default::default(), &metrics);
+    let memory = switchyard::config::StoreSettings {
+        kind: switchyard::config::StoreKind::Memory,
+        ..Default::default()
+    };
+    let store = switchyard::store::Store::new(&memory, std::path::Path::new("."), &metrics);
     let table = SessionTable::new(
         Duration::from_secs(3600),
         &metrics,

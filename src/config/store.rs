@@ -1,19 +1,23 @@
 //! Checking `[store]`: where the state that outlives one request is kept. `embedded` (the
-//! default) keeps it in the process; `redis` shares it between replicas, which must then also
-//! share the keys that seal session ids.
+//! default) keeps it in a file under the state directory, so that a restart loses no session;
+//! `memory` keeps it in the process alone; `redis` shares it between replicas, which must then
+//! also share the keys that seal session ids.
 
-use std::fmt;
+use std::{fmt, path::PathBuf};
 
 use serde::Deserialize;
 
 use super::{oauth::decode_key, validate::Checker};
 
 const DEFAULT_PREFIX: &str = "switchyard";
+/// The embedded store's file in the state directory.
+const DEFAULT_FILE: &str = "sessions.redb";
 
 /// `[store]` as written.
 #[derive(Debug, Default, Deserialize)]
 pub struct RawStore {
     pub kind: Option<String>,
+    pub path: Option<String>,
     pub url: Option<String>,
     pub prefix: Option<String>,
     pub session_keys: Option<Vec<String>>,
@@ -22,8 +26,11 @@ pub struct RawStore {
 /// Where shared state lives.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreKind {
-    /// In this process: sessions, streams and tokens are this replica's alone.
-    Embedded,
+    /// In a file of this machine (`path`; none: `sessions.redb` in `[oauth] state_dir`), kept
+    /// across restarts and upgrades; tokens stay in the state directory's own files.
+    Embedded { path: Option<PathBuf> },
+    /// In this process alone: sessions end with it.
+    Memory,
     /// In Redis at `url`, every key under `prefix:` (several gateways may share one Redis).
     Redis { url: String, prefix: String },
 }
@@ -31,7 +38,8 @@ pub enum StoreKind {
 impl fmt::Debug for StoreKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreKind::Embedded => f.write_str("Embedded"),
+            StoreKind::Embedded { path } => f.debug_struct("Embedded").field("path", path).finish(),
+            StoreKind::Memory => f.write_str("Memory"),
             // The URL may carry a password.
             StoreKind::Redis { prefix, .. } => write!(f, "Redis {{ prefix: {prefix:?}, .. }}"),
         }
@@ -39,21 +47,12 @@ impl fmt::Debug for StoreKind {
 }
 
 /// `[store]`, checked.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct StoreSettings {
     pub kind: StoreKind,
     /// The keys session ids are sealed with: the first seals new ones, every one opens. Empty:
-    /// a key of the process's own, so sessions end with it.
+    /// the embedded store's own key (kept beside its file), or, in memory, the process's own.
     pub session_keys: Vec<[u8; 32]>,
-}
-
-impl Default for StoreSettings {
-    fn default() -> Self {
-        Self {
-            kind: StoreKind::Embedded,
-            session_keys: Vec::new(),
-        }
-    }
 }
 
 impl fmt::Debug for StoreSettings {
@@ -65,9 +64,26 @@ impl fmt::Debug for StoreSettings {
     }
 }
 
+impl Default for StoreKind {
+    fn default() -> Self {
+        StoreKind::Embedded { path: None }
+    }
+}
+
 impl StoreSettings {
     pub fn is_shared(&self) -> bool {
         matches!(self.kind, StoreKind::Redis { .. })
+    }
+
+    /// The embedded store's file, if the store is that: as configured, else
+    /// `sessions.redb` in `state_dir`.
+    pub fn file(&self, state_dir: &std::path::Path) -> Option<PathBuf> {
+        match &self.kind {
+            StoreKind::Embedded { path } => {
+                Some(path.clone().unwrap_or_else(|| state_dir.join(DEFAULT_FILE)))
+            }
+            StoreKind::Memory | StoreKind::Redis { .. } => None,
+        }
     }
 }
 
@@ -93,24 +109,34 @@ impl Checker<'_> {
                 ),
             }
         }
-        let kind = match raw.kind.as_deref().unwrap_or("embedded") {
-            "embedded" => {
-                let only_redis = "applies to kind = \"redis\" only";
-                if raw.url.is_some() {
-                    self.problem("store.url", only_redis);
-                }
-                if raw.prefix.is_some() {
-                    self.problem("store.prefix", only_redis);
-                }
-                StoreKind::Embedded
+        let kind = raw.kind.as_deref().unwrap_or("embedded");
+        if kind != "redis" {
+            let only_redis = "applies to kind = \"redis\" only";
+            if raw.url.is_some() {
+                self.problem("store.url", only_redis);
             }
+            if raw.prefix.is_some() {
+                self.problem("store.prefix", only_redis);
+            }
+        }
+        if kind != "embedded" && raw.path.is_some() {
+            self.problem("store.path", "applies to kind = \"embedded\" only");
+        }
+        let kind = match kind {
+            "embedded" => StoreKind::Embedded {
+                path: raw
+                    .path
+                    .as_deref()
+                    .map(|path| self.path("store.path", path)),
+            },
+            "memory" => StoreKind::Memory,
             "redis" => self.redis(raw, session_keys.is_empty()),
             other => {
                 self.problem(
                     "store.kind",
-                    format!("must be \"embedded\" or \"redis\", not {other:?}"),
+                    format!("must be \"embedded\", \"memory\" or \"redis\", not {other:?}"),
                 );
-                StoreKind::Embedded
+                StoreKind::default()
             }
         };
         StoreSettings { kind, session_keys }

@@ -111,7 +111,7 @@ impl Gateway {
         let scheme = scheme_of(&config);
         let access = Arc::new(access_of(&config));
         let public_url = config.oauth.public_url_or(config.server.listen);
-        let store = Store::new(&config.store, &metrics);
+        let store = Store::new(&config.store, &config.oauth.state_dir, &metrics);
         let oauth = OAuth::new(config.oauth.clone(), public_url, &store);
         oauth.set_users_authenticate(config.auth.configured);
         let gateway = Arc::new(Self {

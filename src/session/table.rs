@@ -189,7 +189,7 @@ impl SessionTable {
     async fn sweep(&self) {
         let now = self.now();
         let limit = self.idle_timeout_ms.load(Ordering::Relaxed);
-        if self.store.is_shared() {
+        if self.store.keeps_sessions() {
             self.renew(now).await;
         }
         let mut idle: Vec<Arc<Session>> = self
@@ -198,7 +198,7 @@ impl SessionTable {
             .filter(|entry| now.saturating_sub(entry.value().last_active()) > limit)
             .map(|entry| entry.value().clone())
             .collect();
-        let alive = if self.store.is_shared() {
+        let alive = if self.store.keeps_sessions() {
             self.alive_elsewhere(&mut idle).await
         } else {
             vec![false; idle.len()]

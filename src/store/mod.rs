@@ -5,13 +5,18 @@
 //! replicas are alive (`replicas`), and sealed records, sets and leases for whoever keeps more
 //! (`records`: the OAuth vault).
 //!
-//! `embedded` (the default) keeps this in the process: a session lives in its replica's
-//! table and nowhere else, and nothing here is called upon. `redis` keeps it in Redis, every
-//! key under the configured prefix, so that any replica serves any session. Redis being
-//! unreachable is reported (log, `/healthz`, `switchyard_store_up`) and survived: what needs
-//! no shared state goes on being served, and each replica writes again what it holds once
-//! Redis answers (liveness is renewed from the replicas' tables, not kept only in Redis).
+//! `embedded` (the default) keeps the sessions' part of it in a file (`file`), for the next
+//! process on this machine: after a restart or an upgrade, sessions, their stream events,
+//! upstream sessions and subscriptions go on as they would on another replica. `memory`
+//! keeps nothing: a session lives in its process's table alone. `redis` keeps all of it in
+//! Redis, every key under the configured prefix, so that any replica serves any session. A
+//! store being unreachable (Redis down, the file held by another process) is reported (log,
+//! `/healthz`, `switchyard_store_up`) and survived: what needs no shared state goes on being
+//! served, and what the process holds is written again once the store answers (liveness is
+//! renewed from the session table, not kept only in the store).
 
+mod file;
+pub mod private;
 mod records;
 mod redis;
 mod replicas;
@@ -25,6 +30,7 @@ pub use seal::Sealer;
 pub use subscriptions::SubscriptionRecord;
 
 use std::{
+    path::{Path, PathBuf},
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
@@ -43,16 +49,17 @@ use crate::{
 /// Why the shared store could not be used.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
-    #[error("the shared store (Redis) is unreachable: {0}")]
+    #[error("the store is unreachable: {0}")]
     Unreachable(String),
-    /// Redis answered, but not with what a key of this kind holds.
+    /// The store answered, but not with what a key of this kind holds.
     #[error("the shared store's {kind} record cannot be read: {reason}")]
     Unreadable { kind: &'static str, reason: String },
 }
 
-/// The shared store, or the absence of one.
+/// The store: Redis, the embedded file, or neither (in memory).
 pub struct Store {
     redis: Option<redis::Redis>,
+    file: Option<file::StoreFile>,
     health: Health,
     /// Seals what must not be readable in the store, and session ids.
     sealer: Arc<Sealer>,
@@ -67,7 +74,7 @@ pub struct Store {
 pub struct StoreStatus {
     pub kind: &'static str,
     pub up: bool,
-    /// This replica's id among those sharing the store (none for the embedded store).
+    /// This replica's id among those sharing the store (Redis only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
     /// The last failure, while it lasts.
@@ -79,27 +86,70 @@ pub struct StoreStatus {
 }
 
 impl Store {
-    /// The store `settings` describe. Redis is connected to on first use, and again after any
-    /// failure: a gateway starts whether or not Redis is up.
-    pub fn new(settings: &StoreSettings, metrics: &Metrics) -> Arc<Self> {
+    /// The store `settings` describe (an embedded file in `state_dir` unless they name one).
+    /// Redis, or the file, is connected to on first use, and again after any failure: a
+    /// gateway starts whether or not it can be reached.
+    pub fn new(settings: &StoreSettings, state_dir: &Path, metrics: &Metrics) -> Arc<Self> {
+        let (redis, file, name) = match &settings.kind {
+            StoreKind::Embedded { .. } => {
+                let path = settings
+                    .file(state_dir)
+                    .expect("an embedded store has a file");
+                (None, Some(file::StoreFile::new(path)), "file")
+            }
+            StoreKind::Memory => (None, None, "memory"),
+            StoreKind::Redis { url, prefix } => {
+                (Some(redis::Redis::new(url, prefix)), None, "Redis")
+            }
+        };
         let health = Health {
+            name,
             down: Mutex::new(None),
             recoveries: AtomicU64::new(0),
             up_gauge: metrics.store_up.clone(),
             errors: metrics.store_errors.clone(),
         };
         health.up_gauge.set(1);
-        let redis = match &settings.kind {
-            StoreKind::Embedded => None,
-            StoreKind::Redis { url, prefix } => Some(redis::Redis::new(url, prefix)),
+        let sealer = match &file {
+            Some(file) if settings.session_keys.is_empty() => {
+                let path = key_path(file.path());
+                match private::read_or_create_key(&path, "the key that seals session ids") {
+                    Ok(key) => Sealer::new(&[key]),
+                    Err(error) => {
+                        tracing::error!(key = %path.display(), %error, "cannot read or make the key that seals session ids: sessions will end with this process");
+                        Sealer::new(&[])
+                    }
+                }
+            }
+            _ => Sealer::new(&settings.session_keys),
         };
         Arc::new(Self {
             redis,
+            file,
             health,
-            sealer: Arc::new(Sealer::new(&settings.session_keys)),
+            sealer: Arc::new(sealer),
             hearers: Default::default(),
             replica: replicas::new_replica_id(),
         })
+    }
+
+    /// Whether the store can be used now (the embedded file opened, if it is one): for the
+    /// start-up check that no other process holds it.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        match &self.file {
+            Some(file) => self.health.of(file.open().await),
+            None => Ok(()),
+        }
+    }
+
+    /// Lets another process open the embedded file: flushed and closed, and (`for_good`,
+    /// once an upgrade's successor has the sockets) not opened again by this one.
+    pub async fn release_file(&self, for_good: bool) {
+        if let Some(file) = &self.file
+            && let Err(error) = file.release(for_good).await
+        {
+            tracing::warn!(%error, "the store file was not flushed before it was released");
+        }
     }
 
     /// The sealer of the keys replicas share (`[store] session_keys`).
@@ -107,18 +157,24 @@ impl Store {
         &self.sealer
     }
 
-    /// Whether replicas share this store (sessions, then, outlive their replica's table).
+    /// Whether replicas share this store (Redis): then it also keeps tokens and
+    /// authorizations, and replicas beat to know of each other.
     pub fn is_shared(&self) -> bool {
         self.redis.is_some()
+    }
+
+    /// Whether sessions outlive the process's table: kept in Redis or in the embedded file.
+    pub fn keeps_sessions(&self) -> bool {
+        self.redis.is_some() || self.file.is_some()
     }
 
     pub fn status(&self) -> StoreStatus {
         let down = self.health.lock().clone();
         StoreStatus {
-            kind: if self.is_shared() {
-                "redis"
-            } else {
-                "embedded"
+            kind: match (&self.redis, &self.file) {
+                (Some(_), _) => "redis",
+                (None, Some(_)) => "embedded",
+                (None, None) => "memory",
             },
             up: down.is_none(),
             replica: self.is_shared().then(|| self.replica.clone()),
@@ -137,8 +193,8 @@ impl Store {
         self.health.recoveries.load(Ordering::Relaxed)
     }
 
-    /// Whether session `hash` is alive anywhere: never, for the embedded store, where a
-    /// session lives only in its table.
+    /// Whether session `hash` is alive anywhere: never, in memory, where a session lives only
+    /// in its table.
     pub async fn session_alive(&self, hash: &str) -> Result<bool, StoreError> {
         let alive = self.sessions_alive(&[hash]).await?;
         Ok(alive.first().copied().unwrap_or(false))
@@ -146,28 +202,39 @@ impl Store {
 
     /// Of the sessions `hashes`, which are alive (in the same order).
     pub async fn sessions_alive(&self, hashes: &[&str]) -> Result<Vec<bool>, StoreError> {
-        let Some(redis) = &self.redis else {
-            return Ok(vec![false; hashes.len()]);
-        };
         if hashes.is_empty() {
             return Ok(Vec::new());
         }
+        if let Some(file) = &self.file {
+            return self.health.of(file.alive(owned(hashes)).await);
+        }
+        let Some(redis) = &self.redis else {
+            return Ok(vec![false; hashes.len()]);
+        };
         self.health.of(redis.alive_many(hashes).await)
     }
 
     /// Notes that the sessions `hashes` are alive for `ttl` from now.
     pub async fn renew_sessions(&self, hashes: &[&str], ttl: Duration) -> Result<(), StoreError> {
-        let Some(redis) = &self.redis else {
-            return Ok(());
-        };
         if hashes.is_empty() {
             return Ok(());
         }
+        if let Some(file) = &self.file {
+            return self.health.of(file.renew(owned(hashes), ttl).await);
+        }
+        let Some(redis) = &self.redis else {
+            return Ok(());
+        };
         self.health.of(redis.renew(hashes, ttl).await)
     }
 
     /// Ends session `hash` everywhere: it is no longer alive, and every replica hears so.
     pub async fn session_ended(&self, hash: &str) -> Result<(), StoreError> {
+        if let Some(file) = &self.file {
+            self.health.of(file.end(hash.to_owned()).await)?;
+            Heard::session_ended(self, hash);
+            return Ok(());
+        }
         let Some(redis) = &self.redis else {
             return Ok(());
         };
@@ -182,9 +249,13 @@ impl Store {
             .push(heard);
     }
 
-    /// Listens to what replicas publish, telling those who `hear`, until `shutdown` (nothing,
-    /// for the embedded store). Called once.
+    /// Listens to what replicas publish, telling those who `hear`, until `shutdown`; for the
+    /// embedded file, flushes and sweeps it until then. Called once.
     pub fn listen(self: &Arc<Self>, shutdown: CancellationToken) {
+        if self.file.is_some() {
+            tokio::spawn(file_upkeep(self.clone(), shutdown));
+            return;
+        }
         if self.redis.is_none() {
             return;
         }
@@ -199,6 +270,7 @@ impl Store {
     /// sealed: one that this replica could not act on (an answer to a request another replica
     /// sent, an unsubscribe from what another replica subscribed).
     pub async fn relay_message(&self, hash: &str, message: &[u8]) -> Result<(), StoreError> {
+        // The embedded file has no other process to pass it to.
         let Some(redis) = &self.redis else {
             return Ok(());
         };
@@ -214,10 +286,15 @@ impl Store {
         message: &[u8],
         ttl: Duration,
     ) -> Result<(), StoreError> {
+        let sealed = self.sealer.seal(&event_purpose(hash), message);
+        if let Some(file) = &self.file {
+            self.health.of(file.append(hash.to_owned(), sealed).await)?;
+            Heard::session_event(self, hash);
+            return Ok(());
+        }
         let Some(redis) = &self.redis else {
             return Ok(());
         };
-        let sealed = self.sealer.seal(&event_purpose(hash), message);
         self.health.of(redis.append(hash, &sealed, ttl).await)
     }
 
@@ -227,10 +304,15 @@ impl Store {
         hash: &str,
         after: Option<&str>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let Some(redis) = &self.redis else {
+        let sealed = if let Some(file) = &self.file {
+            let after = after.map(str::to_owned);
+            self.health
+                .of(file.events_after(hash.to_owned(), after).await)?
+        } else if let Some(redis) = &self.redis {
+            self.health.of(redis.events_after(hash, after).await)?
+        } else {
             return Ok(Vec::new());
         };
-        let sealed = self.health.of(redis.events_after(hash, after).await)?;
         let purpose = event_purpose(hash);
         sealed
             .into_iter()
@@ -252,6 +334,9 @@ impl Store {
 
     /// The last event of session `hash` a stream was sent, if any.
     pub async fn events_seen(&self, hash: &str) -> Result<Option<String>, StoreError> {
+        if let Some(file) = &self.file {
+            return self.health.of(file.seen(hash.to_owned()).await);
+        }
         let Some(redis) = &self.redis else {
             return Ok(None);
         };
@@ -265,6 +350,11 @@ impl Store {
         id: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
+        if let Some(file) = &self.file {
+            return self
+                .health
+                .of(file.set_seen(hash.to_owned(), id.to_owned()).await);
+        }
         let Some(redis) = &self.redis else {
             return Ok(());
         };
@@ -345,6 +435,43 @@ pub fn is_event_id(id: &str) -> bool {
     digits(millis) && digits(seq)
 }
 
+/// Events kept per session stream.
+const EVENTS_KEPT: usize = 1000;
+
+/// The key that seals session ids, kept beside the embedded store's file.
+fn key_path(file: &Path) -> PathBuf {
+    file.with_extension("key")
+}
+
+fn owned(hashes: &[&str]) -> Vec<String> {
+    hashes.iter().map(|hash| (*hash).to_owned()).collect()
+}
+
+/// Flushes the embedded file every `FLUSH_EVERY` and sweeps it every `SWEEP_EVERY` (and at
+/// once), until `shutdown`.
+async fn file_upkeep(store: Arc<Store>, shutdown: CancellationToken) {
+    let Some(file) = &store.file else { return };
+    let mut flushes = tokio::time::interval(file::FLUSH_EVERY);
+    let mut sweeps = tokio::time::interval(file::SWEEP_EVERY);
+    for ticks in [&mut flushes, &mut sweeps] {
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    }
+    loop {
+        tokio::select! {
+            _ = flushes.tick() => {
+                let _ = store.health.of(file.flush().await);
+            }
+            _ = sweeps.tick() => {
+                match store.health.of(file.sweep().await) {
+                    Ok(0) | Err(_) => {}
+                    Ok(gone) => tracing::debug!(gone, "sessions no longer alive removed from the store file"),
+                }
+            }
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
 fn relay_purpose(hash: &str) -> Vec<u8> {
     [b"switchyard relayed ".as_slice(), hash.as_bytes()].concat()
 }
@@ -355,6 +482,8 @@ fn event_purpose(hash: &str) -> Vec<u8> {
 
 /// Whether the store answers, noted from every use of it.
 struct Health {
+    /// What the store is, for the log: `Redis`, `file`.
+    name: &'static str,
     /// Since when, and why, it has been failing.
     down: Mutex<Option<(SystemTime, String)>>,
     recoveries: AtomicU64,
@@ -384,7 +513,7 @@ impl Health {
             return;
         }
         if self.lock().take().is_some() {
-            tracing::info!("the shared store (Redis) answers again");
+            tracing::info!(store = self.name, "the store answers again");
             self.recoveries.fetch_add(1, Ordering::Relaxed);
         }
         self.up_gauge.set(1);
@@ -394,7 +523,7 @@ impl Health {
         self.errors.inc();
         let mut down = self.lock();
         if down.is_none() {
-            tracing::error!(%error, "the shared store failed; sessions opened on other replicas cannot be served here until it answers");
+            tracing::error!(store = self.name, %error, "the store failed; sessions kept there (opened on other replicas, or before a restart) cannot be served here until it answers");
         }
         *down = Some((
             down.as_ref()

@@ -19,7 +19,8 @@ use futures::StreamExt;
 use redis::{AsyncCommands, aio::ConnectionManager};
 use tokio_util::sync::CancellationToken;
 
-use super::{Health, Heard, StoreError};
+// Events kept per session stream (about: Redis trims whole nodes).
+use super::{EVENTS_KEPT, Health, Heard, StoreError};
 
 /// How long one command may take before the store counts as unreachable.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -27,8 +28,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The pause before listening again after the subscription failed, doubling up to the max.
 const RELISTEN_DELAY: Duration = Duration::from_millis(100);
 const RELISTEN_MAX_DELAY: Duration = Duration::from_secs(5);
-/// Events kept per session stream (about: Redis trims whole nodes).
-const EVENTS_KEPT: usize = 1000;
 
 pub(super) struct Redis {
     client: redis::Client,
@@ -261,7 +260,7 @@ impl Redis {
         let connect = self.client.get_async_pubsub();
         let mut pubsub = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
-            .map_err(|_| StoreError::Unreachable("connecting timed out".into()))?
+            .map_err(|_| StoreError::Unreachable("Redis: connecting timed out".into()))?
             .map_err(failure("ended session"))?;
         let (ended, events, changed, relayed) = (
             self.ended_channel(),
@@ -302,7 +301,9 @@ impl Redis {
                 heard.record_changed(kind, hash);
             }
         }
-        Err(StoreError::Unreachable("the subscription ended".into()))
+        Err(StoreError::Unreachable(
+            "Redis: the subscription ended".into(),
+        ))
     }
 }
 
@@ -316,6 +317,6 @@ pub(super) fn failure(kind: &'static str) -> impl Fn(redis::RedisError) -> Store
                 reason: error.to_string(),
             }
         }
-        _ => StoreError::Unreachable(error.to_string()),
+        _ => StoreError::Unreachable(format!("Redis: {error}")),
     }
 }

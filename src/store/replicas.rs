@@ -84,10 +84,11 @@ impl Store {
         Ok(dead.into_iter().filter(|id| *id != self.replica).collect())
     }
 
-    /// Which of `replicas` are alive (in the same order); this one always is.
+    /// Which of `replicas` are alive (in the same order); this one always is. With the
+    /// embedded file, no other: the others were the processes before this one.
     pub async fn replicas_alive(&self, replicas: &[&str]) -> Result<Vec<bool>, StoreError> {
         let Some(redis) = &self.redis else {
-            return Ok(vec![true; replicas.len()]);
+            return Ok(replicas.iter().map(|id| *id == self.replica).collect());
         };
         let others: Vec<&str> = replicas
             .iter()
@@ -114,8 +115,10 @@ impl Store {
     }
 
     /// Marks this replica dead at once (it is shutting down), so that the others take over
-    /// what it held without waiting for its beats to go stale.
+    /// what it held without waiting for its beats to go stale; the embedded file is flushed
+    /// and closed for the next process.
     pub async fn leave(&self) {
+        self.release_file(true).await;
         let Some(redis) = &self.redis else {
             return;
         };

@@ -13,7 +13,9 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Store, StoreError, record_hash,
+    Store, StoreError,
+    file::Records,
+    record_hash,
     records::{millis, purpose},
     redis::{Redis, failure},
 };
@@ -44,14 +46,18 @@ pub struct SubscriptionRecord {
 impl Store {
     /// Session `hash`'s subscriptions (none without a shared store).
     pub async fn subscriptions(&self, hash: &str) -> Result<Vec<SubscriptionRecord>, StoreError> {
-        let Some(redis) = &self.redis else {
+        let sealed: Vec<Vec<u8>> = if let Some(file) = &self.file {
+            self.health
+                .of(file.records(Records::Subscriptions, hash.to_owned()).await)?
+        } else if let Some(redis) = &self.redis {
+            self.health.of(redis
+                .connection()
+                .hvals(redis.subscriptions_key(hash))
+                .await
+                .map_err(failure(KIND)))?
+        } else {
             return Ok(Vec::new());
         };
-        let sealed: Vec<Vec<u8>> = self.health.of(redis
-            .connection()
-            .hvals(redis.subscriptions_key(hash))
-            .await
-            .map_err(failure(KIND)))?;
         sealed
             .into_iter()
             .map(|sealed| {
@@ -77,9 +83,9 @@ impl Store {
         previous: Option<&SubscriptionRecord>,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        let Some(redis) = &self.redis else {
+        if self.redis.is_none() && self.file.is_none() {
             return Ok(true);
-        };
+        }
         let record = SubscriptionRecord {
             uri: uri.to_owned(),
             holder: self.replica.clone(),
@@ -87,6 +93,15 @@ impl Store {
         };
         let plain = serde_json::to_vec(&record).expect("a record serializes");
         let sealed = self.sealer.seal(&purpose(KIND, hash), &plain);
+        let Some(redis) = &self.redis else {
+            let Some(file) = &self.file else {
+                return Ok(true);
+            };
+            let expected = previous.map(|previous| previous.sealed.clone());
+            let (hash, field) = (hash.to_owned(), record_hash(uri));
+            let put = file.put_record(Records::Subscriptions, hash, field, sealed, true, expected);
+            return self.health.of(put.await);
+        };
         let key = redis.subscriptions_key(hash);
         let field = record_hash(uri);
         if let Some(previous) = previous {
@@ -117,6 +132,12 @@ impl Store {
 
     /// Forgets session `hash`'s subscription to `uri`, whoever held it.
     pub async fn drop_subscription(&self, hash: &str, uri: &str) -> Result<(), StoreError> {
+        if let Some(file) = &self.file {
+            let (hash, field) = (hash.to_owned(), record_hash(uri));
+            return self.health.of(file
+                .remove_record(Records::Subscriptions, hash, field)
+                .await);
+        }
         let Some(redis) = &self.redis else {
             return Ok(());
         };

@@ -12,7 +12,9 @@ use std::time::Duration;
 use redis::AsyncCommands;
 
 use super::{
-    Store, StoreError, record_hash,
+    Store, StoreError,
+    file::Records,
+    record_hash,
     records::{millis, purpose},
     redis::Redis,
     redis::failure,
@@ -28,14 +30,20 @@ impl Store {
         hash: &str,
         upstream: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(redis) = &self.redis else {
+        let sealed: Option<Vec<u8>> = if let Some(file) = &self.file {
+            let field = record_hash(upstream);
+            self.health.of(file
+                .record(Records::Upstreams, hash.to_owned(), field)
+                .await)?
+        } else if let Some(redis) = &self.redis {
+            self.health.of(redis
+                .connection()
+                .hget(redis.upstreams_key(hash), record_hash(upstream))
+                .await
+                .map_err(failure(KIND)))?
+        } else {
             return Ok(None);
         };
-        let sealed: Option<Vec<u8>> = self.health.of(redis
-            .connection()
-            .hget(redis.upstreams_key(hash), record_hash(upstream))
-            .await
-            .map_err(failure(KIND)))?;
         sealed
             .map(|sealed| self.open(KIND, &record_key(hash, upstream), &sealed))
             .transpose()
@@ -52,13 +60,18 @@ impl Store {
         ttl: Duration,
         replace: bool,
     ) -> Result<bool, StoreError> {
+        let sealed = self
+            .sealer
+            .seal(&purpose(KIND, &record_key(hash, upstream)), plain);
+        if let Some(file) = &self.file {
+            let (hash, field) = (hash.to_owned(), record_hash(upstream));
+            let put = file.put_record(Records::Upstreams, hash, field, sealed, replace, None);
+            return self.health.of(put.await);
+        }
         let Some(redis) = &self.redis else {
             return Ok(false);
         };
         let key = redis.upstreams_key(hash);
-        let sealed = self
-            .sealer
-            .seal(&purpose(KIND, &record_key(hash, upstream)), plain);
         let set = if replace { "HSET" } else { "HSETNX" };
         let (written,): (u64,) = self.health.of(redis::pipe()
             .cmd(set)

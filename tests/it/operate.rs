@@ -16,9 +16,10 @@ use crate::{
 
 /// A gateway configuration with upstream `demo` at `url`, and `extra` TOML after it.
 fn config_text(url: &str, extra: &str) -> String {
+    // The store's file beside the configuration: each test's own, the same at every reload.
     format!(
-        "[server]\nshutdown_grace_seconds = 5\n\n[upstreams.demo]\n\
-         transport = \"streamable_http\"\nurl = {url:?}\n\n{extra}"
+        "[server]\nshutdown_grace_seconds = 5\n\n[store]\npath = \"sessions.redb\"\n\n\
+         [upstreams.demo]\ntransport = \"streamable_http\"\nurl = {url:?}\n\n{extra}"
     )
 }
 

@@ -182,8 +182,8 @@ mod tests {
             )*};
         }
         same_offset!(
-            next_in, avail_in, total_in, next_out, avail_out, total_out, msg, state, zalloc,
-            zfree, opaque, data_type, adler, reserved
+            next_in, avail_in, total_in, next_out, avail_out, total_out, msg, state, zalloc, zfree,
+            opaque, data_type, adler, reserved
         );
     }
 
@@ -224,7 +224,16 @@ mod tests {
         let size = size_of::<z_stream>() as c_int;
         unsafe {
             let window = 15;
-            let made = deflateInit2_(&mut stream, 6, Z_DEFLATED, window, 8, 0, zlibVersion(), size);
+            let made = deflateInit2_(
+                &mut stream,
+                6,
+                Z_DEFLATED,
+                window,
+                8,
+                0,
+                zlibVersion(),
+                size,
+            );
             assert_eq!(made, Z_OK);
             stream.next_in = input.as_ptr().cast_mut();
             stream.avail_in = input.len() as uInt;

@@ -1,4 +1,4 @@
-//! `[store]`: embedded by default, Redis for replicas (with the keys they share), and the
+//! `[store]`: embedded (in a file) by default, in memory if asked, Redis for replicas (with the keys they share), and the
 //! mistakes it is refused for.
 
 use super::{assert_has, load, problems};
@@ -65,7 +65,31 @@ fn store_problems_are_located() {
     assert_has(&found, "store.session_keys[2]: repeats an earlier key");
 
     let found = problems("s.toml", "[store]\nkind = \"memcached\"\nurl = \"x\"\n");
-    assert_has(&found, "store.kind: must be \"embedded\" or \"redis\"");
+    assert_has(
+        &found,
+        "store.kind: must be \"embedded\", \"memory\" or \"redis\"",
+    );
     let found = problems("s.toml", "[store]\nurl = \"redis://h\"\n");
     assert_has(&found, "store.url: applies to kind = \"redis\" only");
+    let found = problems("s.toml", "[store]\nkind = \"memory\"\npath = \"s.redb\"\n");
+    assert_has(&found, "store.path: applies to kind = \"embedded\" only");
+}
+
+#[test]
+fn the_embedded_file_is_in_the_state_directory_unless_named() {
+    let config = load("/etc/sy/s.toml", "[oauth]\nstate_dir = \"/var/lib/sy\"\n").unwrap();
+    assert_eq!(
+        config.store.file(&config.oauth.state_dir),
+        Some("/var/lib/sy/sessions.redb".into())
+    );
+    let config = load("/etc/sy/s.toml", "[store]\npath = \"data/s.redb\"\n").unwrap();
+    assert_eq!(
+        config.store.kind,
+        StoreKind::Embedded {
+            path: Some("/etc/sy/data/s.redb".into())
+        }
+    );
+    let config = load("/etc/sy/s.toml", "[store]\nkind = \"memory\"\n").unwrap();
+    assert_eq!(config.store.kind, StoreKind::Memory);
+    assert_eq!(config.store.file(std::path::Path::new("/x")), None);
 }

@@ -50,7 +50,7 @@ impl Endpoint {
             };
         }
         let store = self.gateway.store();
-        if !store.is_shared() {
+        if !store.keeps_sessions() {
             return Err(not_found());
         }
         let principal = principal.cloned().unwrap_or_else(Principal::anonymous);
@@ -137,7 +137,7 @@ impl Endpoint {
     /// With a shared store, the session's standalone stream keeps its events there.
     fn share_stream(&self, session: &Session) {
         let store = self.gateway.store();
-        if store.is_shared() {
+        if store.keeps_sessions() {
             session.standalone().share(SharedStream::new(
                 store.clone(),
                 session_hash(session.id()),

@@ -21,10 +21,11 @@ fn authorizer(state: &std::path::Path) -> Authorizer {
         error_redirect: None,
         authorization_lifetime: Duration::from_secs(600),
     };
-    let store = crate::store::Store::new(
-        &crate::config::StoreSettings::default(),
-        &crate::metrics::standalone(),
-    );
+    let memory = crate::config::StoreSettings {
+        kind: crate::config::StoreKind::Memory,
+        ..Default::default()
+    };
+    let store = crate::store::Store::new(&memory, state, &crate::metrics::standalone());
     let oauth = OAuth::new(
         settings,
         Url::parse("http://127.0.0.1:8080").unwrap(),

@@ -12,7 +12,6 @@
 
 use std::{
     fs,
-    io::Write,
     path::{Path, PathBuf},
     sync::{Mutex, MutexGuard, OnceLock},
 };
@@ -21,11 +20,13 @@ use aws_lc_rs::{
     aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey},
     digest, rand,
 };
-use base64::{Engine, engine::general_purpose::STANDARD};
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{Kind, VaultError};
-use crate::config::OAuthKey;
+use crate::{
+    config::OAuthKey,
+    store::private::{self, Replace},
+};
 
 const VERSION: u8 = 1;
 
@@ -118,7 +119,9 @@ impl Files {
         sealed.push(VERSION);
         sealed.extend_from_slice(&nonce);
         sealed.extend_from_slice(&body);
-        write_private(&path, &sealed, Replace::Always).map(drop)
+        private::write(&path, &sealed, Replace::Always)
+            .map(drop)
+            .map_err(io(&path))
     }
 
     /// Changes the record of `kind` under `key` in place (`None`: there is none, or it is to
@@ -183,84 +186,21 @@ fn lock(mutex: &Mutex<()>) -> MutexGuard<'_, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The key in `path`, or a new random one written there (readable by its owner only). Another
-/// process may create the file at the same moment: the file appears only whole and only if
-/// absent, and the one that finds it there already reads that key back.
+/// The key in `path`, or a new random one written there (readable by its owner only).
 fn read_or_create_key(path: &Path) -> Result<[u8; 32], VaultError> {
-    match fs::read_to_string(path) {
-        Ok(text) => decode_key(path, &text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let mut key = [0u8; 32];
-            rand::fill(&mut key).map_err(|e| VaultError::Random(e.to_string()))?;
-            let text = format!("{}\n", STANDARD.encode(key));
-            if write_private(path, text.as_bytes(), Replace::Never)? {
-                tracing::info!(path = %path.display(), "created the token store key");
-                return Ok(key);
-            }
-            let text = fs::read_to_string(path).map_err(io(path))?;
-            decode_key(path, &text)
+    private::read_or_create_key(path, "the token store key").map_err(|error| {
+        if error.kind() == std::io::ErrorKind::InvalidData {
+            VaultError::BadKeyFile(path.to_owned())
+        } else {
+            io(path)(error)
         }
-        Err(error) => Err(io(path)(error)),
-    }
-}
-
-fn decode_key(path: &Path, text: &str) -> Result<[u8; 32], VaultError> {
-    STANDARD
-        .decode(text.trim())
-        .ok()
-        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-        .ok_or_else(|| VaultError::BadKeyFile(path.to_owned()))
+    })
 }
 
 /// Writes `bytes` to `path` (mode 0600, new directories 0700) unless a file is there already;
 /// false if one was (it is left as it was).
 pub fn write_new_private(path: &Path, bytes: &[u8]) -> Result<bool, VaultError> {
-    write_private(path, bytes, Replace::Never)
-}
-
-/// Whether `write_private` may replace a file that exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Replace {
-    Always,
-    Never,
-}
-
-/// Writes `bytes` to `path` atomically, the file mode 0600 and new directories 0700: through a
-/// temporary file of a unique name in the same directory (so concurrent writers never share
-/// one), renamed into place. With `Replace::Never`, false if `path` already existed (it is
-/// left as it was).
-fn write_private(path: &Path, bytes: &[u8], replace: Replace) -> Result<bool, VaultError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".tmp");
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
-    let mut file = builder.tempfile_in(dir).map_err(io(dir))?;
-    file.write_all(bytes).map_err(io(file.path()))?;
-    file.as_file().sync_all().map_err(io(file.path()))?;
-    let persisted = match replace {
-        Replace::Always => file.persist(path),
-        Replace::Never => file.persist_noclobber(path),
-    };
-    match persisted {
-        Ok(_) => Ok(true),
-        Err(error)
-            if replace == Replace::Never
-                && error.error.kind() == std::io::ErrorKind::AlreadyExists =>
-        {
-            Ok(false)
-        }
-        Err(error) => Err(io(path)(error.error)),
-    }
-}
-
-fn create_private_dir(dir: &Path) -> Result<(), VaultError> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(io(dir))
+    private::write(path, bytes, Replace::Never).map_err(io(path))
 }
 
 #[cfg(test)]

@@ -110,7 +110,12 @@ impl GatewayBuilder {
     /// (so that it can reload it, and keeps its overlay beside it).
     pub async fn start_on_file(self, dir: &Path) -> TestGateway {
         let path = dir.join("switchyard.toml");
-        std::fs::write(&path, self.config_text()).unwrap();
+        let mut text = self.config_text();
+        if !text.contains("[store]") {
+            // The store's file beside it, so that a reload finds the same one.
+            text = format!("[store]\npath = \"sessions.redb\"\n\n{text}");
+        }
+        std::fs::write(&path, text).unwrap();
         let config = config::load(&path)
             .unwrap_or_else(|e| panic!("test config rejected: {e}\n{}", self.config_text()));
         TestGateway::start(config).await
@@ -133,6 +138,7 @@ pub struct TestGateway {
     pub addr: SocketAddr,
     pub admin: SocketAddr,
     stop: CancellationToken,
+    _state: tempfile::TempDir,
 }
 
 impl TestGateway {
@@ -153,6 +159,11 @@ impl TestGateway {
         let addr = listener.local_addr().unwrap();
         let mut config = config;
         config.server.listen = addr;
+        // The embedded store's file: one of its own, unless the test names one.
+        let state = tempfile::tempdir().unwrap();
+        if let config::StoreKind::Embedded { path: path @ None } = &mut config.store.kind {
+            *path = Some(state.path().join("sessions.redb"));
+        }
         let gateway = Gateway::start(config);
         let stop = CancellationToken::new();
         let token = switchyard::auth::AdminToken::configured(
@@ -184,6 +195,7 @@ impl TestGateway {
             addr,
             admin,
             stop,
+            _state: state,
         }
     }
 

@@ -4,8 +4,8 @@
 //! the replica holding them (`subscriptions`).
 
 mod asks;
-mod cluster;
-mod streams;
+pub(crate) mod cluster;
+pub(crate) mod streams;
 mod subscriptions;
 mod tokens;
 mod upstreams;

@@ -7,13 +7,13 @@ use super::cluster::{Cluster, echo, post, raw_session, reload_with};
 use crate::{fixtures::redis::RedisServer, harness::SWITCHYARD};
 
 /// Reads an event stream: each event as (id, data), as they come.
-struct Events {
+pub struct Events {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl Events {
-    async fn open(addr: SocketAddr, session: &str, last_event_id: Option<&str>) -> Self {
+    pub async fn open(addr: SocketAddr, session: &str, last_event_id: Option<&str>) -> Self {
         let mut request = reqwest::Client::new()
             .get(format!("http://{addr}/mcp"))
             .header("accept", "text/event-stream")
@@ -31,7 +31,7 @@ impl Events {
     }
 
     /// The events that come within `within`, then until none comes for a second.
-    async fn batch(&mut self, within: Duration) -> Vec<(String, String)> {
+    pub async fn batch(&mut self, within: Duration) -> Vec<(String, String)> {
         let mut events = Vec::new();
         let mut wait = within;
         while let Some(event) = self.next(wait).await {
@@ -42,7 +42,7 @@ impl Events {
     }
 
     /// The next event with data, within `within`.
-    async fn next(&mut self, within: Duration) -> Option<(String, String)> {
+    pub async fn next(&mut self, within: Duration) -> Option<(String, String)> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             while let Some(end) = self.buffer.find("\n\n") {

@@ -1,0 +1,207 @@
+//! The default (embedded) store across restarts: a client session opened before a restart, an
+//! `--upgrade` or a crash goes on with the same id, its own upstream session, and a stream
+//! resumed with `Last-Event-ID` that misses nothing sent while it was away.
+
+use std::{path::Path, process::Command, time::Duration};
+
+use serde_json::json;
+
+use crate::{
+    bench::spawn_server,
+    harness::{GatewayProcess, SWITCHYARD, healthz},
+    replicas::{
+        cluster::{post, raw_session},
+        streams::Events,
+    },
+};
+
+/// A gateway configuration in `dir`: the stdio demo as `demo`, the HTTP demo at `counter`
+/// (each client session its own upstream session, counting its calls), state in `dir/state`.
+fn write_config(dir: &Path, counter: &str, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("switchyard.toml");
+    let text = format!(
+        "[server]\nwatch_config = false\nshutdown_grace_seconds = 2\nupgrade_socket = {socket:?}\n\n\
+         [oauth]\nstate_dir = {state:?}\n\n\
+         [upstreams.demo]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n\n\
+         [upstreams.counter]\nurl = {counter:?}\nsession = \"per_client\"\n\n{extra}",
+        socket = dir.join("upgrade.sock").display().to_string(),
+        state = dir.join("state").display().to_string(),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Waits until `gw` lists both upstreams as ready.
+async fn ready(gw: &GatewayProcess) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let health = healthz(gw.addr).await;
+        let upstreams = health["upstreams"].as_array().cloned().unwrap_or_default();
+        let ready = upstreams.iter().filter(|u| u["state"] == "ready").count();
+        if ready >= 2 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not ready: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn signal(gw: &GatewayProcess, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &gw.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The counter's next value for `session`: 200 and a number, or the status and body.
+async fn increment(url: &str, session: &str, id: u32) -> Result<u32, String> {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": {"name": "counter__increment", "arguments": {}}});
+    let (status, body) = post(url, Some(session), call).await;
+    let count = body
+        .split("\"text\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse().ok());
+    match (status, count) {
+        (200, Some(count)) => Ok(count),
+        _ => Err(format!("{status}: {body}")),
+    }
+}
+
+/// Restarted (SIGTERM, then started again on the same state), a gateway serves the sessions
+/// the last one opened: the same id works, the upstream session that counts the client's
+/// calls goes on, and a stream resumed with `Last-Event-ID` gets the event sent while it was
+/// closed, once. Killed with SIGKILL, its store file opens cleanly and keeps the sessions.
+#[tokio::test]
+async fn sessions_outlive_a_restart_and_a_crash() {
+    let (_demo, counter) = spawn_server(&["demo-server", "--http", "127.0.0.1:0"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &counter, "");
+    let first = GatewayProcess::start(&config);
+    ready(&first).await;
+    let session = raw_session(&first.url()).await;
+    for expected in 1..=3 {
+        assert_eq!(
+            increment(&first.url(), &session, expected).await,
+            Ok(expected)
+        );
+    }
+
+    // A list change reaches the open stream; a second one is sent while it is closed.
+    let mut stream = Events::open(first.addr, &session, None).await;
+    let second =
+        format!("[upstreams.second]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n");
+    write_config(dir.path(), &counter, &second);
+    signal(&first, "HUP");
+    let seen = stream.batch(Duration::from_secs(20)).await;
+    assert!(
+        seen.iter()
+            .any(|(_, data)| data.contains("notifications/tools/list_changed")),
+        "{seen:?}"
+    );
+    let last_seen = seen.last().unwrap().0.clone();
+    drop(stream);
+    write_config(dir.path(), &counter, "");
+    signal(&first, "HUP");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    signal(&first, "TERM");
+    let exit = tokio::task::spawn_blocking(move || first.wait())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+
+    let mut second = GatewayProcess::start(&config);
+    ready(&second).await;
+    assert_eq!(
+        increment(&second.url(), &session, 4).await,
+        Ok(4),
+        "the same session, and the same upstream session"
+    );
+    let mut resumed = Events::open(second.addr, &session, Some(&last_seen)).await;
+    let missed = resumed.batch(Duration::from_secs(10)).await;
+    assert!(
+        missed
+            .iter()
+            .any(|(_, data)| data.contains("notifications/tools/list_changed")),
+        "the event sent while the stream was closed: {missed:?}"
+    );
+    for (id, _) in &missed {
+        assert!(seen.iter().all(|(before, _)| before != id), "{id} twice");
+    }
+    drop(resumed);
+
+    // A crash: SIGKILL, once what was written has been flushed.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    second.kill();
+    let third = GatewayProcess::start(&config);
+    ready(&third).await;
+    assert_eq!(healthz(third.addr).await["store"]["up"], true);
+    assert_eq!(increment(&third.url(), &session, 5).await, Ok(5));
+    let (status, body) = post(
+        &third.url(),
+        Some("not-a-session"),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+}
+
+/// An `--upgrade` (the new binary takes the sockets over at SIGQUIT) keeps the sessions: the
+/// running one lets go of the store file as it hands over, and the new one opens it.
+#[tokio::test]
+async fn sessions_outlive_an_upgrade() {
+    let (_demo, counter) = spawn_server(&["demo-server", "--http", "127.0.0.1:0"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &counter, "");
+    let mut old = GatewayProcess::start(&config);
+    ready(&old).await;
+    let url = old.url();
+    let session = raw_session(&url).await;
+    for expected in 1..=2 {
+        assert_eq!(increment(&url, &session, expected).await, Ok(expected));
+    }
+
+    let starting = {
+        let config = config.clone();
+        std::thread::spawn(move || GatewayProcess::start_with(&config, &["--upgrade"]))
+    };
+    let socket = dir.path().join("upgrade.sock");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the new binary never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal(&old, "QUIT");
+    let new = tokio::task::spawn_blocking(move || starting.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(new.addr, old.addr, "the same socket, taken over");
+    let status = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = old.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                old.kill();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    ready(&new).await;
+    assert_eq!(increment(&url, &session, 3).await, Ok(3));
+    assert_eq!(healthz(new.addr).await["store"]["up"], true);
+}

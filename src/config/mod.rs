@@ -319,6 +319,9 @@ pub struct UpstreamConfig {
     pub session: SessionMode,
     /// Whose lists the clients of this upstream see.
     pub discovery: Discovery,
+    /// The roots (URIs) the gateway answers `roots/list` with on connections no client's
+    /// request is in flight on (its own, at start).
+    pub roots: Vec<String>,
     pub policy: UpstreamPolicy,
 }
 

@@ -183,6 +183,7 @@ pub struct RawUpstream {
     // all
     pub session: Option<String>,
     pub discovery: Option<String>,
+    pub roots: Option<Vec<String>>,
     pub tool_timeout_seconds: Option<Entries<f64>>,
     // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,

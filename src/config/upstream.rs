@@ -227,13 +227,38 @@ impl Checker<'_> {
             }
             policy.tool_timeouts.insert(tool.to_owned(), timeout);
         }
+        let roots = self.roots(key, raw.roots.as_deref().unwrap_or_default());
         Some(UpstreamConfig {
             name: name?,
             transport,
             session,
             discovery,
+            roots,
             policy,
         })
+    }
+
+    /// `roots`: URIs (`file:///…`), or absolute paths made `file://` URIs.
+    fn roots(&mut self, key: &str, raw: &[String]) -> Vec<String> {
+        let mut roots = Vec::with_capacity(raw.len());
+        for (n, text) in raw.iter().enumerate() {
+            let root_key = format!("{key}.roots[{n}]");
+            let Some(text) = self.expand(&root_key, text) else {
+                continue;
+            };
+            let uri = if text.starts_with('/') {
+                url::Url::from_file_path(&text).map_err(|()| "is not an absolute path".to_owned())
+            } else {
+                url::Url::parse(&text).map_err(|error| {
+                    format!("is not a URI (`file:///path`) or an absolute path: {error}")
+                })
+            };
+            match uri {
+                Ok(uri) => roots.push(uri.to_string()),
+                Err(reason) => self.problem(root_key, reason),
+            }
+        }
+        roots
     }
 
     /// `discovery`: per user only where connections are (OAuth with users authorizing, or

@@ -18,7 +18,7 @@ use rmcp::{
         CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequest,
         ElicitRequestParams, ElicitResult, ErrorCode, Implementation, ListRootsRequest,
         ListRootsResult, LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam,
-        ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
+        ProtocolVersion, ResourceUpdatedNotificationParam, Root, ServerNotification, ServerRequest,
     },
     service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
 };
@@ -52,6 +52,8 @@ pub struct UpstreamClient {
     relay: Arc<Relay>,
     /// The user whose own connection this is; `None`: one shared by everyone.
     scope: Option<Principal>,
+    /// The roots answered when the upstream asks on its own account (`roots`).
+    roots: Arc<[String]>,
 }
 
 impl UpstreamClient {
@@ -62,7 +64,7 @@ impl UpstreamClient {
         (client_info, capabilities): (Implementation, ClientCapabilities),
         events: mpsc::UnboundedSender<UpstreamEvent>,
         relay: Arc<Relay>,
-        scope: Option<Principal>,
+        (scope, roots): (Option<Principal>, Arc<[String]>),
     ) -> Self {
         let mut info = ClientConfig::new(capabilities, client_info);
         info.protocol_version = ProtocolVersion::V_2025_11_25;
@@ -72,6 +74,7 @@ impl UpstreamClient {
             events,
             relay,
             scope,
+            roots,
         }
     }
 
@@ -86,16 +89,32 @@ impl UpstreamClient {
         context: &RequestContext<RoleClient>,
         request: &ServerRequest,
     ) -> Result<Arc<Downstream>, ErrorData> {
+        self.target_if_any(context, request).await?.ok_or_else(|| {
+            cannot_forward(
+                kind(request),
+                "no client request was in flight on this shared upstream session",
+            )
+        })
+    }
+
+    /// `target`, or none if no client's request was in flight at all (the upstream asks on
+    /// its own account, as some do right after they start).
+    async fn target_if_any(
+        &self,
+        context: &RequestContext<RoleClient>,
+        request: &ServerRequest,
+    ) -> Result<Option<Arc<Downstream>>, ErrorData> {
         let origin = context.extensions.get::<InboundStreamOrigin>();
         let arrival = context.extensions.get::<Arrival>();
         let Some(target) = self.relay.resolve(origin, arrival).await else {
-            let reason = if arrival.is_some_and(|a| a.in_flight() > 1) {
-                "it is not tied to one client's request (several are in flight on a shared \
-                 upstream session; configure this upstream with session = \"per_client\")"
-            } else {
-                "no client request was in flight on this shared upstream session"
-            };
-            return Err(cannot_forward(kind(request), reason));
+            if arrival.is_some_and(|a| a.in_flight() > 1) {
+                return Err(cannot_forward(
+                    kind(request),
+                    "it is not tied to one client's request (several are in flight on a shared \
+                     upstream session; configure this upstream with session = \"per_client\")",
+                ));
+            }
+            return Ok(None);
         };
         if target.is_stateless() {
             return Err(cannot_forward(
@@ -104,7 +123,7 @@ impl UpstreamClient {
             ));
         }
         check_capability(&target.capabilities, request)?;
-        Ok(target)
+        Ok(Some(target))
     }
 }
 
@@ -167,7 +186,16 @@ impl ClientHandler for UpstreamClient {
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
-        let target = self.target(&context, &request).await?;
+        let Some(target) = self.target_if_any(&context, &request).await? else {
+            // Asked on the upstream's own account: the roots configured for it (none unless
+            // `roots` names some).
+            let roots = self
+                .roots
+                .iter()
+                .map(|uri| Root::new(uri.clone()))
+                .collect();
+            return Ok(ListRootsResult::new(roots));
+        };
         match ask_client(&target, request, &context.ct).await? {
             ClientResult::ListRootsResult(result) => Ok(result),
             other => Err(unexpected(other)),

@@ -207,7 +207,7 @@ impl Upstream {
             (client, capabilities),
             self.events.clone(),
             relay.clone(),
-            scope,
+            (scope, self.config.roots.as_slice().into()),
         );
         let opening = Opening {
             upstream: self.name(),

@@ -538,3 +538,21 @@ fn item_rules_beside_the_passthrough_are_warned_of() {
     let without = text.replace("passthrough_listen = \"127.0.0.1:8081\"\n", "");
     assert!(load("w.toml", &without).unwrap().warnings().is_empty());
 }
+
+#[test]
+fn roots_are_uris_or_absolute_paths() {
+    let config = load(
+        "s.toml",
+        "[upstreams.a]\ncommand = \"x\"\nroots = [\"/home/u/project\", \"file:///srv/data\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.upstreams[0].roots,
+        ["file:///home/u/project", "file:///srv/data"]
+    );
+    let found = problems(
+        "s.toml",
+        "[upstreams.a]\ncommand = \"x\"\nroots = [\"relative/dir\"]\n",
+    );
+    assert_has(&found, "upstreams.a.roots[0]: is not a URI");
+}

@@ -101,6 +101,10 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Find the MCP servers of the clients on this machine (Claude Desktop, Claude Code,
+    /// Cursor, VS Code, Windsurf, Zed) and write one Switchyard configuration with each once;
+    /// optionally point a client at the gateway instead (--connect, --undo).
+    Import(switchyard::import::ImportArgs),
     /// Print the `sha256 = "…"` line of `[auth.api_keys.NAME]` for an API key read from
     /// standard input (one line; keep the key itself out of the configuration).
     HashKey,
@@ -153,11 +157,12 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         let result = match cli.command {
-            None => run(cli.run).await,
+            None => run(cli.run, cli.log_format).await,
             // `switchyard -c FILE run` and `switchyard run -c FILE` mean the same.
-            Some(Command::Run(args)) => run(args.or(cli.run)).await,
+            Some(Command::Run(args)) => run(args.or(cli.run), cli.log_format).await,
             Some(Command::Check { config }) => check(config),
             Some(Command::HashKey) => hash_key(),
+            Some(Command::Import(args)) => switchyard::import::run(&args),
             Some(Command::DemoServer { http: None }) => {
                 demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
             }
@@ -213,7 +218,7 @@ fn hash_key() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(args: RunArgs) -> anyhow::Result<()> {
+async fn run(args: RunArgs, log_format: LogFormat) -> anyhow::Result<()> {
     let path = args.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     let overrides = config::Overrides {
         listen: args.listen,
@@ -279,11 +284,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         .map(std::sync::Arc::new)
         .context("cannot register the metrics")?;
     let gateway = Gateway::start_with(config, metrics);
+    open_store(&gateway, args.upgrade).await?;
     gateway.set_written(written).await;
     let stopping = CancellationToken::new();
     reload::spawn_watcher(gateway.clone(), stopping.clone());
     reload::spawn_sighup(gateway.clone(), stopping.clone());
     let front = Front::new(gateway.clone(), admin_token.clone());
+    let admin_address = admin_listener
+        .as_ref()
+        .map(|l| l.local_addr())
+        .transpose()?;
     if let Some(admin_listener) = admin_listener {
         let address = admin_listener.local_addr()?;
         tracing::info!("admin API, status page and metrics on http://{address}/");
@@ -313,6 +323,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     tokio::spawn(hand_over_on_sigquit(
         upgrade_socket,
         handed,
+        gateway.store().clone(),
         stopping.clone(),
     ));
     tracing::info!(
@@ -320,6 +331,15 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         "serving MCP on http://{}{endpoint}",
         listener.local_addr()?
     );
+    if matches!(log_format, LogFormat::Text) {
+        let mcp_url = format!("http://{}{endpoint}", listener.local_addr()?);
+        let admin_url = admin_address.map(|address| format!("http://{address}/"));
+        tokio::spawn(switchyard::startup::announce(
+            gateway.clone(),
+            mcp_url,
+            admin_url,
+        ));
+    }
     let stop = stopping.clone();
     front
         .serve(listener, gateway.clone(), async move {
@@ -336,6 +356,28 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     gateway.close(CLOSE_GRACE).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Opens the store now, so that a file another Switchyard holds stops this one at start
+/// rather than leaving its sessions unkept. Taking over (`--upgrade`), the running one lets
+/// go of it as it hands over its sockets: waited for a little.
+async fn open_store(gateway: &Gateway, upgrade: bool) -> anyhow::Result<()> {
+    let store = gateway.store();
+    let wait = std::time::Duration::from_secs(if upgrade { 10 } else { 0 });
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match store.check().await {
+            Ok(()) => return Ok(()),
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => {
+                return Err(anyhow::anyhow!(
+                    "{error} ([store]; kind = \"memory\" keeps sessions in this process alone)"
+                ));
+            }
+        }
+    }
 }
 
 /// The listen addresses the file itself gives (a reload compares the file with them), where
@@ -476,11 +518,16 @@ fn check(path: PathBuf) -> anyhow::Result<()> {
 async fn hand_over_on_sigquit(
     socket: PathBuf,
     listeners: Vec<(&'static str, std::os::fd::RawFd)>,
+    store: std::sync::Arc<switchyard::store::Store>,
     stopping: CancellationToken,
 ) {
     while handover::upgrade_signal().await.is_some() {
+        // The embedded store's file goes first, for the new Switchyard to open as it starts;
+        // if the handover fails, it is opened again here at its next use.
+        store.release_file(false).await;
         match handover::hand_over(&socket, listeners.clone()).await {
             Ok(()) => {
+                store.release_file(true).await;
                 tracing::info!(
                     "handed the listening sockets to the new Switchyard; finishing what is in flight"
                 );

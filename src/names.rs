@@ -69,7 +69,7 @@ pub fn validate_upstream_name(name: &str) -> Result<(), String> {
 }
 
 /// A valid name close to `name`, offered in error messages.
-fn suggest_upstream_name(name: &str) -> String {
+pub fn suggest_upstream_name(name: &str) -> String {
     let mut out: String = name
         .chars()
         .map(|c| match c.to_ascii_lowercase() {

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, path::Path};
 /// Top-level modules by layer, the request's entry first. A module may use the modules of
 /// the layers after its own.
 const LAYERS: &[&[&str]] = &[
-    &["admin", "handover", "passthrough", "reload"],
+    &["admin", "handover", "passthrough", "reload", "startup"],
     &["front"],
     &["auth", "session"],
     &["router"],
@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Beside the path: they may use anything, and only the binary uses them.
-const BESIDE: &[&str] = &["bench", "conformance", "demo"];
+const BESIDE: &[&str] = &["bench", "conformance", "demo", "import"];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))

@@ -1,0 +1,87 @@
+//! What a person who just started Switchyard in a terminal wants to see: the URL to give their
+//! MCP client, where the admin listener is, and each upstream as it becomes ready (its tool
+//! count) or fails (why), in a few lines rather than only in the log.
+
+use std::{collections::HashMap, io::Write as _, sync::Arc, time::Duration};
+
+use crate::{gateway::Gateway, upstream::UpstreamState};
+
+/// How often upstream states are looked at, and for how long at most.
+const LOOK_EVERY: Duration = Duration::from_millis(200);
+const LOOK_FOR: Duration = Duration::from_secs(120);
+
+/// Prints the summary to standard error, then a line per upstream as it settles, until every
+/// upstream has (or `LOOK_FOR` has passed).
+pub async fn announce(gateway: Arc<Gateway>, mcp_url: String, admin_url: Option<String>) {
+    let mut lines = vec![format!(
+        "\nSwitchyard serves MCP at {mcp_url}  <- give this URL to your MCP client"
+    )];
+    if let Some(admin) = admin_url {
+        lines.push(format!("  status page and admin API: {admin}"));
+    }
+    let upstreams = gateway.upstreams();
+    if upstreams.is_empty() {
+        lines.push("  no upstream is configured yet".into());
+    } else {
+        lines.push(format!("  upstreams ({}):", upstreams.len()));
+    }
+    print(&lines);
+    let mut told: HashMap<String, UpstreamState> = HashMap::new();
+    let deadline = tokio::time::Instant::now() + LOOK_FOR;
+    loop {
+        let mut pending = 0;
+        let mut news = Vec::new();
+        for upstream in gateway.upstreams() {
+            let status = upstream.status();
+            let state = status.state;
+            if !settled(state) {
+                pending += 1;
+                continue;
+            }
+            if told.get(upstream.name().as_str()) == Some(&state) {
+                continue;
+            }
+            told.insert(upstream.name().to_string(), state);
+            let detail = match state {
+                UpstreamState::Ready => {
+                    let tools = upstream.catalog().map_or(0, |catalog| catalog.tools.len());
+                    format!("ready, {tools} tool{}", if tools == 1 { "" } else { "s" })
+                }
+                UpstreamState::Authenticating => {
+                    "waiting for a user to authorize it (see the status page)".into()
+                }
+                _ => format!(
+                    "failed: {}",
+                    status.last_error.as_deref().unwrap_or("no reason given")
+                ),
+            };
+            news.push(format!(
+                "    {:<20} {:<16} {detail}",
+                upstream.name().as_str(),
+                status.transport.unwrap_or("")
+            ));
+        }
+        print(&news);
+        if pending == 0 || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(LOOK_EVERY).await;
+    }
+}
+
+fn settled(state: UpstreamState) -> bool {
+    matches!(
+        state,
+        UpstreamState::Ready | UpstreamState::Failed | UpstreamState::Authenticating
+    )
+}
+
+fn print(lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    for line in lines {
+        let _ = writeln!(err, "{line}");
+    }
+}

@@ -33,12 +33,17 @@ fn write_config(dir: &Path, counter: &str, extra: &str) -> std::path::PathBuf {
 
 /// Waits until `gw` lists both upstreams as ready.
 async fn ready(gw: &GatewayProcess) {
+    ready_all(gw, 2).await;
+}
+
+/// Waits until `gw` lists `count` upstreams as ready.
+async fn ready_all(gw: &GatewayProcess, count: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let health = healthz(gw.addr).await;
         let upstreams = health["upstreams"].as_array().cloned().unwrap_or_default();
         let ready = upstreams.iter().filter(|u| u["state"] == "ready").count();
-        if ready >= 2 {
+        if ready >= count {
             return;
         }
         assert!(
@@ -204,4 +209,69 @@ async fn sessions_outlive_an_upgrade() {
     ready(&new).await;
     assert_eq!(increment(&url, &session, 3).await, Ok(3));
     assert_eq!(healthz(new.addr).await["store"]["up"], true);
+}
+
+/// A resource subscription goes on after a restart: the client's stream comes back (to the
+/// new process, behind the same address) and the session's subscription is made again
+/// upstream, so updates reach the client again, once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // resources/subscribe is legacy-only
+async fn subscriptions_outlive_a_restart() {
+    use rmcp::model::SubscribeRequestParams;
+
+    use crate::{
+        fixtures::{notes::NotesServer, round_robin::RoundRobin},
+        harness::{Recorder, call, connect_client, eventually},
+        replicas::subscriptions::{once_each, updated_again},
+    };
+
+    let notes = NotesServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("switchyard.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nwatch_config = false\nshutdown_grace_seconds = 1\n\n\
+             [oauth]\nstate_dir = {:?}\n\n[upstreams.remote]\nurl = {:?}\n",
+            dir.path().join("state").display().to_string(),
+            notes.url()
+        ),
+    )
+    .unwrap();
+    let first = GatewayProcess::start(&path);
+    ready_all(&first, 1).await;
+    let front = RoundRobin::bind().await;
+    front.set_backends(vec![first.addr]);
+    let url = front.url();
+    let ada = Recorder::plain("ada");
+    let a = ada.clone().connect(&url).await;
+    let uri = "remote+notes://note/7";
+    a.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    let touch = || async {
+        let b = connect_client(&url, "bob").await;
+        call(&b, "remote__touch", json!({"name": "7"}))
+            .await
+            .unwrap();
+        let _ = b.cancel().await;
+    };
+    touch().await;
+    let updated = eventually(Duration::from_secs(5), || ada.seen().updated.len() == 1).await;
+    assert!(updated, "{:?}", ada.seen().updated);
+
+    signal(&first, "TERM");
+    let exit = tokio::task::spawn_blocking(move || first.wait())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let second = GatewayProcess::start(&path);
+    ready_all(&second, 1).await;
+    front.set_backends(vec![second.addr]);
+    let reached = updated_again(&ada, &touch, Duration::from_secs(20)).await;
+    assert!(
+        reached,
+        "updates reach the client again: {:?}",
+        ada.seen().updated
+    );
+    once_each(&ada, &touch).await;
+    a.cancel().await.unwrap();
 }

@@ -6,7 +6,7 @@
 mod asks;
 pub(crate) mod cluster;
 pub(crate) mod streams;
-mod subscriptions;
+pub(crate) mod subscriptions;
 mod tokens;
 mod upstreams;
 

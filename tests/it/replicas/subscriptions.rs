@@ -142,7 +142,7 @@ async fn a_subscription_outlives_the_replica_holding_it() {
 }
 
 /// Whether changes of the resource, made until one reaches the client, do so `within`.
-async fn updated_again<F: std::future::Future<Output = ()>>(
+pub(crate) async fn updated_again<F: std::future::Future<Output = ()>>(
     ada: &Recorder,
     touch: &impl Fn() -> F,
     within: Duration,
@@ -163,7 +163,10 @@ async fn updated_again<F: std::future::Future<Output = ()>>(
 }
 
 /// One more change of the resource gives the client exactly one more update.
-async fn once_each<F: std::future::Future<Output = ()>>(ada: &Recorder, touch: &impl Fn() -> F) {
+pub(crate) async fn once_each<F: std::future::Future<Output = ()>>(
+    ada: &Recorder,
+    touch: &impl Fn() -> F,
+) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = ada.seen().updated.len();
     touch().await;

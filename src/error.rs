@@ -34,6 +34,111 @@ impl Side {
     }
 }
 
+/// Failures that repeat, logged once per interval: the first of a kind is logged, the others
+/// within `interval` are counted, and the count goes with the next one logged.
+pub struct Repeats {
+    interval: std::time::Duration,
+    seen: dashmap::DashMap<String, (std::time::Instant, u64)>,
+}
+
+impl Repeats {
+    pub fn new(interval: std::time::Duration) -> Self {
+        Self {
+            interval,
+            seen: dashmap::DashMap::new(),
+        }
+    }
+
+    /// Notes a failure of kind `key`: `Some(n)` if it is to be logged, `n` being how many of
+    /// its kind were not since the last one that was; `None` if it is only counted.
+    pub fn note(&self, key: &str) -> Option<u64> {
+        let now = std::time::Instant::now();
+        if let Some(mut entry) = self.seen.get_mut(key) {
+            let (logged, unlogged) = &mut *entry;
+            if now.duration_since(*logged) < self.interval {
+                *unlogged += 1;
+                return None;
+            }
+            let missed = std::mem::take(unlogged);
+            *logged = now;
+            return Some(missed);
+        }
+        self.seen.insert(key.to_owned(), (now, 0));
+        Some(0)
+    }
+}
+
+/// A failed request to an upstream, in words a user can act on: rmcp's own texts name Rust
+/// types (`Transport [switchyard::upstream::inbound::Inbound<…>]`).
+pub fn service_failure(error: &ServiceError) -> String {
+    match error {
+        ServiceError::McpError(error) => {
+            format!("it answered with error {}: {}", error.code.0, error.message)
+        }
+        ServiceError::Timeout { timeout } => format!("no answer within {}s", timeout.as_secs_f64()),
+        ServiceError::TransportClosed => "the connection closed before it answered".into(),
+        ServiceError::TransportSend(error) => {
+            format!(
+                "the request could not be sent to it ({})",
+                transport_cause(error)
+            )
+        }
+        ServiceError::UnexpectedResponse => {
+            "it sent something other than an answer to the request".into()
+        }
+        ServiceError::Cancelled { .. } => "the connection to it was being closed".into(),
+        other => cause(other),
+    }
+}
+
+/// What went wrong in an rmcp transport: the HTTP client's own error, when it is one (rmcp's
+/// wrapper keeps it out of the chain of sources), else the deepest readable cause.
+pub fn transport_cause(error: &rmcp::transport::DynamicTransportError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::Client(client)) => cause(client),
+        _ => cause(&*error.error),
+    }
+}
+
+/// What went wrong at the bottom of `error`: the deepest of its causes that reads as a
+/// sentence (not a Rust type), without a URL (one may carry a secret in its query).
+pub fn cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        chain.push(error.to_string());
+        next = error.source();
+    }
+    let readable = |text: &&String| !text.contains("::") && !text.contains("Transport [");
+    let deepest = chain
+        .iter()
+        .rev()
+        .find(readable)
+        .cloned()
+        .unwrap_or_else(|| "a transport error".to_owned());
+    without_urls(&deepest)
+}
+
+/// `text` with every `http://…` or `https://…` (up to a space or a closing bracket) left out.
+fn without_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("http://").or_else(|| rest.find("https://")) {
+        out.push_str(&rest[..at]);
+        out.push_str("the upstream's URL");
+        let end = rest[at..]
+            .find([' ', ')', ']', '"'])
+            .map_or(rest.len(), |end| at + end);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     #[error("unknown tool `{0}`")]
@@ -97,30 +202,9 @@ impl GatewayError {
                 upstream: upstream.clone(),
                 error,
             },
-            ServiceError::Timeout { timeout } => Self::UpstreamFailed {
-                upstream: upstream.clone(),
-                reason: format!("no answer within {}s", timeout.as_secs_f64()),
-            },
-            ServiceError::TransportClosed => Self::UpstreamFailed {
-                upstream: upstream.clone(),
-                reason: "the connection closed before it answered".into(),
-            },
-            // Said in words a user can act on: rmcp's own texts name Rust types.
-            ServiceError::TransportSend(error) => Self::UpstreamFailed {
-                upstream: upstream.clone(),
-                reason: format!("the request could not be sent to it ({})", error.error),
-            },
-            ServiceError::UnexpectedResponse => Self::UpstreamFailed {
-                upstream: upstream.clone(),
-                reason: "it sent something other than an answer to the request".into(),
-            },
-            ServiceError::Cancelled { .. } => Self::UpstreamFailed {
-                upstream: upstream.clone(),
-                reason: "the connection to it was being closed".into(),
-            },
             other => Self::UpstreamFailed {
                 upstream: upstream.clone(),
-                reason: other.to_string(),
+                reason: service_failure(&other),
             },
         }
     }
@@ -279,5 +363,66 @@ mod tests {
         assert_eq!(says(3599), "(the link expires in 60 minutes)");
         assert_eq!(says(119), "(the link expires in 119 seconds)");
         assert_eq!(says(1), "(the link expires in 1 second)");
+    }
+
+    /// A wrapper that names a Rust type, as rmcp's transport errors do, around a cause.
+    #[derive(Debug)]
+    struct Typed(std::io::Error);
+
+    impl std::fmt::Display for Typed {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Transport [switchyard::upstream::inbound::Inbound<rmcp::X>] error")
+        }
+    }
+
+    impl std::error::Error for Typed {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_names_no_type_and_no_url() {
+        let refused = Typed(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        ));
+        assert_eq!(cause(&refused), "Connection refused (os error 111)");
+        let with_url = std::io::Error::other(
+            "error sending request for url (http://h:1/mcp?api_key=secret) after 2 tries",
+        );
+        let text = cause(&with_url);
+        assert!(!text.contains("secret") && !text.contains("http"), "{text}");
+        assert_eq!(
+            text,
+            "error sending request for url (the upstream's URL) after 2 tries"
+        );
+        let nothing_readable = Typed(std::io::Error::other("a::b"));
+        assert_eq!(cause(&nothing_readable), "a transport error");
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_reads_as_one() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let error = reqwest::get(format!("http://127.0.0.1:{port}/mcp?key=k"))
+            .await
+            .unwrap_err();
+        let text = cause(&error);
+        assert!(text.to_lowercase().contains("refused"), "{text}");
+        assert!(!text.contains("key=k") && !text.contains("::"), "{text}");
+    }
+
+    #[test]
+    fn repeats_are_counted_between_the_lines_logged() {
+        let repeats = Repeats::new(Duration::from_millis(50));
+        assert_eq!(repeats.note("a"), Some(0));
+        assert_eq!(repeats.note("a"), None);
+        assert_eq!(repeats.note("a"), None);
+        assert_eq!(repeats.note("b"), Some(0), "each kind its own");
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(repeats.note("a"), Some(2));
+        assert_eq!(repeats.note("a"), None);
     }
 }

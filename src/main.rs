@@ -191,9 +191,16 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
 }
 
 /// Logs go to stderr (stdout is the protocol channel of `demo-server`); `RUST_LOG` filters them.
+/// rmcp's HTTP client and transport worker log their failures with the upstream's URL, whose
+/// query may hold a secret, and Switchyard reports those failures itself: their lines are off
+/// unless `RUST_LOG` names rmcp.
 fn init_logging(format: LogFormat) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    const QUIET: &str = "rmcp::transport::streamable_http_client=off,rmcp::transport::worker=off";
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(asked) if asked.contains("rmcp") => EnvFilter::new(asked),
+        Ok(asked) if !asked.trim().is_empty() => EnvFilter::new(format!("{asked},{QUIET}")),
+        _ => EnvFilter::new(format!("info,rmcp=warn,{QUIET}")),
+    };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -504,6 +504,7 @@ pub fn authorization_required(upstream: &Upstream, link: Link) -> GatewayError {
 /// have their own tokens, no link of another principal's is ever shown (each user gets their
 /// own when their request needs it, see `router`).
 pub fn unavailable(upstream: &Upstream) -> GatewayError {
+    upstream.want();
     if !upstream.tokens_per_user()
         && let Some(link) = upstream.current_link(&Principal::anonymous())
     {

@@ -423,9 +423,26 @@ fn log_failure(error: &GatewayError) {
         (Side::Upstream, GatewayError::UpstreamRpc { .. }) | (Side::Downstream, _) => {
             tracing::debug!(side, %error, "request failed")
         }
-        (Side::Upstream, _) => tracing::warn!(side, %error, "request failed"),
+        (Side::Upstream, _) => {
+            // An upstream that is down fails every request to it: one line per kind and
+            // upstream every interval, with how many more there were.
+            let key = match error {
+                GatewayError::Unavailable { upstream, .. }
+                | GatewayError::UpstreamFailed { upstream, .. } => upstream.as_str(),
+                _ => "",
+            };
+            let kind = std::mem::discriminant(error);
+            let key = format!("{key} {kind:?}");
+            if let Some(unlogged) = REPEATED_FAILURES.note(&key) {
+                tracing::warn!(side, %error, more_like_it_unlogged = unlogged, "request failed");
+            }
+        }
     }
 }
+
+/// Upstream failures of requests, logged once every ten seconds per kind and upstream.
+static REPEATED_FAILURES: std::sync::LazyLock<crate::error::Repeats> =
+    std::sync::LazyLock::new(|| crate::error::Repeats::new(std::time::Duration::from_secs(10)));
 
 /// Whether a failed request says the upstream's transport is broken (rather than that the
 /// upstream answered with an error).

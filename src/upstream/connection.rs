@@ -155,7 +155,8 @@ impl Connection {
                     )
                     .await
                     .map_err(|e| {
-                        UpstreamError::Initialize(format!("opening the event stream: {e}"))
+                        let cause = crate::error::cause(&e);
+                        UpstreamError::Initialize(format!("opening the event stream: {cause}"))
                     })?;
                     serve(handler, transport, &relay, injected, era).await
                 }
@@ -360,6 +361,9 @@ where
             ClientInitializeError::JsonRpcError(error) => {
                 UpstreamError::Refused(error.message.into_owned())
             }
-            other => UpstreamError::Initialize(other.to_string()),
+            ClientInitializeError::TransportError { error, .. } => {
+                UpstreamError::Initialize(crate::error::transport_cause(&error))
+            }
+            other => UpstreamError::Initialize(crate::error::cause(&other)),
         })
 }

@@ -20,7 +20,8 @@ pub async fn detect(
     url: &Url,
     hook: &dyn RequestHook,
 ) -> Result<HttpProtocol, UpstreamError> {
-    let failed = |reason: String| UpstreamError::Initialize(format!("probing {url}: {reason}"));
+    // Not the URL itself: its query may carry a secret.
+    let failed = |reason: String| UpstreamError::Initialize(format!("probing its URL: {reason}"));
     let mut extra = RequestHeaders::new();
     hook.prepare(&mut extra)
         .done()
@@ -41,7 +42,7 @@ pub async fn detect(
         .json(&initialize)
         .send()
         .await
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| failed(crate::error::cause(&e)))?;
     let status = response.status();
     let session = response.headers().get("mcp-session-id").cloned();
     let protocol = match status.as_u16() {

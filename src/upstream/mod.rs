@@ -122,6 +122,9 @@ pub struct Upstream {
     auth: Option<Arc<Authorizer>>,
     /// Woken when a request saw the upstream's transport fail: the supervisor checks at once.
     suspect: Notify,
+    /// Woken when a request found the upstream down: the supervisor tries again before its
+    /// backoff is over (an HTTP server that comes back is used again at once).
+    wanted: Notify,
     /// Whether the upstream serves: connected and discovered. Its lists are in the catalog and
     /// requests are routed to it only while this is set; the status shown follows it.
     serving: AtomicBool,
@@ -216,6 +219,7 @@ impl Upstream {
             events,
             process_slots: Arc::new(Semaphore::new(slots)),
             suspect: Notify::new(),
+            wanted: Notify::new(),
             serving: AtomicBool::new(false),
             outage: Notify::new(),
             watched: watch::Sender::new(BTreeSet::new()),
@@ -312,6 +316,24 @@ impl Upstream {
     /// Requests in flight to this upstream now.
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// A request found the upstream down: for an HTTP server, the supervisor tries to connect
+    /// again without waiting out its backoff (a process is not started again sooner).
+    pub fn want(&self) {
+        if matches!(self.config.transport, TransportConfig::Http(_)) {
+            self.wanted.notify_one();
+        }
+    }
+
+    /// Resolves once a request wanted the upstream, `after` from `since` at the soonest.
+    pub(crate) async fn wanted_since(&self, since: std::time::Instant, after: Duration) {
+        loop {
+            self.wanted.notified().await;
+            if since.elapsed() >= after {
+                return;
+            }
+        }
     }
 
     /// Records that the upstream is getting on with its requests (one finished, or it answered

@@ -66,6 +66,7 @@ pub fn spawn_supervisor(
         // counts as one, so that a server crashing at start backs off like one failing to).
         let mut failures: u32 = 0;
         loop {
+            let attempted = Instant::now();
             let token_before = shared_token(&upstream).await;
             let attempt = tokio::select! {
                 attempt = connect(&upstream) => attempt,
@@ -127,16 +128,24 @@ pub fn spawn_supervisor(
                 return;
             }
             let delay = backoff(&restart, failures);
-            tracing::warn!(
-                upstream = %upstream.name(),
-                %error,
-                retry_in_seconds = delay.as_secs_f64(),
-                "upstream unavailable"
-            );
+            // Retried at every request while it is down: the same failure is told once in a
+            // while, with how many times it happened meanwhile.
+            let key = format!("{} {error}", upstream.name());
+            if let Some(unlogged) = RETRIES.note(&key) {
+                tracing::warn!(
+                    upstream = %upstream.name(),
+                    %error,
+                    retry_in_seconds = delay.as_secs_f64(),
+                    more_like_it_unlogged = unlogged,
+                    "upstream unavailable"
+                );
+            }
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 // A user authorized meanwhile (through a link a client was given).
                 _ = authorized(&upstream) => {}
+                // A request wanted it: soon after the last attempt, not at the end of the backoff.
+                _ = upstream.wanted_since(attempted, EAGER_RETRY) => {}
                 _ = shutdown.cancelled() => return,
             }
         }
@@ -480,13 +489,23 @@ async fn check(upstream: &Upstream, connection: &Connection) -> Option<Ended> {
             None
         }
         Ok(Err(rmcp::ServiceError::TransportClosed)) => Some(Ended::Closed),
-        Ok(Err(error)) => Some(Ended::Unhealthy(format!("it stopped answering: {error}"))),
+        Ok(Err(error)) => Some(Ended::Unhealthy(format!(
+            "it stopped answering: {}",
+            crate::error::service_failure(&error)
+        ))),
         Err(_) => Some(Ended::Unhealthy(format!(
             "it did not answer a health check within {}s",
             timeout.as_secs_f64()
         ))),
     }
 }
+
+/// The least time between two attempts to connect that requests hurry.
+const EAGER_RETRY: Duration = Duration::from_millis(50);
+
+/// Failed attempts to connect, logged once every ten seconds per upstream and error.
+static RETRIES: std::sync::LazyLock<crate::error::Repeats> =
+    std::sync::LazyLock::new(|| crate::error::Repeats::new(Duration::from_secs(10)));
 
 /// The wait before the next attempt, after `failures` failed ones in a row (none: the
 /// connection was lost): `delay`, doubling per failure, up to `max_delay`.

@@ -18,6 +18,7 @@ mod limits;
 mod notifications;
 mod oauth;
 mod operate;
+mod outage;
 mod passthrough;
 mod policy;
 mod relay;

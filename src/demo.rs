@@ -10,7 +10,7 @@ use std::{
         Arc,
         atomic::{AtomicI64, Ordering},
     },
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::Duration,
 };
 
 use rmcp::{
@@ -126,10 +126,7 @@ impl DemoServer {
 
     #[tool(description = "The current time as seconds since the Unix epoch, and in UTC.")]
     fn now(&self) -> String {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let secs = crate::clock::now_seconds();
         format!("{secs} ({})", format_utc(secs))
     }
 

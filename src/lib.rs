@@ -84,6 +84,7 @@ pub mod admin;
 pub mod auth;
 pub mod bench;
 pub mod catalog;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod downstream;

@@ -391,12 +391,7 @@ impl Drop for RequestTimer<'_> {
     }
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+use crate::clock::now_fractional as unix_now;
 
 /// The metrics of a gateway started without a registry of its own.
 pub fn standalone() -> Arc<Metrics> {

@@ -17,10 +17,11 @@ use serde_json::{Value, json};
 use super::Admin;
 use crate::session::short_hash;
 use crate::{
+    clock::unix_seconds,
     config::TransportConfig,
     gateway::{JournalError, Live, ReloadEntry, ReloadOutcome, Trigger},
     principal::Principal,
-    upstream::{Upstream, seconds_since_epoch as unix_seconds},
+    upstream::Upstream,
 };
 
 /// An error answer: `status` and `{"error": message}`.

@@ -76,10 +76,6 @@ impl PreparedList {
         }
     }
 
-    pub fn hint(&self) -> CacheHint {
-        self.hint
-    }
-
     /// The result JSON of the page of `items` that starts at `offset`, in `era`'s shape;
     /// `generation` names the snapshot in the next page's cursor.
     pub fn page<T: Serialize>(

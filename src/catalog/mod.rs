@@ -228,17 +228,6 @@ impl Catalog {
         }
     }
 
-    /// The caching hint of list `kind` (for 2026-07-28 clients).
-    pub fn cache_hint(&self, kind: ListKind) -> CacheHint {
-        let index = match kind {
-            ListKind::Tools => 0,
-            ListKind::Prompts => 1,
-            ListKind::Resources => 2,
-            ListKind::Templates => 3,
-        };
-        self.lists[index].hint()
-    }
-
     fn add_tools(&mut self, upstream: &UpstreamName, tools: &[Tool]) {
         for tool in tools {
             if !self.lens.item(Kind::Tool, upstream.as_str(), &tool.name) {

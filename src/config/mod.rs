@@ -38,6 +38,7 @@ pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use store::{StoreKind, StoreSettings};
 
 pub use crate::names::PrefixMode;
+pub use oauth::decode_key;
 pub use overlay::{Overlay, overlay_path, privileged_key};
 pub use overrides::Overrides;
 pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};

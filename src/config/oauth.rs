@@ -304,7 +304,8 @@ impl PrivateKey {
 }
 
 /// A 32-byte key in standard or URL-safe base64.
-pub(super) fn decode_key(text: &str) -> Option<[u8; 32]> {
+/// A 32-byte key in base64 (standard, or URL-safe without padding), spaces around it aside.
+pub fn decode_key(text: &str) -> Option<[u8; 32]> {
     let text = text.trim();
     let bytes = STANDARD
         .decode(text)

@@ -1,11 +1,11 @@
 //! What operators look back at: the last reloads (what each changed, or why it was refused)
 //! and the last upstream failures. Bounded, kept in memory, written rarely.
 
-use std::{collections::VecDeque, sync::Mutex, time::SystemTime};
+use std::{collections::VecDeque, sync::Mutex};
 
 use serde::Serialize;
 
-use crate::upstream::seconds_since_epoch;
+use crate::clock;
 
 /// How many reloads are kept.
 const RELOADS: usize = 20;
@@ -116,5 +116,5 @@ fn newest_first<T: Clone>(list: &Mutex<VecDeque<T>>) -> Vec<T> {
 
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
-    seconds_since_epoch(SystemTime::now())
+    clock::now_seconds()
 }

@@ -265,11 +265,6 @@ impl Gateway {
         }
     }
 
-    /// Rebuilds the catalog from the upstreams that are ready now.
-    pub fn rebuild_catalog(&self) {
-        self.rebuild_catalog_announcing(ListChanges::default());
-    }
-
     /// Rebuilds the catalog; clients are told about the `announced` lists even if unchanged.
     pub fn rebuild_catalog_announcing(&self, announced: ListChanges) {
         let mut recent = self

@@ -43,10 +43,7 @@ mod signin;
 mod token;
 mod vault;
 
-use std::{
-    sync::{Arc, Weak},
-    time::UNIX_EPOCH,
-};
+use std::sync::{Arc, Weak};
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use dashmap::DashMap;
@@ -130,11 +127,7 @@ impl Awaiting {
             upstream: upstream.to_string(),
             principal: principal.to_string(),
             authorization_url: link.url,
-            expires_at: link
-                .expires
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            expires_at: crate::clock::unix_seconds(link.expires),
         }
     }
 }

@@ -7,10 +7,7 @@
 //! The result is a `TokenSet` that carries everything a later refresh needs (endpoint, client,
 //! resource), so that tokens read back from the store refresh without a new discovery.
 
-use std::{
-    fmt,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{fmt, time::Duration};
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use oauth2::{
@@ -108,12 +105,7 @@ impl TokenSet {
     }
 }
 
-pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+pub use crate::clock::now_seconds as now;
 
 /// `oauth2`'s client with Switchyard's token answer, before (`EndpointNotSet`) and after its
 /// token URL is set.

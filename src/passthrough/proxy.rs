@@ -389,11 +389,7 @@ fn is_protocol_header(name: &HeaderName) -> bool {
 
 /// Whether an answer is an event stream.
 fn is_event_stream(response: &ResponseHeader) -> bool {
-    response
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+    crate::wire::media::is_event_stream(&response.headers)
 }
 
 /// Writes `response` (one of Switchyard's own) to the client.

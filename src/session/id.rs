@@ -54,9 +54,7 @@ impl Ticket {
             principal: principal.as_str().to_owned(),
             endpoint: endpoint.as_virtual().map(str::to_owned),
             client,
-            opened: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_secs()),
+            opened: crate::clock::now_seconds(),
         }
     }
 

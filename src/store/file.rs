@@ -22,7 +22,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, Instant},
 };
 
 use redb::{
@@ -561,11 +561,7 @@ fn parse_event_id(id: &str) -> Option<u64> {
     Some(high << LOW_BITS | low)
 }
 
-fn now_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
-}
+use crate::clock::now_millis;
 
 fn millis(duration: Duration) -> u64 {
     duration.as_millis().max(1) as u64

@@ -178,11 +178,9 @@ impl Store {
             },
             up: down.is_none(),
             replica: self.is_shared().then(|| self.replica.clone()),
-            down_since: down.as_ref().map(|(since, _)| {
-                since
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs())
-            }),
+            down_since: down
+                .as_ref()
+                .map(|(since, _)| crate::clock::unix_seconds(*since)),
             error: down.map(|(_, error)| error),
         }
     }

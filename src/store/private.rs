@@ -75,14 +75,10 @@ pub fn read_or_create_key(path: &Path, what: &str) -> io::Result<[u8; 32]> {
 }
 
 fn decode_key(text: &str) -> io::Result<[u8; 32]> {
-    STANDARD
-        .decode(text.trim())
-        .ok()
-        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                "does not hold a key (32 bytes in base64)",
-            )
-        })
+    crate::config::decode_key(text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "does not hold a key (32 bytes in base64)",
+        )
+    })
 }

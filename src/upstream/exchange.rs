@@ -25,7 +25,11 @@ use super::{raw_client::RawClient, session_slot::SessionSlot};
 use crate::{
     hook::{HookError, RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
-    wire::{self, sse},
+    wire::{
+        self,
+        media::{is_event_stream, is_json},
+        sse,
+    },
 };
 
 /// The largest answer or event accepted from an upstream (rmcp's limit too).
@@ -476,20 +480,6 @@ impl<'a> Exchange<'a> {
 /// Whether `text` (an id as the upstream wrote it) is request id `id`.
 fn is_id(text: &str, id: i64) -> bool {
     text.parse::<i64>() == Ok(id)
-}
-
-fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }
 
 fn www_authenticate(headers: &HeaderMap) -> Option<String> {

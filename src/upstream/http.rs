@@ -300,11 +300,24 @@ fn refusal<T>(result: &HttpResult<T>) -> Option<(u16, Option<String>)> {
         {
             Some((401, None))
         }
-        Err(StreamableHttpError::UnexpectedServerResponse(text)) if text.contains("401") => {
+        Err(StreamableHttpError::UnexpectedServerResponse(text))
+            if answered_status(text) == Some(401) =>
+        {
             Some((401, None))
         }
         _ => None,
     }
+}
+
+/// The status of an answer rmcp reports as `HTTP {status}: {body}` (a 401 without
+/// `WWW-Authenticate`, say): rmcp keeps no status beside the text, so it is read from where rmcp
+/// writes it, never from the body.
+fn answered_status(text: &str) -> Option<u16> {
+    let code = text.strip_prefix("HTTP ")?.get(..3)?;
+    code.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| code.parse().ok())
+        .flatten()
 }
 
 /// The HTTP client an upstream's connections share (one connection pool per upstream). It
@@ -407,5 +420,16 @@ mod tests {
         let mut limited = idle_limited(ends, Duration::from_millis(50));
         assert!(limited.next().await.unwrap().is_ok());
         assert!(limited.next().await.is_none(), "an ending stream just ends");
+    }
+
+    #[test]
+    fn a_status_is_read_where_rmcp_writes_it_not_in_the_body() {
+        assert_eq!(answered_status("HTTP 401 Unauthorized: go away"), Some(401));
+        assert_eq!(
+            answered_status("HTTP 500 Internal Server Error: 401"),
+            Some(500)
+        );
+        assert_eq!(answered_status("unexpected: error 401"), None);
+        assert_eq!(answered_status("HTTP 4x1"), None);
     }
 }

@@ -50,7 +50,7 @@ pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
 pub use relay::{Registration, Relay};
 pub use session_slot::{SessionSlot, UpstreamSession};
 pub use sse::{SseError, SseTransport};
-pub use status::{UpstreamState, UpstreamStatus, escape_for_display, seconds_since_epoch};
+pub use status::{UpstreamState, UpstreamStatus, escape_for_display};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
 
 use crate::{
@@ -247,11 +247,6 @@ impl Upstream {
 
     pub fn config(&self) -> &UpstreamConfig {
         &self.config
-    }
-
-    /// Whether the first connection attempt has ended (ready or failed).
-    pub fn has_settled(&self) -> bool {
-        *self.settled.borrow()
     }
 
     /// Resolves once the first connection attempt has ended (ready or failed).

@@ -116,14 +116,7 @@ pub fn escape_for_display(text: &str) -> String {
 }
 
 fn unix_seconds<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(seconds_since_epoch(*time))
-}
-
-/// Whole seconds since the Unix epoch (0 for times before it).
-pub fn seconds_since_epoch(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    s.serialize_u64(crate::clock::unix_seconds(*time))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 mod depth;
 pub mod envelope;
+pub mod media;
 pub mod object;
 pub mod owned;
 pub mod sse;

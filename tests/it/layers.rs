@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "store"],
     &["config", "hook", "metrics", "protocol", "wire"],
     &["policy"],
-    &["names", "principal"],
+    &["clock", "names", "principal"],
 ];
 
 /// Beside the path: they may use anything, and only the binary uses them.

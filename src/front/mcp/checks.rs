@@ -12,8 +12,7 @@ use crate::{
     wire::{Fields, string},
 };
 
-pub const JSON: &str = "application/json";
-pub const EVENT_STREAM: &str = "text/event-stream";
+pub use crate::wire::media::{EVENT_STREAM, JSON};
 
 /// The media types a request accepts (`q=0` ones excluded), in every `Accept` line.
 fn accepted(headers: &HeaderMap) -> impl Iterator<Item = &str> {
@@ -54,15 +53,6 @@ pub fn accepts_both(headers: &HeaderMap) -> bool {
         return true;
     }
     accepts(headers, JSON) && accepts(headers, EVENT_STREAM)
-}
-
-/// Whether the body is declared JSON.
-pub fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(JSON))
 }
 
 /// The `MCP-Protocol-Version` header.
@@ -250,11 +240,6 @@ mod tests {
         let refused = headers(&[("accept", "application/json, text/event-stream;q=0")]);
         assert!(!accepts(&refused, EVENT_STREAM));
         assert!(!accepts(&headers(&[("accept", "*/*")]), JSON));
-        assert!(is_json(&headers(&[(
-            "content-type",
-            "Application/JSON; charset=utf-8"
-        )])));
-        assert!(!is_json(&headers(&[("content-type", "text/plain")])));
     }
 
     fn params(text: &str) -> Box<RawValue> {

@@ -46,7 +46,7 @@ impl Endpoint {
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             );
         }
-        if !checks::is_json(&parts.headers) {
+        if !crate::wire::media::is_json(&parts.headers) {
             return reply::refusal(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "Unsupported Media Type: Content-Type must be application/json",

@@ -110,14 +110,6 @@ impl SessionUpstreams {
             .collect()
     }
 
-    /// How many upstream sessions this session has open.
-    pub fn open_count(&self) -> usize {
-        self.lock()
-            .values()
-            .filter(|entry| entry.slot.initialized())
-            .count()
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<UpstreamName, Entry>> {
         self.slots
             .lock()

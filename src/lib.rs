@@ -24,7 +24,9 @@
 //! Beside the path: `passthrough` (`/servers/{name}/mcp`: one upstream proxied byte for byte
 //! by pingora, under the same admission), `handover` (listening sockets handed to a new
 //! binary), `admin`, `metrics` and `reload`; `demo` (the server the default configuration
-//! serves, also the fast upstream of the benches) and `bench` (the load generator). Test support sits behind the
+//! serves, also the fast upstream of the benches), `import` (MCP clients' configurations read
+//! into one), `startup` (what a person who started it is told) and `clock`. The load generator
+//! of `switchyard bench` is a crate of its own (`crates/bench`). Test support sits behind the
 //! `conformance` feature: what the official conformance suite runs against.
 //!
 //! # The life of a `tools/call`
@@ -82,7 +84,6 @@ pub mod conformance;
 
 pub mod admin;
 pub mod auth;
-pub mod bench;
 pub mod catalog;
 pub mod clock;
 pub mod config;

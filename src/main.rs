@@ -14,13 +14,14 @@ use tracing_subscriber::EnvFilter;
 use switchyard::{
     Gateway, admin,
     auth::{AdminToken, AdminTokenOrigin},
-    bench, config, demo,
+    config, demo,
     front::Front,
     gateway::Written,
     handover,
     metrics::Metrics,
     passthrough, reload,
 };
+use switchyard_bench as bench;
 use tokio_util::sync::CancellationToken;
 
 /// mimalloc, without transparent huge pages: measured in one run against glibc's allocator,

@@ -75,7 +75,7 @@ pub struct BenchArgs {
     /// Rounds; targets take turns within each round. Default 1, 3 with --compare, 10 with --soak.
     #[arg(long, value_name = "R")]
     pub rounds: Option<u32>,
-    /// Print the report as JSON on stdout (field names in `switchyard::bench`'s docs).
+    /// Print the report as JSON on stdout (field names in the `switchyard-bench` crate's docs).
     #[arg(long)]
     pub json: bool,
     /// Draw the latency distribution of every target into this SVG file.

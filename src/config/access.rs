@@ -6,11 +6,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::{
-    parse::key_segment,
-    raw::Entries,
-    validate::{Checker, is_reserved_path},
-};
+use super::keys::{Checker, Entries, is_reserved_path, key_segment};
 use crate::policy::{EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, ToolShape, Who};
 
 /// Longest tool name an endpoint may give (as MCP clients accept them).

@@ -9,10 +9,7 @@ use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey};
 use serde::Deserialize;
 use url::Url;
 
-use super::{
-    raw::{Entries, RawConfig},
-    validate::Checker,
-};
+use super::{keys::Checker, keys::Entries};
 
 const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 const DEFAULT_JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
@@ -201,8 +198,8 @@ impl fmt::Debug for ApiKey {
 }
 
 impl Checker<'_> {
-    pub(super) fn auth(&mut self, raw: &RawConfig) -> AuthSettings {
-        let Some(auth) = &raw.auth else {
+    pub(super) fn auth(&mut self, raw: Option<&RawAuth>) -> AuthSettings {
+        let Some(auth) = raw else {
             return AuthSettings::open();
         };
         let resource = auth.resource.as_deref().and_then(|text| {
@@ -415,7 +412,7 @@ impl Checker<'_> {
     }
 
     fn api_key(&mut self, name: &str, raw: &RawApiKey) -> Option<ApiKey> {
-        let key = format!("auth.api_keys.{}.sha256", super::parse::key_segment(name));
+        let key = format!("auth.api_keys.{}.sha256", super::keys::key_segment(name));
         let Some(text) = raw.sha256.as_deref() else {
             self.problem(
                 key,

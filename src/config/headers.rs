@@ -9,7 +9,11 @@ use std::str::FromStr;
 use http::{HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::{parse::key_segment, raw::Entries, raw::RawUpstream, validate::Checker};
+use super::{
+    keys::Checker,
+    keys::{Entries, key_segment},
+    raw::RawUpstream,
+};
 use crate::principal::Principal;
 
 /// Headers the transport sets itself; configuring them would break the protocol.

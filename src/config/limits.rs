@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 
-use super::validate::Checker;
+use super::keys::Checker;
 
 const DEFAULT_JSON_DEPTH: u32 = 64;
 const DEFAULT_IN_FLIGHT_PER_SESSION: u32 = 128;

@@ -7,6 +7,7 @@ mod access;
 mod auth;
 mod expand;
 mod headers;
+mod keys;
 mod limits;
 mod mcp_json;
 mod oauth;
@@ -38,10 +39,11 @@ pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use store::{StoreKind, StoreSettings};
 
 pub use crate::names::PrefixMode;
-pub use oauth::decode_key;
+pub use keys::decode_key;
+pub use keys::{RESERVED_PATHS, is_reserved_path};
 pub use overlay::{Overlay, overlay_path, privileged_key};
 pub use overrides::Overrides;
-pub use validate::{RESERVED_PATHS, check_separator, is_reserved_path};
+pub use validate::check_separator;
 
 use crate::names::UpstreamName;
 

@@ -8,17 +8,42 @@ use std::{
     time::Duration,
 };
 
-use base64::{
-    Engine,
-    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
-};
 use url::Url;
 
+use serde::Deserialize;
+
 use super::{
-    AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth,
-    raw::{RawOAuth, RawUpstreamOAuth},
-    validate::Checker,
+    AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth, keys::Checker,
+    keys::decode_key,
 };
+
+/// `[oauth]`: Switchyard as the OAuth client of upstream servers.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawOAuth {
+    pub public_url: Option<String>,
+    pub state_dir: Option<String>,
+    pub key: Option<String>,
+    pub key_file: Option<String>,
+    pub client_name: Option<String>,
+    pub client_metadata_url: Option<String>,
+    pub success_redirect: Option<String>,
+    pub error_redirect: Option<String>,
+    pub authorization_lifetime_seconds: Option<f64>,
+}
+
+/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one upstream.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawUpstreamOAuth {
+    pub enabled: Option<bool>,
+    pub grant: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub token_endpoint_auth_method: Option<String>,
+    pub private_key: Option<String>,
+    pub private_key_file: Option<String>,
+    pub signing_algorithm: Option<String>,
+    pub scopes: Option<Vec<String>>,
+}
 
 const DEFAULT_CLIENT_NAME: &str = "Switchyard";
 const DEFAULT_AUTHORIZATION_LIFETIME: Duration = Duration::from_secs(10 * 60);
@@ -304,16 +329,6 @@ impl PrivateKey {
 }
 
 /// A 32-byte key in standard or URL-safe base64.
-/// A 32-byte key in base64 (standard, or URL-safe without padding), spaces around it aside.
-pub fn decode_key(text: &str) -> Option<[u8; 32]> {
-    let text = text.trim();
-    let bytes = STANDARD
-        .decode(text)
-        .or_else(|_| URL_SAFE_NO_PAD.decode(text.trim_end_matches('=')))
-        .ok()?;
-    bytes.try_into().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::{Problem, raw::RawConfig};
+use super::{Problem, keys::key_segment, raw::RawConfig};
 
 /// A parsed file: the raw config, the key under which its upstreams live (`upstreams` in TOML,
 /// `mcpServers` or `servers` in JSON) and the problems found while parsing (unknown keys).
@@ -118,17 +118,4 @@ fn push_key(out: &mut String, name: &str) {
         out.push('.');
     }
     out.push_str(&key_segment(name));
-}
-
-/// A key path segment, quoted when it is not a bare TOML key.
-pub fn key_segment(name: &str) -> String {
-    if !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        name.to_owned()
-    } else {
-        format!("{name:?}")
-    }
 }

@@ -4,12 +4,10 @@
 //! `validate` can report every problem at once with its key path, instead of stopping at the
 //! first one. Unknown keys are collected by `serde_ignored` in `load`, not rejected here.
 
-use std::{collections::HashSet, fmt, marker::PhantomData};
+use serde::Deserialize;
 
-use serde::{
-    Deserialize, Deserializer,
-    de::{MapAccess, Visitor},
-};
+pub use super::keys::Entries;
+use super::oauth::{RawOAuth, RawUpstreamOAuth};
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -43,34 +41,6 @@ pub struct RawAdmin {
     pub allow_commands: Option<bool>,
     pub metrics_on_main_listener: Option<bool>,
     pub overlay_file: Option<String>,
-}
-
-/// `[oauth]`: Switchyard as the OAuth client of upstream servers.
-#[derive(Debug, Default, Deserialize)]
-pub struct RawOAuth {
-    pub public_url: Option<String>,
-    pub state_dir: Option<String>,
-    pub key: Option<String>,
-    pub key_file: Option<String>,
-    pub client_name: Option<String>,
-    pub client_metadata_url: Option<String>,
-    pub success_redirect: Option<String>,
-    pub error_redirect: Option<String>,
-    pub authorization_lifetime_seconds: Option<f64>,
-}
-
-/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one upstream.
-#[derive(Debug, Default, Deserialize)]
-pub struct RawUpstreamOAuth {
-    pub enabled: Option<bool>,
-    pub grant: Option<String>,
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    pub token_endpoint_auth_method: Option<String>,
-    pub private_key: Option<String>,
-    pub private_key_file: Option<String>,
-    pub signing_algorithm: Option<String>,
-    pub scopes: Option<Vec<String>>,
 }
 
 /// `[server]`: the downstream endpoint.
@@ -226,7 +196,7 @@ impl RawUpstream {
             .flat_map(|headers| headers.iter())
             .find(|(_, value)| super::expand::reads_host(value))
         {
-            return Some(format!("headers.{}", super::parse::key_segment(name)));
+            return Some(format!("headers.{}", super::keys::key_segment(name)));
         }
         let oauth = self.oauth.as_ref()?;
         if oauth.private_key_file.is_some() {
@@ -257,58 +227,5 @@ impl RawUpstream {
             health_timeout_seconds: self.health_timeout_seconds,
             stream_idle_timeout_seconds: self.stream_idle_timeout_seconds,
         }
-    }
-}
-
-/// A map that keeps its keys in file order and remembers keys given more than once (JSON allows
-/// duplicates syntactically; TOML rejects them while parsing).
-#[derive(Debug)]
-pub struct Entries<T> {
-    pub items: Vec<(String, T)>,
-    pub duplicates: Vec<String>,
-}
-
-impl<T> Default for Entries<T> {
-    fn default() -> Self {
-        Self {
-            items: Vec::new(),
-            duplicates: Vec::new(),
-        }
-    }
-}
-
-impl<T> Entries<T> {
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
-        self.items.iter().map(|(k, v)| (k.as_str(), v))
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct EntriesVisitor<T>(PhantomData<T>);
-
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for EntriesVisitor<T> {
-            type Value = Entries<T>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a table")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut entries = Entries::default();
-                let mut seen = HashSet::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    let value = map.next_value::<T>()?;
-                    if seen.insert(key.clone()) {
-                        entries.items.push((key, value));
-                    } else {
-                        entries.duplicates.push(key);
-                    }
-                }
-                Ok(entries)
-            }
-        }
-
-        deserializer.deserialize_map(EntriesVisitor(PhantomData))
     }
 }

@@ -7,7 +7,7 @@ use std::{fmt, path::PathBuf};
 
 use serde::Deserialize;
 
-use super::{oauth::decode_key, validate::Checker};
+use super::{keys::Checker, keys::decode_key};
 
 const DEFAULT_PREFIX: &str = "switchyard";
 /// The embedded store's file in the state directory.

@@ -8,9 +8,9 @@ use url::Url;
 use super::{
     Discovery, FailureMode, GrantKind, HttpConfig, HttpProtocol, RestartPolicy, SessionMode,
     StdioConfig, TransportConfig, UpstreamConfig, UpstreamPolicy,
-    parse::key_segment,
+    keys::Checker,
+    keys::key_segment,
     raw::{Entries, PolicyView, RawUpstream},
-    validate::Checker,
 };
 use crate::names::UpstreamName;
 

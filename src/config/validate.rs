@@ -1,20 +1,16 @@
 //! Raw configuration → runtime `Config`, collecting every problem with its key path.
 
-use std::{
-    net::SocketAddr,
-    path::{Path, PathBuf},
-    str::FromStr,
-    time::Duration,
-};
+use std::{net::SocketAddr, path::Path, str::FromStr, time::Duration};
 
 use url::Url;
 
 use super::{
     AdminSettings, AllowedOrigins, CatalogSettings, Config, ConfigError, OverlayInfo, PrefixMode,
-    Problem, ServerSettings,
-    expand::{Vars, expand_at},
+    ServerSettings,
+    expand::Vars,
+    keys::{Checker, is_reserved_path, key_segment},
     overlay::RawOverlay,
-    parse::{Parsed, key_segment},
+    parse::Parsed,
     raw::{RawAdmin, RawCatalog, RawServer},
     upstream::default_policy,
 };
@@ -64,7 +60,7 @@ pub fn validate(
     let mut upstreams = check.upstreams(&raw.upstreams, upstreams_key, &defaults);
     let oauth = check.oauth(&raw.oauth);
     let admin = check.admin(&raw.admin);
-    let auth = check.auth(&raw);
+    let auth = check.auth(raw.auth.as_ref());
     let limits = check.limits(raw.limits.as_ref(), auth.configured);
     let policy = check.policy_rules(raw.policy.as_deref());
     let endpoints = check.endpoints(raw.endpoints.as_ref(), &server.endpoint_path);
@@ -165,46 +161,7 @@ pub fn validate(
     })
 }
 
-/// Walks the raw config, recording problems and substituting defaults so checking can go on.
-pub(super) struct Checker<'a> {
-    problems: Vec<Problem>,
-    pub(super) vars: &'a dyn Vars,
-    pub(super) base_dir: PathBuf,
-}
-
 impl Checker<'_> {
-    pub(super) fn problem(&mut self, key: impl Into<String>, message: impl Into<String>) {
-        self.problems.push(Problem {
-            key: key.into(),
-            message: message.into(),
-        });
-    }
-
-    pub(super) fn problem_count(&self) -> usize {
-        self.problems.len()
-    }
-
-    /// Expands placeholders; on failure records the problem and returns `None`.
-    pub(super) fn expand(&mut self, key: &str, value: &str) -> Option<String> {
-        expand_at(value, self.vars, &self.base_dir)
-            .map_err(|reason| self.problem(key, reason))
-            .ok()
-    }
-
-    pub(super) fn seconds(&mut self, key: &str, value: Option<f64>, default: Duration) -> Duration {
-        match value {
-            None => default,
-            Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Duration::from_secs_f64(s),
-            Some(s) => {
-                self.problem(
-                    key,
-                    format!("must be a positive number of seconds, not {s}"),
-                );
-                default
-            }
-        }
-    }
-
     /// A socket address at `key`; on a problem, records it and returns `fallback`.
     fn address(&mut self, key: &str, text: &str, fallback: SocketAddr) -> SocketAddr {
         match self.expand(key, text) {
@@ -451,19 +408,4 @@ fn origins_of_host(host: &str) -> [String; 2] {
         name.to_owned()
     };
     ["http", "https"].map(|scheme| format!("{scheme}://{name}:{port}"))
-}
-
-/// The paths of Switchyard's own endpoints (served by `front`), which the MCP endpoint cannot
-/// take.
-pub const RESERVED_PATHS: [&str; 3] = ["/healthz", "/oauth", "/.well-known"];
-
-/// Whether `path` is, or lies under, one of Switchyard's own endpoints.
-pub fn is_reserved_path(path: &str) -> bool {
-    let path = path.trim_end_matches('/');
-    RESERVED_PATHS.iter().any(|own| {
-        path == *own
-            || path
-                .strip_prefix(own)
-                .is_some_and(|rest| rest.starts_with('/'))
-    })
 }

@@ -21,7 +21,12 @@ use std::sync::{
 use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken};
 
 pub use asks::{Asks, ask_client, cannot_forward, check_capability, kind};
-pub use outlet::{Attached, Closed, Outlet, Standalone};
+pub use outlet::{Attached, Outlet, Standalone};
+
+/// The stream a message was meant for is not open (any more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the client has no open stream to send this on")]
+pub struct Closed;
 pub use pipe::{PipeReceiver, PipeSender, pipe};
 pub use shared_stream::SharedStream;
 

@@ -8,14 +8,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::{
+    Closed,
     pipe::{PipeSender, Refused},
     shared_stream::SharedStream,
 };
-
-/// The stream a message was meant for is not open (any more).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the client has no open stream to send this on")]
-pub struct Closed;
 
 /// Where messages for one client go. Each message is one JSON-RPC message as JSON text.
 #[derive(Clone)]

@@ -13,7 +13,7 @@ use std::{
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::outlet::Closed;
+use super::Closed;
 use crate::{
     store::{Store, is_event_id},
     wire::sse,

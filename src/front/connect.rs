@@ -23,7 +23,7 @@ use url::form_urlencoded;
 
 use super::{
     AppState,
-    oauth::{html, page, parse_query, same_origin},
+    pages::{html, page, parse_query, same_origin},
 };
 use crate::{oauth::Started, principal::Principal};
 

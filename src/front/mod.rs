@@ -9,6 +9,7 @@ mod guard;
 mod health;
 mod mcp;
 mod oauth;
+mod pages;
 mod serve;
 
 use std::{future::Future, sync::Arc};

@@ -1,6 +1,7 @@
 //! The module tree's imports run one way, as `src/lib.rs` lays them out: each module of the
 //! request path uses only the modules below it, so the path stays a stack of layers that new
-//! features hook into without cycles. A `use crate::…` that goes up fails this test.
+//! features hook into without cycles. A `use crate::…` that goes up fails this test, and so
+//! does a circle of imports among the files of one folder (`super::…`).
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -131,4 +132,143 @@ fn imports_run_down_the_request_path() {
 fn grouped_imports_are_read() {
     let text = "use crate::{\n    catalog::X,\n    downstream::{A, B},\n    names,\n};";
     assert_eq!(imports(text), ["catalog", "downstream", "names"]);
+}
+
+/// The siblings a file of a folder names through `super::` (outside its tests).
+fn sibling_imports(text: &str) -> Vec<String> {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("super::") {
+        rest = &rest[at + "super::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group
+                .find("};")
+                .or_else(|| group.find('}'))
+                .unwrap_or(group.len());
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in group[..end].chars().chain([',']) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let name: String = item
+                            .trim_start()
+                            .chars()
+                            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                            .collect();
+                        if !name.is_empty() {
+                            found.push(name);
+                        }
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    item.push(c);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// A circle in `edges`, if there is one: its files, in order.
+fn circle(edges: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            return Some(path[at..].to_vec());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|node| visit(node, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_folder_imports_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    // Per folder: each file's sibling imports (files and subfolders of the same folder).
+    let mut folders: BTreeMap<std::path::PathBuf, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for file in &files {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        // A `mod.rs` is its folder's module: `super::` from it leaves the folder.
+        let (folder, own) = if name == "mod" {
+            let dir = file.parent().unwrap();
+            let own = dir.file_name().unwrap().to_string_lossy().into_owned();
+            (dir.parent().unwrap().to_owned(), own)
+        } else {
+            (file.parent().unwrap().to_owned(), name.clone())
+        };
+        if folder == src || !file.starts_with(&src) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let siblings = folders.entry(folder.clone()).or_default();
+        let uses = siblings.entry(own.clone()).or_default();
+        if name == "mod" {
+            // A folder module's `super::` names its parent's siblings; those are not its own.
+            continue;
+        }
+        for used in sibling_imports(&text) {
+            let exists = folder.join(format!("{used}.rs")).exists()
+                || folder.join(&used).join("mod.rs").exists();
+            if exists && used != own && !uses.contains(&used) {
+                uses.push(used);
+            }
+        }
+    }
+    let circles: Vec<String> = folders
+        .iter()
+        .filter_map(|(folder, edges)| {
+            let found = circle(edges)?;
+            Some(format!(
+                "{}: {}",
+                folder.strip_prefix(&src).unwrap().display(),
+                found.join(" → ")
+            ))
+        })
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "files of one folder that import each other in a circle (move what they share \
+         into a file below both): {circles:#?}"
+    );
+}
+
+#[test]
+fn sibling_imports_are_read() {
+    let text = "use super::{\n    keys::{Entries, key_segment},\n    raw::RawUpstream,\n};\n\
+                let x = super::expand::reads_host(v);\nuse super::Problem;";
+    assert_eq!(sibling_imports(text), ["keys", "raw", "expand"]);
 }

@@ -142,7 +142,7 @@ mod tests {
     use crate::oauth::{
         fake_endpoint::FakeEndpoint,
         http::Http,
-        token::{Exchange, TokenEndpoint, TokenSet, samples},
+        token::{TokenEndpoint, TokenExchange, TokenSet, samples},
     };
 
     /// What a client credentials request to a token endpoint answering `status` with `body`
@@ -157,7 +157,7 @@ mod tests {
             url: server.url.clone(),
             ..samples::endpoint()
         };
-        let exchange = Exchange {
+        let exchange = TokenExchange {
             http: &Http::new(),
             endpoint: &endpoint,
             client: &samples::client(),

@@ -29,8 +29,8 @@ use super::{
     discovery::{self, Discovered},
     grant::Grant,
     identity,
-    token::{Exchange, TokenEndpoint, TokenSet},
-    vault::Kind,
+    token::{TokenEndpoint, TokenExchange, TokenSet},
+    vault::RecordKind,
 };
 use crate::{
     config::{GrantKind, UpstreamOAuth},
@@ -402,7 +402,12 @@ impl Authorizer {
     /// replicas hear of them).
     pub(super) async fn keep(&self, grant: &Grant, token: TokenSet) {
         let key = self.store_key(&grant.principal);
-        if let Err(error) = self.oauth.vault.save(Kind::Tokens, &key, &token).await {
+        if let Err(error) = self
+            .oauth
+            .vault
+            .save(RecordKind::Tokens, &key, &token)
+            .await
+        {
             tracing::error!(upstream = %self.upstream, %error, "cannot store the upstream's tokens; they will not survive a restart, nor reach other replicas");
         }
         let indexed = self
@@ -420,7 +425,7 @@ impl Authorizer {
     async fn drop_token(&self, grant: &Grant) {
         grant.clear_token();
         let key = self.store_key(&grant.principal);
-        if let Err(error) = self.oauth.vault.delete(Kind::Tokens, &key).await {
+        if let Err(error) = self.oauth.vault.delete(RecordKind::Tokens, &key).await {
             tracing::warn!(%error, "cannot delete a stale token");
         }
     }
@@ -434,7 +439,7 @@ impl Authorizer {
             return;
         }
         let key = self.store_key(&grant.principal);
-        let stored = match self.oauth.vault.load(Kind::Tokens, &key).await {
+        let stored = match self.oauth.vault.load(RecordKind::Tokens, &key).await {
             Ok(stored) => stored,
             Err(error) => {
                 tracing::warn!(upstream = %self.upstream, %error, "cannot read the stored tokens");
@@ -511,8 +516,8 @@ impl Authorizer {
         &'a self,
         endpoint: &'a TokenEndpoint,
         client: &'a super::token::ClientIdentity,
-    ) -> Exchange<'a> {
-        Exchange {
+    ) -> TokenExchange<'a> {
+        TokenExchange {
             http: &self.oauth.http,
             endpoint,
             client,

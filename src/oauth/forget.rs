@@ -4,7 +4,7 @@
 
 use url::Url;
 
-use super::{Authorizer, authorizer::principal_of, token::TokenSet, vault::Kind};
+use super::{Authorizer, authorizer::principal_of, token::TokenSet, vault::RecordKind};
 use crate::principal::Principal;
 
 impl Authorizer {
@@ -34,7 +34,10 @@ impl Authorizer {
                 self.revoke(&token).await;
             }
             let key = self.store_key(&principal);
-            if matches!(self.oauth.vault.delete(Kind::Tokens, &key).await, Ok(true)) {
+            if matches!(
+                self.oauth.vault.delete(RecordKind::Tokens, &key).await,
+                Ok(true)
+            ) {
                 forgotten += 1;
             }
             grant.clear_token();

@@ -13,7 +13,7 @@ use super::{
     discovery::Discovered,
     http::Http,
     token::ClientIdentity,
-    vault::{Kind, Vault},
+    vault::{RecordKind, Vault},
 };
 use crate::config::{AuthMethod, UpstreamOAuth};
 
@@ -81,7 +81,10 @@ impl Context<'_> {
     /// The stored registration with this server, or a new one.
     async fn registered(&self, discovered: &Discovered) -> Result<ClientIdentity, OAuthError> {
         let key = format!("{}\0{}", self.registration_key, discovered.issuer);
-        if let Some(stored) = self.vault.load::<Registration>(Kind::Clients, &key).await?
+        if let Some(stored) = self
+            .vault
+            .load::<Registration>(RecordKind::Clients, &key)
+            .await?
             && stored.issuer == discovered.issuer
             && stored.redirect_uri == self.redirect_uri
         {
@@ -93,14 +96,16 @@ impl Context<'_> {
             redirect_uri: self.redirect_uri.to_owned(),
             client: client.clone(),
         };
-        self.vault.save(Kind::Clients, &key, &registration).await?;
+        self.vault
+            .save(RecordKind::Clients, &key, &registration)
+            .await?;
         Ok(client)
     }
 
     /// Forgets the stored registration with this server (it was refused).
     pub async fn forget_registration(&self, issuer: &str) {
         let key = format!("{}\0{issuer}", self.registration_key);
-        if let Err(error) = self.vault.delete(Kind::Clients, &key).await {
+        if let Err(error) = self.vault.delete(RecordKind::Clients, &key).await {
             tracing::warn!(%error, "cannot delete a client registration");
         }
     }

@@ -411,7 +411,7 @@ struct OAuthEars(Weak<OAuth>);
 
 impl Heard for OAuthEars {
     fn record_changed(&self, kind: &str, hash: &str) {
-        if kind != vault::Kind::Tokens.shared_name() {
+        if kind != vault::RecordKind::Tokens.shared_name() {
             return;
         }
         let Some(oauth) = self.0.upgrade() else {

@@ -20,7 +20,7 @@ use super::{
     discovery::{self, Discovered},
     flow::{answered_code, authorization_url},
     identity,
-    token::{ClientIdentity, Exchange, TokenEndpoint},
+    token::{ClientIdentity, TokenEndpoint, TokenExchange},
 };
 use crate::config::{SignInClient, UpstreamOAuth};
 
@@ -123,7 +123,7 @@ impl OAuth {
             resource: Some(signin.resource.clone()),
             revocation: None,
         };
-        let exchange = Exchange {
+        let exchange = TokenExchange {
             http: &self.http,
             endpoint: &endpoint,
             client: &client,

@@ -132,14 +132,14 @@ pub struct ClientAuthentication {
 }
 
 /// One client at one token endpoint.
-pub struct Exchange<'a> {
+pub struct TokenExchange<'a> {
     pub http: &'a Http,
     pub endpoint: &'a TokenEndpoint,
     pub client: &'a ClientIdentity,
     pub private_key: Option<&'a PrivateKey>,
 }
 
-impl Exchange<'_> {
+impl TokenExchange<'_> {
     /// Redeems an authorization code.
     pub async fn code(
         &self,

@@ -1,6 +1,6 @@
 //! The client's connection as pingora's proxy writes to it. Writes wait in a small buffer
 //! until pingora flushes (as on pingora's own listeners), and the proxy may put off the
-//! next flush (`Downstream::hold`) when it knows another one follows at once: so a POST's
+//! next flush (`ClientStream::hold`) when it knows another one follows at once: so a POST's
 //! streaming answer goes out as one send (header, event, end of stream) instead of three,
 //! which costs both ends a wake-up and a system call each.
 
@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter, ReadBuf};
 const BUFFER: usize = 16 * 1024;
 
 #[derive(Debug)]
-pub struct Downstream {
+pub struct ClientStream {
     stream: BufWriter<Stream>,
     /// Flushes still to put off, each one followed by another flush for sure.
     held: AtomicU32,
@@ -33,7 +33,7 @@ pub struct Downstream {
     written: AtomicU64,
 }
 
-impl Downstream {
+impl ClientStream {
     pub fn new(stream: Stream) -> Self {
         Self {
             stream: BufWriter::with_capacity(BUFFER, stream),
@@ -72,7 +72,7 @@ impl Downstream {
     }
 }
 
-impl AsyncRead for Downstream {
+impl AsyncRead for ClientStream {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -82,7 +82,7 @@ impl AsyncRead for Downstream {
     }
 }
 
-impl AsyncWrite for Downstream {
+impl AsyncWrite for ClientStream {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -120,7 +120,7 @@ impl AsyncWrite for Downstream {
 }
 
 #[async_trait]
-impl Shutdown for Downstream {
+impl Shutdown for ClientStream {
     async fn shutdown(&mut self) {
         if let Err(error) = AsyncWriteExt::shutdown(&mut self.stream).await {
             tracing::debug!(%error, "a pass-through connection did not shut down cleanly");
@@ -128,29 +128,29 @@ impl Shutdown for Downstream {
     }
 }
 
-impl UniqueID for Downstream {
+impl UniqueID for ClientStream {
     fn id(&self) -> UniqueIDType {
         self.stream.get_ref().id()
     }
 }
 
-impl Ssl for Downstream {}
+impl Ssl for ClientStream {}
 
-impl Peek for Downstream {}
+impl Peek for ClientStream {}
 
-impl GetTimingDigest for Downstream {
+impl GetTimingDigest for ClientStream {
     fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
         self.stream.get_ref().get_timing_digest()
     }
 }
 
-impl GetProxyDigest for Downstream {
+impl GetProxyDigest for ClientStream {
     fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
         self.stream.get_ref().get_proxy_digest()
     }
 }
 
-impl GetSocketDigest for Downstream {
+impl GetSocketDigest for ClientStream {
     fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
         self.stream.get_ref().get_socket_digest()
     }

@@ -2,7 +2,7 @@
 //! streamable-HTTP upstream proxied byte for byte by pingora's HTTP proxy (`proxy`), for
 //! clients that want one server at the lowest overhead. Connections are accepted here, on
 //! the gateway's runtime, and each is handed to pingora's proxy application over a
-//! `downstream::Downstream`, which lets the proxy send a response's pieces together.
+//! `downstream::ClientStream`, which lets the proxy send a response's pieces together.
 
 mod downstream;
 mod proxy;
@@ -55,7 +55,7 @@ pub async fn serve(
         let _ = socket.set_nodelay(true);
         let stream: Stream = socket.into();
         tasks.spawn(Service::<App>::handle_event(
-            Box::new(downstream::Downstream::new(stream)),
+            Box::new(downstream::ClientStream::new(stream)),
             app.clone(),
             watch.clone(),
         ));

@@ -23,8 +23,8 @@ use pingora::{
 };
 
 use super::{
-    downstream::Downstream,
-    route::{Route, Routes},
+    downstream::ClientStream,
+    route::{Routes, UpstreamAddr},
 };
 use crate::{
     config::HttpProtocol,
@@ -76,7 +76,7 @@ pub struct Ctx {
 
 struct Target {
     upstream: Arc<Upstream>,
-    route: Arc<Route>,
+    route: Arc<UpstreamAddr>,
     hook: Arc<dyn RequestHook>,
     forwarded: Vec<(HeaderName, HeaderValue)>,
 }
@@ -189,7 +189,7 @@ impl ProxyHttp for Passthrough {
         if ctx.post && status == 200 && ctx.open_ended && is_event_stream(response) {
             // A POST's event stream: its header goes out with the first event, which the
             // upstream sends at once (the reply, or the priming event of a longer stream).
-            if let Some(downstream) = Downstream::of(session.stream()) {
+            if let Some(downstream) = ClientStream::of(session.stream()) {
                 downstream.hold();
             }
         }
@@ -217,7 +217,7 @@ impl ProxyHttp for Passthrough {
         end_of_stream: bool,
         ctx: &mut Ctx,
     ) -> Result<Option<std::time::Duration>> {
-        let Some(downstream) = Downstream::of(session.stream()).filter(|_| ctx.open_ended) else {
+        let Some(downstream) = ClientStream::of(session.stream()).filter(|_| ctx.open_ended) else {
             return Ok(None);
         };
         let chunk = body.as_ref().is_some_and(|b| !b.is_empty());

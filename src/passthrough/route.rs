@@ -26,12 +26,12 @@ const LOOKUP_LIFETIME: Duration = Duration::from_secs(30);
 #[derive(Default)]
 pub struct Routes {
     // A concurrent map: every pass-through request reads it, and a new route is rare.
-    by_upstream: DashMap<UpstreamName, Arc<Route>>,
+    by_upstream: DashMap<UpstreamName, Arc<UpstreamAddr>>,
 }
 
 /// How to reach one upstream.
 #[derive(Debug)]
-pub struct Route {
+pub struct UpstreamAddr {
     /// The upstream it was worked out for (weak: a removed upstream is not kept alive).
     of: Weak<Upstream>,
     /// When the host name was looked up; `None` when the URL gives an address.
@@ -56,20 +56,20 @@ impl Routes {
         upstream: &Arc<Upstream>,
         url: &url::Url,
         metrics: &Metrics,
-    ) -> Result<Arc<Route>, String> {
+    ) -> Result<Arc<UpstreamAddr>, String> {
         if let Some(route) = self.by_upstream.get(upstream.name())
             && route.serves(upstream)
         {
             return Ok(route.clone());
         }
-        let route = Arc::new(Route::work_out(upstream, url, metrics).await?);
+        let route = Arc::new(UpstreamAddr::work_out(upstream, url, metrics).await?);
         self.by_upstream
             .insert(upstream.name().clone(), route.clone());
         Ok(route)
     }
 }
 
-impl Route {
+impl UpstreamAddr {
     async fn work_out(
         upstream: &Arc<Upstream>,
         url: &url::Url,

@@ -7,7 +7,7 @@ use http::{Request, Response, StatusCode};
 use super::{
     Endpoint,
     checks::{self, EVENT_STREAM, VersionHeader},
-    reply::{self, EventIds, EventStream, Refused},
+    reply::{self, EventIds, EventStream, RefusalResponse},
 };
 use crate::{
     downstream::Attached,
@@ -69,7 +69,7 @@ impl Endpoint {
     async fn session_of(
         &self,
         request: &http::request::Parts,
-    ) -> Result<std::sync::Arc<crate::session::Session>, Refused> {
+    ) -> Result<std::sync::Arc<crate::session::Session>, RefusalResponse> {
         match VersionHeader::of(&request.headers) {
             VersionHeader::Invalid => {
                 return Err(Box::new(reply::refusal(

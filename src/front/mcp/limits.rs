@@ -17,7 +17,7 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use http::{Response, StatusCode};
 
-use super::reply::{self, Refused};
+use super::reply::{self, RefusalResponse};
 use crate::{config::Limits, principal::Principal};
 
 pub struct Limiter {
@@ -61,7 +61,7 @@ impl Limiter {
 
     /// Admits a request of `principal`, or the 429 refusing it. `held` requests count against
     /// the principal's concurrency until what is returned is dropped.
-    pub fn admit(&self, principal: &Principal, held: bool) -> Result<Held, Refused> {
+    pub fn admit(&self, principal: &Principal, held: bool) -> Result<Held, RefusalResponse> {
         let limits = &self.limits;
         if limits.rate_per_principal.is_none() && limits.max_concurrent_per_principal.is_none() {
             return Ok(Held(None));

@@ -14,7 +14,7 @@ use rmcp::model::InitializeRequestParams;
 
 use super::{
     Endpoint,
-    reply::{self, Refused},
+    reply::{self, RefusalResponse},
 };
 use crate::{
     downstream::SharedStream,
@@ -32,7 +32,7 @@ impl Endpoint {
         &self,
         id: &str,
         extensions: &http::Extensions,
-    ) -> Result<Arc<Session>, Refused> {
+    ) -> Result<Arc<Session>, RefusalResponse> {
         let principal = extensions.get::<Principal>();
         let endpoint = extensions
             .get::<EndpointName>()
@@ -155,7 +155,7 @@ impl Endpoint {
     }
 }
 
-fn not_found() -> Refused {
+fn not_found() -> RefusalResponse {
     Box::new(reply::refusal(
         StatusCode::NOT_FOUND,
         "Not Found: Session not found",

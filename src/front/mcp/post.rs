@@ -15,7 +15,7 @@ use super::{
     Endpoint, Settings,
     checks::{self, VersionHeader},
     limits,
-    reply::{self, Begun, EventIds, EventStream, Refused},
+    reply::{self, Begun, EventIds, EventStream, RefusalResponse},
 };
 use crate::{
     config::Limits,
@@ -296,7 +296,7 @@ impl Endpoint {
         parts: &Parts,
         message: &Message<'_>,
         version: VersionHeader<'_>,
-    ) -> Result<(), Refused> {
+    ) -> Result<(), RefusalResponse> {
         let modern = version.text().is_some_and(|v| Era::of(v) == Era::Modern);
         let (id, method, params) = match message {
             Message::Request(request) if modern => {
@@ -353,7 +353,7 @@ fn classify(
     message: &Message<'_>,
     version: VersionHeader<'_>,
     in_session: bool,
-) -> Result<Classified, Refused> {
+) -> Result<Classified, RefusalResponse> {
     let legacy_header = matches!(version, VersionHeader::Absent)
         || matches!(version, VersionHeader::Known(v) if Era::of(v) == Era::Legacy);
     let Message::Request(request) = message else {

@@ -27,7 +27,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub const RETRY_MS: u64 = 3000;
 
 /// A reply that refuses a request, boxed: it is the error of the checks that make one.
-pub type Refused = Box<Response<Body>>;
+pub type RefusalResponse = Box<Response<Body>>;
 
 /// A refusal of the transport (before or beside JSON-RPC): `status` with a JSON-RPC error
 /// body without id, as MCP's SDKs answer: -32001 for an unknown session, else -32000.

@@ -132,7 +132,7 @@ async fn stored(state: &std::path::Path, principal: &Principal) -> Option<String
     let auth = authorizer(state);
     auth.oauth
         .vault
-        .load::<TokenSet>(Kind::Tokens, &auth.store_key(principal))
+        .load::<TokenSet>(RecordKind::Tokens, &auth.store_key(principal))
         .await
         .unwrap()
         .map(|token| token.access_token)

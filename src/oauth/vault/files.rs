@@ -22,7 +22,7 @@ use aws_lc_rs::{
 };
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::{Kind, VaultError};
+use super::{RecordKind, VaultError};
 use crate::{
     config::OAuthKey,
     store::private::{self, Replace},
@@ -64,7 +64,7 @@ impl Files {
     /// The record of `kind` under `key`, if there is one.
     pub fn load<T: DeserializeOwned>(
         &self,
-        kind: Kind,
+        kind: RecordKind,
         key: &str,
     ) -> Result<Option<T>, VaultError> {
         let path = self.path(kind, key);
@@ -99,7 +99,12 @@ impl Files {
     }
 
     /// Writes the record of `kind` under `key`, replacing any earlier one.
-    pub fn save<T: Serialize>(&self, kind: Kind, key: &str, value: &T) -> Result<(), VaultError> {
+    pub fn save<T: Serialize>(
+        &self,
+        kind: RecordKind,
+        key: &str,
+        value: &T,
+    ) -> Result<(), VaultError> {
         let path = self.path(kind, key);
         let cipher = self.key()?;
         let mut nonce = [0u8; NONCE_LEN];
@@ -130,7 +135,7 @@ impl Files {
     /// an error, so that a wrong key never overwrites what it could not open.
     pub fn update<T: Serialize + DeserializeOwned>(
         &self,
-        kind: Kind,
+        kind: RecordKind,
         key: &str,
         change: impl FnOnce(&mut Option<T>) -> bool,
     ) -> Result<(), VaultError> {
@@ -146,7 +151,7 @@ impl Files {
     }
 
     /// Deletes the record of `kind` under `key`; true if there was one.
-    pub fn delete(&self, kind: Kind, key: &str) -> Result<bool, VaultError> {
+    pub fn delete(&self, kind: RecordKind, key: &str) -> Result<bool, VaultError> {
         let path = self.path(kind, key);
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
@@ -155,7 +160,7 @@ impl Files {
         }
     }
 
-    fn path(&self, kind: Kind, key: &str) -> PathBuf {
+    fn path(&self, kind: RecordKind, key: &str) -> PathBuf {
         let hash = digest::digest(&digest::SHA256, key.as_bytes());
         let name: String = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
         self.dir.join(kind.name()).join(format!("{name}.bin"))
@@ -222,17 +227,23 @@ mod tests {
         let secret = Secret {
             token: "tok-123".into(),
         };
-        store.save(Kind::Tokens, "github\0alice", &secret).unwrap();
+        store
+            .save(RecordKind::Tokens, "github\0alice", &secret)
+            .unwrap();
         assert_eq!(
-            store.load::<Secret>(Kind::Tokens, "github\0alice").unwrap(),
+            store
+                .load::<Secret>(RecordKind::Tokens, "github\0alice")
+                .unwrap(),
             Some(secret)
         );
         assert_eq!(
-            store.load::<Secret>(Kind::Tokens, "github\0bob").unwrap(),
+            store
+                .load::<Secret>(RecordKind::Tokens, "github\0bob")
+                .unwrap(),
             None
         );
 
-        let path = store.path(Kind::Tokens, "github\0alice");
+        let path = store.path(RecordKind::Tokens, "github\0alice");
         let raw = fs::read(&path).unwrap();
         assert!(
             !raw.windows(7).any(|w| w == b"tok-123"),
@@ -254,32 +265,32 @@ mod tests {
         );
         assert!(
             again
-                .load::<Secret>(Kind::Tokens, "github\0alice")
+                .load::<Secret>(RecordKind::Tokens, "github\0alice")
                 .unwrap()
                 .is_some()
         );
         let other = Files::new(dir.path().join("state"), OAuthKey::Inline([7; 32]));
         assert!(matches!(
-            other.load::<Secret>(Kind::Tokens, "github\0alice"),
+            other.load::<Secret>(RecordKind::Tokens, "github\0alice"),
             Err(VaultError::Undecryptable(_))
         ));
 
-        assert!(store.delete(Kind::Tokens, "github\0alice").unwrap());
-        assert!(!store.delete(Kind::Tokens, "github\0alice").unwrap());
+        assert!(store.delete(RecordKind::Tokens, "github\0alice").unwrap());
+        assert!(!store.delete(RecordKind::Tokens, "github\0alice").unwrap());
     }
 
     #[test]
     fn a_record_does_not_open_under_another_key() {
         let dir = tempfile::tempdir().unwrap();
         let store = Files::new(dir.path().to_owned(), OAuthKey::Inline([1; 32]));
-        store.save(Kind::Clients, "a", &"one").unwrap();
+        store.save(RecordKind::Clients, "a", &"one").unwrap();
         fs::copy(
-            store.path(Kind::Clients, "a"),
-            store.path(Kind::Clients, "b"),
+            store.path(RecordKind::Clients, "a"),
+            store.path(RecordKind::Clients, "b"),
         )
         .unwrap();
         assert!(matches!(
-            store.load::<String>(Kind::Clients, "b"),
+            store.load::<String>(RecordKind::Clients, "b"),
             Err(VaultError::Undecryptable(_))
         ));
     }
@@ -295,11 +306,12 @@ mod tests {
                 let (shared, state, key_file) = (&shared, &state, &key_file);
                 scope.spawn(move || {
                     shared
-                        .save(Kind::Tokens, &format!("shared{i}"), &i)
+                        .save(RecordKind::Tokens, &format!("shared{i}"), &i)
                         .unwrap();
                     // A store of its own, as another process has.
                     let own = Files::new(state.clone(), OAuthKey::File(key_file.clone()));
-                    own.save(Kind::Tokens, &format!("own{i}"), &i).unwrap();
+                    own.save(RecordKind::Tokens, &format!("own{i}"), &i)
+                        .unwrap();
                 });
             }
         });
@@ -307,7 +319,7 @@ mod tests {
         for i in 0..8 {
             for name in [format!("shared{i}"), format!("own{i}")] {
                 assert_eq!(
-                    restarted.load::<i32>(Kind::Tokens, &name).unwrap(),
+                    restarted.load::<i32>(RecordKind::Tokens, &name).unwrap(),
                     Some(i),
                     "{name} opens with the key kept"
                 );
@@ -324,9 +336,9 @@ mod tests {
                 let store = &store;
                 scope.spawn(move || {
                     for round in 0..10 {
-                        store.save(Kind::Tokens, "same", &(i, round)).unwrap();
+                        store.save(RecordKind::Tokens, "same", &(i, round)).unwrap();
                         store
-                            .update(Kind::Index, "list", |list: &mut Option<Vec<i32>>| {
+                            .update(RecordKind::Index, "list", |list: &mut Option<Vec<i32>>| {
                                 list.get_or_insert_default().push(i * 10 + round);
                                 true
                             })
@@ -335,11 +347,11 @@ mod tests {
                 });
             }
         });
-        let list: Vec<i32> = store.load(Kind::Index, "list").unwrap().unwrap();
+        let list: Vec<i32> = store.load(RecordKind::Index, "list").unwrap().unwrap();
         assert_eq!(list.len(), 80, "every update kept");
         assert!(
             store
-                .load::<(i32, i32)>(Kind::Tokens, "same")
+                .load::<(i32, i32)>(RecordKind::Tokens, "same")
                 .unwrap()
                 .is_some()
         );
@@ -351,11 +363,14 @@ mod tests {
         assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 
         store
-            .update(Kind::Index, "list", |list: &mut Option<Vec<i32>>| {
+            .update(RecordKind::Index, "list", |list: &mut Option<Vec<i32>>| {
                 *list = None;
                 true
             })
             .unwrap();
-        assert_eq!(store.load::<Vec<i32>>(Kind::Index, "list").unwrap(), None);
+        assert_eq!(
+            store.load::<Vec<i32>>(RecordKind::Index, "list").unwrap(),
+            None
+        );
     }
 }

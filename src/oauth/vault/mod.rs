@@ -55,28 +55,28 @@ pub enum VaultError {
 
 /// What a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum RecordKind {
     Tokens,
     Clients,
     /// Which principals of an upstream have tokens.
     Index,
 }
 
-impl Kind {
+impl RecordKind {
     /// Its directory in the state directory, and its kind in the shared store.
     fn name(self) -> &'static str {
         match self {
-            Kind::Tokens => "tokens",
-            Kind::Clients => "clients",
-            Kind::Index => "index",
+            RecordKind::Tokens => "tokens",
+            RecordKind::Clients => "clients",
+            RecordKind::Index => "index",
         }
     }
 
     pub(super) fn shared_name(self) -> &'static str {
         match self {
-            Kind::Tokens => "oauth-tokens",
-            Kind::Clients => "oauth-clients",
-            Kind::Index => "oauth-index",
+            RecordKind::Tokens => "oauth-tokens",
+            RecordKind::Clients => "oauth-clients",
+            RecordKind::Index => "oauth-index",
         }
     }
 }
@@ -113,7 +113,7 @@ impl Vault {
     /// The record of `kind` under `key`, if there is one.
     pub async fn load<T: DeserializeOwned>(
         &self,
-        kind: Kind,
+        kind: RecordKind,
         key: &str,
     ) -> Result<Option<T>, VaultError> {
         match self {
@@ -135,7 +135,7 @@ impl Vault {
     /// Writes the record of `kind` under `key`, replacing any; replicas hear of new tokens.
     pub async fn save<T: Serialize>(
         &self,
-        kind: Kind,
+        kind: RecordKind,
         key: &str,
         value: &T,
     ) -> Result<(), VaultError> {
@@ -156,7 +156,7 @@ impl Vault {
     }
 
     /// Deletes the record of `kind` under `key`; true if there was one. Replicas hear of it.
-    pub async fn delete(&self, kind: Kind, key: &str) -> Result<bool, VaultError> {
+    pub async fn delete(&self, kind: RecordKind, key: &str) -> Result<bool, VaultError> {
         match self {
             Vault::Files(files) => files.delete(kind, key),
             Vault::Shared(store) => {
@@ -171,10 +171,12 @@ impl Vault {
     pub async fn principals(&self, upstream: &str) -> Result<Vec<String>, VaultError> {
         match self {
             Vault::Files(files) => Ok(files
-                .load::<Index>(Kind::Index, upstream)?
+                .load::<Index>(RecordKind::Index, upstream)?
                 .unwrap_or_default()
                 .principals),
-            Vault::Shared(store) => Ok(store.members(Kind::Index.shared_name(), upstream).await?),
+            Vault::Shared(store) => Ok(store
+                .members(RecordKind::Index.shared_name(), upstream)
+                .await?),
         }
     }
 
@@ -182,7 +184,7 @@ impl Vault {
     pub async fn add_principal(&self, upstream: &str, principal: &str) -> Result<(), VaultError> {
         match self {
             Vault::Files(files) => {
-                files.update(Kind::Index, upstream, |index: &mut Option<Index>| {
+                files.update(RecordKind::Index, upstream, |index: &mut Option<Index>| {
                     let index = index.get_or_insert_default();
                     let new = !index.principals.iter().any(|p| p == principal);
                     if new {
@@ -192,7 +194,7 @@ impl Vault {
                 })
             }
             Vault::Shared(store) => Ok(store
-                .add_member(Kind::Index.shared_name(), upstream, principal)
+                .add_member(RecordKind::Index.shared_name(), upstream, principal)
                 .await?),
         }
     }
@@ -205,7 +207,7 @@ impl Vault {
     ) -> Result<(), VaultError> {
         match self {
             Vault::Files(files) => {
-                files.update(Kind::Index, upstream, |stored: &mut Option<Index>| {
+                files.update(RecordKind::Index, upstream, |stored: &mut Option<Index>| {
                     let Some(kept) = stored else {
                         return false;
                     };
@@ -217,7 +219,7 @@ impl Vault {
                 })
             }
             Vault::Shared(store) => Ok(store
-                .remove_members(Kind::Index.shared_name(), upstream, principals)
+                .remove_members(RecordKind::Index.shared_name(), upstream, principals)
                 .await?),
         }
     }

@@ -18,14 +18,14 @@
 //! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery, supervision, limits |
 //! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
 //! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
-//! | `store`      | what replicas share (`[store] kind = "redis"`): which sessions are alive, the news of one ending, their stream events, upstream sessions and subscriptions, which replicas are alive; nothing when embedded |
-//! | `hook`, `config`, `wire`, `protocol`, `error`, `policy`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC and SSE on the wire, protocol facts, errors by side, who may see what (rules, virtual endpoints, name patterns), identifier newtypes, whom a request is for |
+//! | `store`      | what outlives the process and what replicas share: which sessions are alive, their stream events, upstream sessions and subscriptions (in the embedded file, or in Redis with which replicas are alive and the news between them); private files (keys, tokens) |
+//! | `hook`, `config`, `wire`, `protocol`, `error`, `policy`, `clock`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, identifier newtypes, whom a request is for |
 //!
 //! Beside the path: `passthrough` (`/servers/{name}/mcp`: one upstream proxied byte for byte
 //! by pingora, under the same admission), `handover` (listening sockets handed to a new
 //! binary), `admin`, `metrics` and `reload`; `demo` (the server the default configuration
 //! serves, also the fast upstream of the benches), `import` (MCP clients' configurations read
-//! into one), `startup` (what a person who started it is told) and `clock`. The load generator
+//! into one) and `startup` (what a person who started it is told). The load generator
 //! of `switchyard bench` is a crate of its own (`crates/bench`). Test support sits behind the
 //! `conformance` feature: what the official conformance suite runs against.
 //!

@@ -62,8 +62,9 @@ pub(super) struct StoreFile {
 }
 
 enum Slot {
+    /// Not open: when it was last tried, and why that failed.
     Closed {
-        tried: Option<Instant>,
+        tried: Option<(Instant, StoreError)>,
     },
     Open(Arc<Database>),
     /// Given up for good: another process has it now.
@@ -118,11 +119,10 @@ impl StoreFile {
                     "the store file was handed over to the new Switchyard process".into(),
                 ));
             }
-            Slot::Closed { tried: Some(at) } if at.elapsed() < REOPEN_AFTER => {
-                return Err(StoreError::Unreachable(format!(
-                    "{} cannot be opened yet",
-                    self.path.display()
-                )));
+            Slot::Closed {
+                tried: Some((at, why)),
+            } if at.elapsed() < REOPEN_AFTER => {
+                return Err(why.clone());
             }
             Slot::Closed { .. } => {}
         }
@@ -134,7 +134,7 @@ impl StoreFile {
             }
             Err(error) => {
                 *slot = Slot::Closed {
-                    tried: Some(Instant::now()),
+                    tried: Some((Instant::now(), error.clone())),
                 };
                 Err(error)
             }

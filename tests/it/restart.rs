@@ -275,3 +275,30 @@ async fn subscriptions_outlive_a_restart() {
     once_each(&ada, &touch).await;
     a.cancel().await.unwrap();
 }
+
+/// One process at a time uses a store file: a second gateway on the same state directory
+/// refuses to start, saying why, and the first goes on serving.
+#[tokio::test]
+async fn a_second_gateway_on_the_same_store_refuses_to_start() {
+    let (_demo, counter) = spawn_server(&["demo-server", "--http", "127.0.0.1:0"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &counter, "");
+    let first = GatewayProcess::start(&config);
+    ready(&first).await;
+    let second = tokio::process::Command::new(SWITCHYARD)
+        .args(["run", "-c"])
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .output();
+    let second = tokio::time::timeout(Duration::from_secs(30), second)
+        .await
+        .expect("the second gateway stops at once")
+        .unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{said}");
+    assert!(
+        said.contains("in use by another Switchyard process"),
+        "{said}"
+    );
+    assert_eq!(healthz(first.addr).await["store"]["up"], true);
+}

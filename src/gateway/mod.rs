@@ -402,6 +402,9 @@ impl Gateway {
     /// held without waiting for its silence.
     pub async fn close(&self, grace: std::time::Duration) {
         self.store.leave().await;
+        if self.store.is_shared() {
+            self.subscriptions.hand_over();
+        }
         self.shutdown();
         let upstreams = self.upstreams();
         futures::future::join_all(upstreams.iter().map(|u| u.close_all(grace))).await;

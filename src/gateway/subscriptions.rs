@@ -79,6 +79,9 @@ pub struct Subscriptions {
     /// request, so subscribing and unsubscribing one resource happen one at a time, in order.
     upstream_side: DashMap<Key, Arc<Mutex<bool>>>,
     next_id: AtomicU64,
+    /// This replica left (it is stopping): the replicas that take its subscriptions over
+    /// deliver their updates, and it delivers none, or each would arrive twice.
+    handed_over: std::sync::atomic::AtomicBool,
 }
 
 impl Subscriptions {
@@ -131,6 +134,9 @@ impl Subscriptions {
     /// Passes an update of `uri` at `upstream`, which came on the connection of `scope`, to
     /// the subscribers of that connection.
     pub fn deliver(&self, upstream: &UpstreamName, scope: Option<&Principal>, uri: &str) {
+        if self.handed_over.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let key = (upstream.clone(), scope.cloned(), uri.to_owned());
         let Some(subscribers) = self.by_resource.get(&key) else {
             return;
@@ -144,6 +150,12 @@ impl Subscriptions {
                 tracing::debug!(%upstream, %uri, "a client is not reading its resource updates; one dropped");
             }
         }
+    }
+
+    /// Stops delivering updates: this replica left, and others take its subscriptions over.
+    pub fn hand_over(&self) {
+        self.handed_over
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Renews the upstream subscriptions of `upstream` on its new shared session.

@@ -151,11 +151,7 @@ async fn the_binary_serves_and_stops_cleanly() {
         (result, slow)
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let status = Command::new("kill")
-        .args(["-TERM", &gateway.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    gateway.signal("TERM");
     let mut refused = false;
     for _ in 0..30 {
         if reqwest::get(&url).await.is_err() {

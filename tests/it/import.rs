@@ -82,15 +82,18 @@ async fn an_imported_configuration_checks_and_serves_every_server_once() {
         work.display().to_string(),
         out.display().to_string(),
     );
-    let import = switchyard(&[
-        "import",
-        "--home",
-        &home_arg,
-        "--workspace",
-        &work_arg,
-        "-o",
-        &out_arg,
-    ]);
+    let import_all = || {
+        switchyard(&[
+            "import",
+            "--home",
+            &home_arg,
+            "--workspace",
+            &work_arg,
+            "-o",
+            &out_arg,
+        ])
+    };
+    let import = import_all();
     let report = String::from_utf8_lossy(&import.stderr);
     assert!(import.status.success(), "{report}");
     assert!(
@@ -105,15 +108,7 @@ async fn an_imported_configuration_checks_and_serves_every_server_once() {
         let mode = std::fs::metadata(&out).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let again = switchyard(&[
-        "import",
-        "--home",
-        &home_arg,
-        "--workspace",
-        &work_arg,
-        "-o",
-        &out_arg,
-    ]);
+    let again = import_all();
     assert!(
         !again.status.success(),
         "the output is not replaced without --force"

@@ -30,25 +30,23 @@ fn layer_of(module: &str) -> Option<usize> {
 
 /// Every `crate::<module>` a file mentions.
 fn imports(text: &str) -> Vec<String> {
+    names_after(text, "crate::")
+}
+
+/// The first name of every path after `prefix` in `text`, in order: `prefix::a::X` gives
+/// `a`, and a group `prefix::{a::X, b, c::{...}}` gives `a`, `b` and `c`.
+fn names_after(text: &str, prefix: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut rest = text;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-            .collect();
-        if !name.is_empty() {
-            found.push(name);
-        }
-    }
-    // Grouped imports: `use crate::{a::X, b, c::{...}}`: the first name of each item.
-    let mut rest = text;
-    while let Some(at) = rest.find("crate::{") {
-        rest = &rest[at + "crate::{".len()..];
+    while let Some(at) = rest.find(prefix) {
+        rest = &rest[at + prefix.len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            push_name(&mut found, rest);
+            continue;
+        };
         let mut depth = 1;
         let mut items = vec![String::new()];
-        for c in rest.chars() {
+        for c in group.chars() {
             match c {
                 '{' => depth += 1,
                 '}' if depth == 1 => break,
@@ -59,17 +57,21 @@ fn imports(text: &str) -> Vec<String> {
             }
         }
         for item in items {
-            let name: String = item
-                .trim_start()
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                found.push(name);
-            }
+            push_name(&mut found, item.trim_start());
         }
     }
     found
+}
+
+/// The lowercase name `text` starts with, if any, into `found`.
+fn push_name(found: &mut Vec<String>, text: &str) {
+    let name: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+        .collect();
+    if !name.is_empty() {
+        found.push(name);
+    }
 }
 
 fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -137,50 +139,7 @@ fn grouped_imports_are_read() {
 /// The siblings a file of a folder names through `super::` (outside its tests).
 fn sibling_imports(text: &str) -> Vec<String> {
     let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
-    let mut found = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("super::") {
-        rest = &rest[at + "super::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let end = group
-                .find("};")
-                .or_else(|| group.find('}'))
-                .unwrap_or(group.len());
-            let mut depth = 0;
-            let mut item = String::new();
-            for c in group[..end].chars().chain([',']) {
-                match c {
-                    '{' => depth += 1,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        let name: String = item
-                            .trim_start()
-                            .chars()
-                            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                            .collect();
-                        if !name.is_empty() {
-                            found.push(name);
-                        }
-                        item.clear();
-                        continue;
-                    }
-                    _ => {}
-                }
-                if depth == 0 {
-                    item.push(c);
-                }
-            }
-        } else {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                found.push(name);
-            }
-        }
-    }
-    found
+    names_after(text, "super::")
 }
 
 /// A circle in `edges`, if there is one: its files, in order.

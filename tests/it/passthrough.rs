@@ -158,7 +158,7 @@ async fn an_upgrade_takes_the_sockets_over_without_a_failed_call() {
         ),
     );
     let args = ["--passthrough-listen", "127.0.0.1:0"];
-    let mut old = GatewayProcess::start_with(&config, &args);
+    let old = GatewayProcess::start_with(&config, &args);
     ready(&old, &[]).await;
     let url = format!("http://{}/servers/demo/mcp", old.passthrough.unwrap());
 
@@ -188,54 +188,16 @@ async fn an_upgrade_takes_the_sockets_over_without_a_failed_call() {
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // The new binary waits at the upgrade socket; the old one, sent SIGQUIT, hands over.
-    let starting = {
-        let config = config.clone();
-        std::thread::spawn(move || {
-            GatewayProcess::start_with(
-                &config,
-                &["--passthrough-listen", "127.0.0.1:0", "--upgrade"],
-            )
-        })
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !socket.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the new binary never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let upgrading = GatewayProcess::upgrading(&config, &args, &socket).await;
     let before = ok.load(Ordering::Relaxed);
-    let pid = nix_pid(&old);
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-QUIT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let new = tokio::task::spawn_blocking(move || starting.join().unwrap())
-        .await
-        .unwrap();
+    let new = upgrading.take_over(&old).await;
     assert_eq!(
         new.passthrough, old.passthrough,
         "the same socket, taken over"
     );
-    let exited = tokio::task::spawn_blocking(move || {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = old.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            if std::time::Instant::now() > deadline {
-                old.kill();
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await
-    .unwrap();
+    let exited = tokio::task::spawn_blocking(move || old.exit_within(Duration::from_secs(30)))
+        .await
+        .unwrap();
     assert!(
         exited.is_some_and(|s| s.success()),
         "the old binary finished: {exited:?}"
@@ -352,8 +314,4 @@ async fn ready(gw: &GatewayProcess, down: &[&str]) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-fn nix_pid(process: &GatewayProcess) -> String {
-    process.child.id().to_string()
 }

@@ -2,7 +2,7 @@
 //! `--upgrade` or a crash goes on with the same id, its own upstream session, and a stream
 //! resumed with `Last-Event-ID` that misses nothing sent while it was away.
 
-use std::{path::Path, process::Command, time::Duration};
+use std::{path::Path, time::Duration};
 
 use serde_json::json;
 
@@ -54,14 +54,6 @@ async fn ready_all(gw: &GatewayProcess, count: usize) {
     }
 }
 
-fn signal(gw: &GatewayProcess, name: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{name}"), &gw.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 /// The counter's next value for `session`: 200 and a number, or the status and body.
 async fn increment(url: &str, session: &str, id: u32) -> Result<u32, String> {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -102,7 +94,7 @@ async fn sessions_outlive_a_restart_and_a_crash() {
     let second =
         format!("[upstreams.second]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n");
     write_config(dir.path(), &counter, &second);
-    signal(&first, "HUP");
+    first.signal("HUP");
     let seen = stream.batch(Duration::from_secs(20)).await;
     assert!(
         seen.iter()
@@ -112,10 +104,10 @@ async fn sessions_outlive_a_restart_and_a_crash() {
     let last_seen = seen.last().unwrap().0.clone();
     drop(stream);
     write_config(dir.path(), &counter, "");
-    signal(&first, "HUP");
+    first.signal("HUP");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    signal(&first, "TERM");
+    first.signal("TERM");
     let exit = tokio::task::spawn_blocking(move || first.wait())
         .await
         .unwrap();
@@ -164,7 +156,7 @@ async fn sessions_outlive_an_upgrade() {
     let (_demo, counter) = spawn_server(&["demo-server", "--http", "127.0.0.1:0"]).await;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &counter, "");
-    let mut old = GatewayProcess::start(&config);
+    let old = GatewayProcess::start(&config);
     ready(&old).await;
     let url = old.url();
     let session = raw_session(&url).await;
@@ -172,39 +164,13 @@ async fn sessions_outlive_an_upgrade() {
         assert_eq!(increment(&url, &session, expected).await, Ok(expected));
     }
 
-    let starting = {
-        let config = config.clone();
-        std::thread::spawn(move || GatewayProcess::start_with(&config, &["--upgrade"]))
-    };
     let socket = dir.path().join("upgrade.sock");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !socket.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the new binary never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    signal(&old, "QUIT");
-    let new = tokio::task::spawn_blocking(move || starting.join().unwrap())
+    let upgrading = GatewayProcess::upgrading(&config, &[], &socket).await;
+    let new = upgrading.take_over(&old).await;
+    assert_eq!(new.addr, old.addr, "the same socket, taken over");
+    let status = tokio::task::spawn_blocking(move || old.exit_within(Duration::from_secs(30)))
         .await
         .unwrap();
-    assert_eq!(new.addr, old.addr, "the same socket, taken over");
-    let status = tokio::task::spawn_blocking(move || {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = old.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            if std::time::Instant::now() > deadline {
-                old.kill();
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await
-    .unwrap();
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
     ready(&new).await;
     assert_eq!(increment(&url, &session, 3).await, Ok(3));
@@ -258,7 +224,7 @@ async fn subscriptions_outlive_a_restart() {
     let updated = eventually(Duration::from_secs(5), || ada.seen().updated.len() == 1).await;
     assert!(updated, "{:?}", ada.seen().updated);
 
-    signal(&first, "TERM");
+    first.signal("TERM");
     let exit = tokio::task::spawn_blocking(move || first.wait())
         .await
         .unwrap();

@@ -133,6 +133,68 @@ impl GatewayProcess {
     pub fn wait(mut self) -> std::process::ExitStatus {
         self.child.wait().unwrap()
     }
+
+    /// Waits (blocking) up to `within` for the process to exit by itself: its status, or
+    /// `None` if it had not (it is killed then).
+    pub fn exit_within(mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                self.kill();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends it signal `name` (`TERM`, `HUP`, `QUIT`).
+    pub fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name}");
+    }
+
+    /// Starts a new binary on `config` with `--upgrade` and `args`, and returns once it waits
+    /// at `socket` for a running one's sockets (see `Upgrading::take_over`).
+    pub async fn upgrading(config: &Path, args: &[&str], socket: &Path) -> Upgrading {
+        let (config, args) = (
+            config.to_owned(),
+            args.iter().map(|a| a.to_string()).collect(),
+        );
+        let starting = std::thread::spawn(move || {
+            let mut args: Vec<String> = args;
+            args.push("--upgrade".into());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            GatewayProcess::start_with(&config, &args)
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the new binary never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Upgrading(starting)
+    }
+}
+
+/// A new binary waiting to take a running one's sockets over.
+pub struct Upgrading(std::thread::JoinHandle<GatewayProcess>);
+
+impl Upgrading {
+    /// Sends `running` SIGQUIT, so that it hands its sockets over: the new binary, serving.
+    pub async fn take_over(self, running: &GatewayProcess) -> GatewayProcess {
+        running.signal("QUIT");
+        tokio::task::spawn_blocking(move || self.0.join().unwrap())
+            .await
+            .unwrap()
+    }
 }
 
 impl Drop for GatewayProcess {

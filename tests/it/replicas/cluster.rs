@@ -1,7 +1,7 @@
 //! Three gateway processes of one configuration on a real Redis behind a round-robin balancer,
 //! and the raw requests the replica tests send through it.
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -168,11 +168,7 @@ pub fn reload_with(cluster: &Cluster, replica: usize, extra: &str) {
     let text = std::fs::read_to_string(&cluster.config).unwrap();
     let base = text.split("# extra\n").next().unwrap().to_owned();
     std::fs::write(&cluster.config, format!("{base}# extra\n{extra}")).unwrap();
-    let status = Command::new("kill")
-        .args(["-HUP", &cluster.replicas[replica].child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    cluster.replicas[replica].signal("HUP");
 }
 
 /// Three replicas with the notes server as `remote`, ready.

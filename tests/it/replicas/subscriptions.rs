@@ -127,11 +127,7 @@ async fn a_subscription_outlives_the_replica_holding_it() {
     cluster
         .balancer
         .set_backends(vec![cluster.replicas[last].addr]);
-    let stopped = std::process::Command::new("kill")
-        .args(["-TERM", &cluster.replicas[second].child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
+    cluster.replicas[second].signal("TERM");
     let reached = updated_again(&ada, &touch, Duration::from_secs(8)).await;
     assert!(
         reached,

@@ -103,7 +103,7 @@ impl StoreFile {
 
     /// Opens the file now, if it is not open: whether it can be used.
     pub(super) async fn open(&self) -> Result<(), StoreError> {
-        self.read(|_| Ok(())).await
+        self.run(|_| Ok(())).await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
@@ -141,7 +141,7 @@ impl StoreFile {
         }
     }
 
-    /// Runs `op` on the file in a blocking thread.
+    /// Runs `op` on the file (a read, or a write that commits itself) in a blocking thread.
     async fn run<T: Send + 'static>(
         &self,
         op: impl FnOnce(&Database) -> Result<T, redb::Error> + Send + 'static,
@@ -152,13 +152,6 @@ impl StoreFile {
             .await
             .map_err(|error| StoreError::Unreachable(error.to_string()))?
             .map_err(|error| failure(&path, error))
-    }
-
-    async fn read<T: Send + 'static>(
-        &self,
-        op: impl FnOnce(&Database) -> Result<T, redb::Error> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        self.run(op).await
     }
 
     /// Runs `op` in a write transaction, committed without waiting for the disk.
@@ -226,7 +219,7 @@ impl StoreFile {
     /// Of the sessions `hashes`, which are alive (in the same order).
     pub(super) async fn alive(&self, hashes: Vec<String>) -> Result<Vec<bool>, StoreError> {
         let now = now_millis();
-        self.read(move |db| {
+        self.run(move |db| {
             let txn = db.begin_read()?;
             let sessions = match txn.open_table(SESSIONS) {
                 Ok(table) => table,
@@ -307,7 +300,7 @@ impl StoreFile {
             // Not an id of this store: everything kept.
             Some(None) => 0,
         };
-        self.read(move |db| {
+        self.run(move |db| {
             let txn = db.begin_read()?;
             let events = match txn.open_table(EVENTS) {
                 Ok(table) => table,
@@ -326,7 +319,7 @@ impl StoreFile {
     }
 
     pub(super) async fn seen(&self, hash: String) -> Result<Option<String>, StoreError> {
-        self.read(move |db| {
+        self.run(move |db| {
             let txn = db.begin_read()?;
             match txn.open_table(SEEN) {
                 Ok(seen) => Ok(seen.get(hash.as_str())?.map(|id| id.value().to_owned())),
@@ -352,7 +345,7 @@ impl StoreFile {
         hash: String,
         field: String,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        self.read(move |db| {
+        self.run(move |db| {
             let txn = db.begin_read()?;
             match txn.open_table(records.table()) {
                 Ok(table) => Ok(table
@@ -371,7 +364,7 @@ impl StoreFile {
         records: Records,
         hash: String,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
-        self.read(move |db| {
+        self.run(move |db| {
             let txn = db.begin_read()?;
             let table = match txn.open_table(records.table()) {
                 Ok(table) => table,

@@ -12,8 +12,9 @@
 //! |--------------|-----------------------------------------------------------------------------|
 //! | `front`      | the HTTP listener and its Host guard; the MCP endpoint (`front::mcp`: the streamable HTTP transport, sessions ids, event streams), `/healthz`, the OAuth connect pages and callback |
 //! | `session`    | client sessions (a small record each), and the serving of one request: raw, prepared lists, or rmcp's typed handler |
-//! | `router`     | exposed name or URI → owning upstream; forwarding on the raw path or the typed one |
-//! | `gateway`    | the shared state: config, upstreams, the catalog snapshot in an `ArcSwap`, resource subscriptions |
+//! | `router`     | exposed name or URI → owning upstream (the request's target, found once); forwarding on the raw path or the typed one |
+//! | `request`    | one client request as the layers below the front see it: caller, endpoint, era, the message read once, the client's headers, the snapshot it is answered from |
+//! | `gateway`    | the snapshot a reload or a rebuild swaps whole (`Live`: config, upstreams, their merged catalog, with its lookups) and the shared services: OAuth, the store, resource subscriptions, metrics |
 //! | `catalog`    | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint and policy |
 //! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery, supervision, limits |
 //! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
@@ -32,16 +33,20 @@
 //! # The life of a `tools/call`
 //!
 //! 1. `front`: hyper accepts the POST and hands it to `McpEndpoint`, which checks Host and
-//!    Origin, what the client accepts and sends, reads the body (within its limit), and parses
-//!    only the JSON-RPC envelope (`wire::parse`: borrowed slices, no typed model). The message's
-//!    era decides the rest: a session's request (looked up by `Mcp-Session-Id` in a sharded
-//!    table) is answered on an event stream; a 2026-07-28 request with JSON, or a stream if
-//!    something comes before the answer.
+//!    Origin, authenticates the caller, checks what the client accepts and sends, reads the
+//!    body (within its limit), and reads it once (`wire::Parsed`: the JSON-RPC envelope and the
+//!    top-level fields of `params` and `_meta`, borrowed slices of the body, no typed model).
+//!    The message's era decides the rest: a session's request (looked up by `Mcp-Session-Id` in
+//!    a sharded table) is answered on an event stream; a 2026-07-28 request with JSON, or a
+//!    stream if something comes before the answer. The front builds the `request::Request`:
+//!    the caller, the era, the message, the headers and the gateway's snapshot, loaded once.
 //! 2. `session::serve` starts the request's work, which runs inside the reply's body (a
-//!    client that goes away takes it along): `tools/call` goes to the router's raw path.
-//! 3. `router::raw`: the params' top-level fields are read once (`wire::Fields`); the catalog
-//!    snapshot is loaded (no lock) to find the route; the upstream's limit (if any) admits it and
-//!    its connection is found (the session's own, opened on first use, or the shared one).
+//!    client that goes away takes it along). A routed request's target is found
+//!    (`router::Target`: the route in the caller's view, the upstream found serving), and the
+//!    raw or the typed path is chosen, once: `tools/call` to a streamable-HTTP upstream takes
+//!    the raw one.
+//! 3. `router::raw`: the upstream's limit (if any) admits it and its connection is found (the
+//!    session's own, opened on first use, or the shared one).
 //! 4. The upstream request is written from the client's bytes: the name restored, the id
 //!    replaced by the gateway's own, `_meta` rewritten only if it holds a progress token or
 //!    keys the upstream's era must not see; everything else is copied as it came.
@@ -66,7 +71,7 @@
 //!   and the typed `Call::send` (calls by upstream, tool and outcome), the supervisor (states,
 //!   restarts) and the gateway's catalog rebuilds.
 //! - Authentication: `front::mcp` asks `auth` who the caller is before `session::serve` (the
-//!   principal goes into the request's extensions and the session record; a session answers
+//!   principal goes into the request and the session record; a session answers
 //!   only its own principal, and each request is judged by its own credentials). The admin
 //!   token (`auth::AdminToken`) guards the admin listener and the operator's views. Upstream OAuth tokens are per (upstream, principal):
 //!   per-client sessions carry their principal's, and where an upstream is shared each user
@@ -76,8 +81,9 @@
 //!   resolves URIs through its own view, so what it may not see is simply unknown to it.
 //!   Upstreams with `discovery = "per_user"` are merged into each user's view from their own
 //!   lists (`gateway::personal`).
-//! - Hot reload: `Gateway` owns the config and the upstream set; a new config swaps them as the
-//!   catalog is swapped, and sessions find upstreams by name on every request.
+//! - Hot reload: a new config swaps a new snapshot in (`gateway::Live`: config, upstreams and
+//!   the catalog built for them, together), and sessions find upstreams by name in the
+//!   snapshot of each request.
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -103,6 +109,7 @@ pub mod policy;
 pub mod principal;
 pub mod protocol;
 pub mod reload;
+pub mod request;
 pub mod router;
 pub mod session;
 pub mod startup;

@@ -34,9 +34,9 @@ fn fingerprint(path: &Path, overlay: &Path) -> Option<u64> {
 
 /// Reloads `gateway` whenever its configuration file changes, until `shutdown`.
 pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
-    let path: PathBuf = gateway.config().source.clone();
+    let path: PathBuf = gateway.live().config.source.clone();
     tokio::spawn(async move {
-        let overlay = || gateway.config().overlay.path.clone();
+        let overlay = || gateway.live().config.overlay.path.clone();
         let mut seen = fingerprint(&path, &overlay());
         let mut ticks = tokio::time::interval(POLL);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -46,7 +46,7 @@ pub fn spawn_watcher(gateway: Arc<Gateway>, shutdown: CancellationToken) {
                 _ = shutdown.cancelled() => return,
             }
             // Turned off (`watch_config = false`): SIGHUP and the admin API still reload.
-            if !gateway.config().server.watch_config {
+            if !gateway.live().config.server.watch_config {
                 continue;
             }
             let now = fingerprint(&path, &overlay());

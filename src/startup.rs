@@ -19,7 +19,7 @@ pub async fn announce(gateway: Arc<Gateway>, mcp_url: String, admin_url: Option<
     if let Some(admin) = admin_url {
         lines.push(format!("  status page and admin API: {admin}"));
     }
-    let upstreams = gateway.upstreams();
+    let upstreams = gateway.live().upstreams.clone();
     if upstreams.is_empty() {
         lines.push("  no upstream is configured yet".into());
     } else {
@@ -31,7 +31,7 @@ pub async fn announce(gateway: Arc<Gateway>, mcp_url: String, admin_url: Option<
     loop {
         let mut pending = 0;
         let mut news = Vec::new();
-        for upstream in gateway.upstreams() {
+        for upstream in gateway.live().upstreams.clone() {
             let status = upstream.status();
             let state = status.state;
             if !settled(state) {

@@ -200,7 +200,7 @@ pub async fn servers(State(admin): State<Admin>) -> Json<Value> {
 
 /// `GET /api/catalog`: the merged catalog as clients see it.
 pub async fn catalog(State(admin): State<Admin>) -> Json<Value> {
-    let catalog = admin.gateway.catalog();
+    let catalog = admin.gateway.live().catalog.clone();
     Json(json!({
         "generation": catalog.generation(),
         "tools": catalog.tools(),
@@ -244,7 +244,7 @@ pub async fn reload(State(admin): State<Admin>) -> Response {
 }
 
 fn upstream_named(admin: &Admin, name: &str) -> Result<Arc<Upstream>, Box<Response>> {
-    admin.gateway.upstream(name).ok_or_else(|| {
+    admin.gateway.live().upstream(name).cloned().ok_or_else(|| {
         Box::new(error(
             StatusCode::NOT_FOUND,
             &format!("no upstream named `{name}` is configured"),

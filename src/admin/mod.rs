@@ -49,7 +49,7 @@ struct Admin {
 /// The admin application for `gateway`, whose MCP endpoint is `mcp`; `token` is the
 /// operators'.
 pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router {
-    let hosts = Arc::new(guard_of(&gateway.config().admin));
+    let hosts = Arc::new(guard_of(&gateway.live().config.admin));
     let state = Admin {
         gateway,
         mcp,

@@ -30,7 +30,7 @@ pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
         Err(message) => return error(StatusCode::BAD_REQUEST, &message),
     };
     let _editing = admin.editing.lock().await;
-    let config = admin.gateway.config();
+    let config = admin.gateway.live().config.clone();
     if !config.admin.allow_commands
         && let Some(key) = privileged_key(&entry)
     {
@@ -68,7 +68,7 @@ pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
 /// it; its calls in flight get the shutdown grace period. 404 if there is none of that name.
 pub async fn remove(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
     let _editing = admin.editing.lock().await;
-    let config = admin.gateway.config();
+    let config = admin.gateway.live().config.clone();
     if !defines(&config, &name) {
         return error(
             StatusCode::NOT_FOUND,

@@ -14,6 +14,17 @@ pub enum ListKind {
 }
 
 impl ListKind {
+    /// The list `method` asks for, if it asks for one.
+    pub fn of_method(method: &str) -> Option<Self> {
+        match method {
+            "tools/list" => Some(ListKind::Tools),
+            "prompts/list" => Some(ListKind::Prompts),
+            "resources/list" => Some(ListKind::Resources),
+            "resources/templates/list" => Some(ListKind::Templates),
+            _ => None,
+        }
+    }
+
     /// The field of the list result that holds the entries.
     pub fn field(self) -> &'static str {
         match self {

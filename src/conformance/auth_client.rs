@@ -82,7 +82,9 @@ async fn exercise(
     }));
     let outcome = async {
         let upstream = gateway
+            .live()
             .upstream(UPSTREAM)
+            .cloned()
             .context("the upstream is configured")?;
         until_ready(&upstream).await?;
         use_tools(&endpoint).await

@@ -46,7 +46,8 @@ struct States {
 pub async fn health(State(state): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
     let upstreams: Vec<UpstreamHealth> = state
         .gateway
-        .upstreams()
+        .live()
+        .upstreams
         .iter()
         .map(|u| UpstreamHealth {
             name: u.name().to_string(),
@@ -70,7 +71,7 @@ pub async fn health(State(state): State<AppState>, uri: Uri, headers: HeaderMap)
         status,
         store,
         sessions: state.mcp.session_count(),
-        tools: state.gateway.catalog().tools().len(),
+        tools: state.gateway.live().catalog.tools().len(),
         upstreams,
     })
     .into_response()

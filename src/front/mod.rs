@@ -46,8 +46,8 @@ struct AppState {
 /// `/healthz` (which then shows only states, for load balancers' probes) first checks that the
 /// request was sent to an allowed host; the MCP endpoint checks it itself.
 pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, admin: AdminToken) -> Router {
-    let path = gateway.config().server.endpoint_path.clone();
-    let metrics_here = gateway.config().admin.metrics_on_main_listener;
+    let path = gateway.live().config.server.endpoint_path.clone();
+    let metrics_here = gateway.live().config.admin.metrics_on_main_listener;
     let state = AppState {
         gateway,
         mcp: mcp.clone(),
@@ -154,7 +154,7 @@ impl Front {
     ) -> std::io::Result<()> {
         let mcp = self.mcp.clone();
         let app = app(gateway.clone(), self.mcp, self.admin);
-        let timeout = gateway.config().server.client_timeout;
+        let timeout = gateway.live().config.server.client_timeout;
         let stopping = CancellationToken::new();
         let stop = {
             let stopping = stopping.clone();
@@ -169,7 +169,7 @@ impl Front {
             // Standalone streams would hold the shutdown open; calls in flight may finish
             // within the grace period, and are cut after it.
             mcp.end_standalone_streams();
-            tokio::time::sleep(gateway.config().server.shutdown_grace).await;
+            tokio::time::sleep(gateway.live().config.server.shutdown_grace).await;
             streams.cancel();
         });
         let served = serve::serve_app(listener, app, timeout, stop).await;

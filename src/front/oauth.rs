@@ -142,7 +142,9 @@ pub async fn forget(
     };
     match state.gateway.oauth().forget_for(&name, &principal).await {
         Some(forgotten) => {
-            if forgotten && let Some(upstream) = state.gateway.upstream(name.as_str()) {
+            if forgotten
+                && let Some(upstream) = state.gateway.live().upstream(name.as_str()).cloned()
+            {
                 // Let the supervisor notice at once if its connection needs authorization again.
                 upstream.suspect();
             }

@@ -1,11 +1,13 @@
-//! The gateway's shared state: the configuration it runs and its upstreams (one `Live`
-//! snapshot, which a reload swaps whole), and the merged catalog snapshot that every request
-//! reads.
+//! The gateway: the snapshot of what it runs (`Live`: the configuration, its upstreams and their
+//! merged catalog), which a reload or a catalog rebuild swaps whole, and the services every
+//! request shares (OAuth, the store, resource subscriptions, metrics, the journal).
 //!
 //! Upstream supervisors report changes here; each change rebuilds the catalog from the ready
-//! upstreams and swaps it in whole. Readers never lock: they load the current snapshots.
+//! upstreams and swaps a new snapshot in. Readers never lock: a request loads the snapshot
+//! once and answers from it.
 
 mod journal;
+mod live;
 mod personal;
 mod reload;
 mod scrape;
@@ -17,50 +19,26 @@ use std::{
     time::SystemTime,
 };
 
-use arc_swap::{ArcSwap, Guard};
-use bytes::Bytes;
+use arc_swap::ArcSwap;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    catalog::{Access, Catalog, Cursor, ListChanges, ListKind, NameScheme},
+    catalog::{Access, Catalog, ListChanges, NameScheme},
     config::Config,
     error::GatewayError,
     metrics::Metrics,
     names::UpstreamName,
     oauth::{Link, OAuth},
-    policy::Viewer,
     principal::Principal,
-    protocol::Era,
     store::Store,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
 pub use journal::{Journal, JournalError, ReloadEntry, ReloadOutcome, Trigger};
+pub use live::{Live, Setup};
 pub use subscriptions::{OUTBOX_CAPACITY, Outbox, Subscription, Subscriptions};
-
-/// How many earlier catalog snapshots pagination cursors may refer to.
-const RECENT_SNAPSHOTS: usize = 8;
-
-/// What a reload swaps: the configuration in force and the upstreams it names.
-pub struct Live {
-    pub config: Arc<Config>,
-    /// In config order.
-    pub upstreams: Vec<Arc<Upstream>>,
-    /// How names are prefixed with this set of upstreams.
-    pub scheme: NameScheme,
-    /// The policy and virtual endpoints, compiled for this set of upstreams.
-    pub access: Arc<Access>,
-    /// Bumped by every reload that changed something.
-    pub generation: u64,
-}
-
-impl Live {
-    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.upstreams.iter().find(|u| u.name().as_str() == name)
-    }
-}
 
 /// The listen addresses a configuration file gave, before they were overridden.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +60,9 @@ pub struct Gateway {
     journal: Journal,
     started: SystemTime,
     metrics: Arc<Metrics>,
-    catalog: ArcSwap<Catalog>,
-    /// Serializes rebuilds so the last one stored reflects the latest upstream state; holds
-    /// the last few snapshots, which open pagination cursors may still refer to.
-    recent: Mutex<VecDeque<Arc<Catalog>>>,
+    /// Serializes the swaps of `live`, so that the last one stored reflects the latest
+    /// configuration and upstream state.
+    publishing: Mutex<()>,
     /// Bumped after every catalog rebuild.
     catalog_version: watch::Sender<u64>,
     subscriptions: Arc<Subscriptions>,
@@ -116,21 +93,22 @@ impl Gateway {
         oauth.set_users_authenticate(config.auth.configured);
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
-                config: Arc::new(config),
-                upstreams: Vec::new(),
-                scheme: scheme.clone(),
-                access: access.clone(),
-                generation: 0,
+                setup: Setup {
+                    config: Arc::new(config),
+                    upstreams: Vec::new(),
+                    scheme: scheme.clone(),
+                    access: access.clone(),
+                    generation: 0,
+                },
+                catalog: Arc::new(Catalog::empty(scheme).paged(page_size).seen_through(access)),
+                recent: VecDeque::new(),
             }),
             supervisors: Mutex::default(),
             reloading: tokio::sync::Mutex::new(None),
             journal: Journal::default(),
             started: SystemTime::now(),
             metrics,
-            catalog: ArcSwap::from_pointee(
-                Catalog::empty(scheme).paged(page_size).seen_through(access),
-            ),
-            recent: Mutex::new(VecDeque::with_capacity(RECENT_SNAPSHOTS)),
+            publishing: Mutex::new(()),
             catalog_version: watch::Sender::new(0),
             subscriptions: Arc::default(),
             oauth,
@@ -138,20 +116,15 @@ impl Gateway {
             shutdown: CancellationToken::new(),
         });
         gateway.store.listen(gateway.shutdown.child_token());
-        let live = gateway.live.load_full();
-        let upstreams = live
+        let mut setup = gateway.live.load().setup.clone();
+        setup.upstreams = setup
             .config
             .upstreams
             .iter()
             .map(|upstream| gateway.launch(upstream.clone()))
             .collect();
-        gateway.live.store(Arc::new(Live {
-            config: live.config.clone(),
-            upstreams,
-            scheme: live.scheme.clone(),
-            access: live.access.clone(),
-            generation: 1,
-        }));
+        setup.generation = 1;
+        gateway.publish(Some(setup), ListChanges::default());
         gateway
     }
 
@@ -179,19 +152,14 @@ impl Gateway {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The configuration and upstreams in force. Load it once per request.
-    pub fn live(&self) -> Guard<Arc<Live>> {
-        self.live.load()
+    /// The snapshot in force: configuration, upstreams and catalog. A request loads it once.
+    pub fn live(&self) -> Arc<Live> {
+        self.live.load_full()
     }
 
     /// Notes the listen addresses the file gave, where the running ones differ from them.
     pub async fn set_written(&self, written: Written) {
         *self.reloading.lock().await = Some(written);
-    }
-
-    /// The configuration in force.
-    pub fn config(&self) -> Arc<Config> {
-        self.live.load().config.clone()
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -208,101 +176,56 @@ impl Gateway {
         self.started
     }
 
-    /// The current catalog snapshot. Hold it briefly: clone what you need before awaiting.
-    pub fn catalog(&self) -> Guard<Arc<Catalog>> {
-        self.catalog.load()
-    }
-
-    /// The upstreams in force, in config order.
-    pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
-        self.live.load().upstreams.clone()
-    }
-
-    pub fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
-        self.live.load().upstream(name).cloned()
-    }
-
-    /// The upstream a route points to, or why it cannot serve (it is down, and listed still
-    /// because of `failure_mode = "closed"`, or a reload has just removed it).
-    pub fn serving_upstream(&self, name: &UpstreamName) -> Result<Arc<Upstream>, GatewayError> {
-        let live = self.live.load();
-        let upstream = live
-            .upstream(name.as_str())
-            .ok_or_else(|| GatewayError::Unavailable {
-                upstream: name.clone(),
-                reason: "it is no longer configured".into(),
-            })?;
-        if upstream.is_ready() {
-            Ok(upstream.clone())
-        } else {
-            Err(unavailable(upstream))
-        }
-    }
-
-    /// What `viewer` sees of the current catalog snapshot.
-    pub fn catalog_for(&self, viewer: Viewer<'_>) -> Arc<Catalog> {
-        self.view_of(&self.catalog.load(), viewer)
-    }
-
-    /// The error for a tool or prompt name that is not in `catalog` (a view): if its prefix
-    /// names an upstream the view shows that is down, say so; otherwise the name is unknown.
-    pub fn missing_name(
-        &self,
-        catalog: &Catalog,
-        name: &str,
-        unknown: fn(String) -> GatewayError,
-    ) -> GatewayError {
-        let owner = catalog
-            .scheme()
-            .split_name(name)
-            .filter(|(upstream, _)| catalog.shows_upstream(upstream))
-            .and_then(|(upstream, _)| self.upstream(upstream));
-        match owner {
-            Some(upstream) if upstream.status().state != UpstreamState::Ready => {
-                unavailable(&upstream)
-            }
-            _ => unknown(name.to_owned()),
-        }
-    }
-
     /// Rebuilds the catalog; clients are told about the `announced` lists even if unchanged.
     pub fn rebuild_catalog_announcing(&self, announced: ListChanges) {
-        let mut recent = self
-            .recent
+        self.publish(None, announced);
+    }
+
+    /// Swaps in a new snapshot: the catalog built again from the upstreams' lists, for the
+    /// current setup or `setup` (a reload's), its predecessor kept among the recent ones.
+    /// Clients are told about the `announced` lists even if unchanged.
+    fn publish(&self, setup: Option<Setup>, announced: ListChanges) {
+        let _publishing = self
+            .publishing
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let live = self.live.load_full();
+        let current = self.live.load_full();
+        let setup = setup.unwrap_or_else(|| current.setup.clone());
         // Upstreams that show each user their own lists are merged into each user's view.
-        let parts: Vec<_> = live
+        let parts: Vec<_> = setup
             .upstreams
             .iter()
             .filter(|u| !u.discovers_per_user())
             .filter_map(|u| Some((u.name().clone(), u.catalog()?)))
             .collect();
-        let order = live.upstreams.iter().map(|u| u.name().clone()).collect();
-        let personal = live
+        let order = setup.upstreams.iter().map(|u| u.name().clone()).collect();
+        let personal = setup
             .upstreams
             .iter()
             .filter(|u| u.discovers_per_user() && u.is_ready())
             .map(|u| u.name().clone())
             .collect();
-        let previous = self.catalog.load_full();
-        let next = Catalog::build(live.scheme.clone(), &parts)
+        let previous = current.catalog.clone();
+        let catalog = Catalog::build(setup.scheme.clone(), &parts)
             .with_personal(order, personal)
-            .paged(live.config.catalog.page_size)
-            .seen_through(live.access.clone())
+            .paged(setup.config.catalog.page_size)
+            .seen_through(setup.access.clone())
             .succeeding(&previous, announced);
-        if !Arc::ptr_eq(next.access(), previous.access()) {
+        let mut recent = current.recent.clone();
+        if !Arc::ptr_eq(catalog.access(), previous.access()) {
             // Pages of the earlier snapshots were cut for the earlier policy.
             recent.clear();
         }
-        let generation = next.generation();
-        self.catalog.store(Arc::new(next));
-        if recent.len() == RECENT_SNAPSHOTS {
+        if recent.len() == live::RECENT_SNAPSHOTS {
             recent.pop_front();
         }
         recent.push_back(previous);
-        drop(recent);
+        let generation = catalog.generation();
+        self.live.store(Arc::new(Live {
+            setup,
+            catalog: Arc::new(catalog),
+            recent,
+        }));
         self.catalog_version.send_replace(generation);
     }
 
@@ -320,44 +243,6 @@ impl Gateway {
         &self.subscriptions
     }
 
-    /// The catalog snapshot numbered `generation`, if it is current or recent.
-    pub fn catalog_at(&self, generation: u64) -> Option<Arc<Catalog>> {
-        let current = self.catalog.load_full();
-        if current.generation() == generation {
-            return Some(current);
-        }
-        let recent = self
-            .recent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        recent
-            .iter()
-            .find(|c| c.generation() == generation)
-            .cloned()
-    }
-
-    /// The result JSON of a page of list `kind` for `viewer`, a client of `era`: the first
-    /// page of the current snapshot, or the page a cursor names in the snapshot it was given
-    /// out for.
-    pub fn list_page(
-        &self,
-        kind: ListKind,
-        era: Era,
-        cursor: Option<&str>,
-        viewer: Viewer<'_>,
-    ) -> Result<Bytes, GatewayError> {
-        let Some(text) = cursor else {
-            return Ok(self.catalog_for(viewer).list_page(kind, era, 0));
-        };
-        let invalid = |why: &str| GatewayError::InvalidParams(format!("cursor `{text}` {why}"));
-        let cursor = Cursor::decode(text, kind).ok_or_else(|| invalid("is not valid"))?;
-        let catalog = self.catalog_at(cursor.generation).ok_or_else(|| {
-            invalid("has expired: the list changed since; list again from the start")
-        })?;
-        let view = self.view_of(&catalog, viewer);
-        Ok(view.list_page(kind, era, cursor.offset))
-    }
-
     /// A receiver that sees every catalog rebuild (the new generation).
     pub fn watch_catalog(&self) -> watch::Receiver<u64> {
         self.catalog_version.subscribe()
@@ -365,7 +250,7 @@ impl Gateway {
 
     /// Resolves once every upstream has been tried at least once (ready or failed).
     pub async fn wait_settled(&self) {
-        let upstreams = self.upstreams();
+        let upstreams = self.live().upstreams.clone();
         futures::future::join_all(upstreams.iter().map(|u| u.wait_settled())).await;
     }
 
@@ -406,7 +291,7 @@ impl Gateway {
             self.subscriptions.hand_over();
         }
         self.shutdown();
-        let upstreams = self.upstreams();
+        let upstreams = self.live().upstreams.clone();
         futures::future::join_all(upstreams.iter().map(|u| u.close_all(grace))).await;
     }
 }

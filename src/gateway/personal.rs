@@ -6,12 +6,7 @@
 use std::sync::Arc;
 
 use super::Gateway;
-use crate::{
-    catalog::{Catalog, ListChanges, PersonalParts},
-    policy::Viewer,
-    principal::Principal,
-    upstream::Upstream,
-};
+use crate::{catalog::ListChanges, principal::Principal, upstream::Upstream};
 
 /// Every list, as announced when a user's own lists change.
 const ALL_LISTS: ListChanges = ListChanges {
@@ -25,12 +20,11 @@ impl Gateway {
     /// once where the catalog has no per-user upstream: every request asks).
     pub async fn discover_personal(&self, principal: &Principal) {
         let personal: Vec<Arc<Upstream>> = {
-            let snapshot = self.catalog.load();
-            if snapshot.personal().is_empty() {
+            let live = self.live.load();
+            if live.catalog.personal().is_empty() {
                 return;
             }
-            let live = self.live.load();
-            snapshot
+            live.catalog
                 .personal()
                 .iter()
                 .filter_map(|name| live.upstream(name.as_str()).cloned())
@@ -50,7 +44,7 @@ impl Gateway {
     /// `principal`'s lists of `upstream` changed (it said so on their connection): found
     /// again, and announced.
     pub(super) fn personal_changed(self: &Arc<Self>, upstream: &str, principal: &Principal) {
-        let Some(upstream) = self.upstream(upstream) else {
+        let Some(upstream) = self.live().upstream(upstream).cloned() else {
             return;
         };
         let (gateway, principal) = (self.clone(), principal.clone());
@@ -59,25 +53,5 @@ impl Gateway {
                 gateway.rebuild_catalog_announcing(ALL_LISTS);
             }
         });
-    }
-
-    /// What `viewer` sees of `snapshot`: its view, merged with the viewer's own lists of the
-    /// per-user upstreams where there are any.
-    pub(super) fn view_of(&self, snapshot: &Arc<Catalog>, viewer: Viewer<'_>) -> Arc<Catalog> {
-        if snapshot.personal().is_empty() {
-            return snapshot.view_for(viewer.endpoint, viewer.principal);
-        }
-        let live = self.live.load();
-        let theirs: PersonalParts = snapshot
-            .personal()
-            .iter()
-            .filter_map(|name| {
-                let part = live
-                    .upstream(name.as_str())?
-                    .personal_catalog(viewer.principal)?;
-                Some((name.clone(), part))
-            })
-            .collect();
-        snapshot.view_for_user(viewer.endpoint, viewer.principal, theirs)
     }
 }

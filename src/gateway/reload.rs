@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::{
-    Gateway, Live, Written, access_of,
+    Gateway, Setup, Written, access_of,
     journal::{ReloadEntry, ReloadOutcome, Trigger, unix_now},
     scheme_of,
 };
@@ -23,7 +23,7 @@ use crate::{
 impl Gateway {
     /// Reloads the configuration from its file (`config().source`).
     pub async fn reload_from_file(self: &Arc<Self>, trigger: Trigger) -> ReloadEntry {
-        let path = self.config().source.clone();
+        let path = self.live().config.source.clone();
         let loaded = tokio::task::spawn_blocking(move || crate::config::load(&path))
             .await
             .unwrap_or_else(|panic| {
@@ -134,13 +134,27 @@ impl Gateway {
         let reviewed = renamed || !kept;
         let grace = next.server.shutdown_grace;
         self.oauth().set_users_authenticate(next.auth.configured);
-        self.live.store(Arc::new(Live {
-            config: Arc::new(next),
-            upstreams,
-            scheme,
-            access,
-            generation: live.generation + 1,
-        }));
+        // New names for everything if the scheme changed; otherwise the catalog diff tells
+        // clients which lists changed.
+        let announced = if reviewed {
+            ListChanges {
+                tools: true,
+                prompts: true,
+                resources: true,
+            }
+        } else {
+            ListChanges::default()
+        };
+        self.publish(
+            Some(Setup {
+                config: Arc::new(next),
+                upstreams,
+                scheme,
+                access,
+                generation: live.generation + 1,
+            }),
+            announced,
+        );
         for upstream in retired {
             // A changed upstream's supervisor was stopped when `launch` replaced it.
             if !changed.iter().any(|name| name == upstream.name().as_str())
@@ -153,24 +167,13 @@ impl Gateway {
                 upstream.retire(grace).await;
                 // Its series go with it, unless an upstream of that name is back.
                 let name = upstream.name().as_str();
-                if gateway.upstream(name).is_none()
+                if gateway.live().upstream(name).cloned().is_none()
                     && let Some(table) = upstream.tool_series()
                 {
                     gateway.metrics.forget_upstream(name, &table);
                 }
             });
         }
-        // New names for everything if the scheme changed; otherwise the catalog diff tells
-        // clients which lists changed.
-        self.rebuild_catalog_announcing(if reviewed {
-            ListChanges {
-                tools: true,
-                prompts: true,
-                resources: true,
-            }
-        } else {
-            ListChanges::default()
-        });
         let mut summary = Vec::new();
         for (verb, names) in [
             ("added", &added),

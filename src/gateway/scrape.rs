@@ -70,7 +70,7 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
         "OAuth token refreshes by upstream and outcome (success, failure)",
         &["upstream", "outcome"],
     );
-    for upstream in gateway.upstreams() {
+    for upstream in gateway.live().upstreams.clone() {
         let name = upstream.name().as_str();
         let status = upstream.status();
         up.with_label_values(&[name])

@@ -32,7 +32,7 @@ pub async fn serve(
     endpoint: McpEndpoint,
     stop: CancellationToken,
 ) {
-    let grace = gateway.config().server.shutdown_grace;
+    let grace = gateway.live().config.server.shutdown_grace;
     let conf = Arc::new(ServerConf::default());
     let mut app = HttpProxy::new(Passthrough::new(gateway, endpoint), conf);
     app.handle_init_modules();

@@ -281,9 +281,9 @@ impl Passthrough {
         ctx._held = Some(held);
         let unknown = || not_found(&format!("no upstream is named `{name}`"));
         let name = UpstreamName::new(name).map_err(|_| unknown())?;
-        let upstream = self.gateway.upstream(name.as_str()).ok_or_else(unknown)?;
-        let catalog = self.gateway.catalog();
-        let access = catalog.access();
+        let live = self.gateway.live();
+        let upstream = live.upstream(name.as_str()).ok_or_else(unknown)?.clone();
+        let access = live.catalog.access();
         let sees = access
             .view_key(&EndpointName::MAIN, &principal)
             .is_some_and(|key| access.sees_upstream(&key, name.as_str()));

@@ -1,18 +1,20 @@
 //! Routing: from the name or URI a client used to the upstream that owns it, and the forwarding
 //! of the request there with the upstream's own name or URI restored.
 //!
-//! Each request reads one catalog snapshot, copies out only the route (two shared pointers),
-//! and gets a connection from the caller's `ConnectionSource`. On the raw path (`raw`) it goes
-//! on as bytes; on the typed path it is forwarded through `send`, which registers it with the
-//! connection's relay so that progress and requests coming back reach this client. Either way
-//! it is cancelled upstream if the client cancels or it times out.
+//! A routed request's target is found once (`target`), in what the caller sees of its request's
+//! snapshot, and the request gets a connection from the caller's `ConnectionSource`. On the raw
+//! path (`raw`) it goes on as bytes; on the typed path it is forwarded through `send`, which
+//! registers it with the connection's relay so that progress and requests coming back reach
+//! this client. Either way it is cancelled upstream if the client cancels or it times out.
 
 mod mrtr;
 mod raw;
+mod target;
 mod timeout;
 mod uris;
 
-pub use raw::{Rewrite, Routed, client_answer, upstream_request};
+pub use raw::{Rewrite, client_answer, upstream_request};
+pub use target::{Routed, Target};
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -32,13 +34,13 @@ use self::{
     timeout::{Stage, Timer},
 };
 use crate::{
-    catalog::{Catalog, NameScheme, Route},
     downstream::Downstream,
     error::{GatewayError, Side},
-    gateway::{Gateway, authorization_required, unavailable},
+    gateway::{authorization_required, unavailable},
     metrics::ToolOutcome,
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
+    request::Request,
     upstream::{Connection, InFlight, Upstream},
 };
 
@@ -50,135 +52,135 @@ pub trait ConnectionSource: Sync {
     ) -> impl Future<Output = Result<Arc<Connection>, GatewayError>> + Send;
 }
 
-/// One downstream request being routed: where its connections come from, who it is (for what
-/// comes back), and its cancellation.
+/// One downstream request being routed: the request, where its connections come from, who
+/// it is (for what comes back), and its cancellation.
 pub struct Call<'a, S> {
-    pub gateway: &'a Gateway,
+    pub request: &'a Request,
     pub source: &'a S,
     pub downstream: Arc<Downstream>,
     pub ct: &'a CancellationToken,
 }
 
 impl<S: ConnectionSource> Call<'_, S> {
-    /// `tools/call`: the result comes back as the upstream sent it, but for the URIs of
-    /// resources it links or embeds, which are mapped like listed ones.
+    /// `tools/call`, to `target`: the result comes back as the upstream sent it, but for the
+    /// URIs of resources it links or embeds, which are mapped like listed ones.
     pub async fn call_tool(
         &self,
         params: CallToolRequestParams,
+        target: &Target,
     ) -> Result<CallToolResponse, GatewayError> {
-        let catalog = self.catalog();
-        let Some(route) = catalog.tool(&params.name).cloned() else {
-            let unknown =
-                self.gateway
-                    .missing_name(&catalog, &params.name, GatewayError::UnknownTool);
-            return self.answer(Err(unknown));
-        };
-        let scheme = catalog.scheme().clone();
-        drop(catalog);
         let started = std::time::Instant::now();
-        let result = self.call_tool_routed(params, &route, scheme).await;
-        if let Some(upstream) = self.gateway.upstream(route.upstream.as_str()) {
-            let outcome = match &result {
-                Ok(CallToolResponse::Complete(done)) if done.is_error == Some(true) => {
-                    ToolOutcome::ToolError
-                }
-                Ok(_) => ToolOutcome::Success,
-                Err(_) => ToolOutcome::Error,
-            };
-            record_tool(&upstream, &route.original, outcome, started);
-        }
+        let result = self.call_tool_routed(params, target).await;
+        let outcome = match &result {
+            Ok(CallToolResponse::Complete(done)) if done.is_error == Some(true) => {
+                ToolOutcome::ToolError
+            }
+            Ok(_) => ToolOutcome::Success,
+            Err(_) => ToolOutcome::Error,
+        };
+        record_tool(&target.upstream, &target.original, outcome, started);
         self.answer(result)
     }
 
     async fn call_tool_routed(
         &self,
         mut params: CallToolRequestParams,
-        route: &Route,
-        scheme: NameScheme,
+        target: &Target,
     ) -> Result<CallToolResponse, GatewayError> {
         let meta = params.meta.take();
-        params.name = Cow::Owned(route.original.to_string());
+        params.name = Cow::Owned(target.original.clone());
         let request = |params| ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let tool = Some(&*route.original);
+        let upstream = target.upstream.name();
         match self
-            .send_answering(&route.upstream, params, request, tool, meta.as_ref())
+            .send_answering(
+                &target.upstream,
+                params,
+                request,
+                target.tool(),
+                meta.as_ref(),
+            )
             .await?
         {
             ServerResult::CallToolResult(mut result) => {
-                uris::expose_in_content(&scheme, &route.upstream, &mut result.content);
+                uris::expose_in_content(&target.scheme, upstream, &mut result.content);
                 Ok(CallToolResponse::Complete(result))
             }
             ServerResult::InputRequiredResult(result) => {
                 Ok(CallToolResponse::InputRequired(result))
             }
             ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
-            other => Err(unexpected(&route.upstream, &other)),
+            other => Err(unexpected(upstream, &other)),
         }
     }
 
-    /// `prompts/get`.
+    /// `prompts/get`, to `target`.
     pub async fn get_prompt(
         &self,
         params: GetPromptRequestParams,
+        target: &Target,
     ) -> Result<GetPromptResponse, GatewayError> {
-        self.answer(self.get_prompt_routed(params).await)
+        self.answer(self.get_prompt_routed(params, target).await)
     }
 
     async fn get_prompt_routed(
         &self,
         mut params: GetPromptRequestParams,
+        target: &Target,
     ) -> Result<GetPromptResponse, GatewayError> {
         let meta = params.meta.take();
-        let (route, scheme) = self.prompt_route(&params.name)?;
-        params.name = route.original.to_string();
+        params.name = target.original.clone();
         let request = |params| ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let upstream = target.upstream.name();
         match self
-            .send_answering(&route.upstream, params, request, None, meta.as_ref())
+            .send_answering(&target.upstream, params, request, None, meta.as_ref())
             .await?
         {
             ServerResult::GetPromptResult(mut result) => {
                 for message in &mut result.messages {
-                    uris::expose_in_prompt_message(&scheme, &route.upstream, message);
+                    uris::expose_in_prompt_message(&target.scheme, upstream, message);
                 }
                 Ok(GetPromptResponse::Complete(result))
             }
             ServerResult::InputRequiredResult(result) => {
                 Ok(GetPromptResponse::InputRequired(result))
             }
-            other => Err(unexpected(&route.upstream, &other)),
+            other => Err(unexpected(upstream, &other)),
         }
     }
 
-    /// `resources/read`: the contents' URIs are mapped back to the form the client used.
+    /// `resources/read`, to `target`: the contents' URIs are mapped back to the form the
+    /// client used.
     pub async fn read_resource(
         &self,
         params: ReadResourceRequestParams,
+        target: &Target,
     ) -> Result<ReadResourceResponse, GatewayError> {
-        self.answer(self.read_resource_routed(params).await)
+        self.answer(self.read_resource_routed(params, target).await)
     }
 
     async fn read_resource_routed(
         &self,
         mut params: ReadResourceRequestParams,
+        target: &Target,
     ) -> Result<ReadResourceResponse, GatewayError> {
         let meta = params.meta.take();
-        let (owner, original, scheme) = resolve_uri(self.gateway, &self.catalog(), &params.uri)?;
-        params.uri = original;
+        params.uri = target.original.clone();
         let request = |params| ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        let upstream = target.upstream.name();
         match self
-            .send_answering(&owner, params, request, None, meta.as_ref())
+            .send_answering(&target.upstream, params, request, None, meta.as_ref())
             .await?
         {
             ServerResult::ReadResourceResult(mut result) => {
                 for contents in &mut result.contents {
-                    uris::expose_in_contents(&scheme, &owner, contents);
+                    uris::expose_in_contents(&target.scheme, upstream, contents);
                 }
                 Ok(ReadResourceResponse::Complete(result))
             }
             ServerResult::InputRequiredResult(result) => {
                 Ok(ReadResourceResponse::InputRequired(result))
             }
-            other => Err(unexpected(&owner, &other)),
+            other => Err(unexpected(upstream, &other)),
         }
     }
 
@@ -195,15 +197,17 @@ impl<S: ConnectionSource> Call<'_, S> {
         mut params: CompleteRequestParams,
     ) -> Result<CompleteResult, GatewayError> {
         let meta = params.meta.take();
+        let (view, live) = (self.request.view(), &self.request.live);
         let owner = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
-                let (route, _) = self.prompt_route(&prompt.name)?;
+                let route = view.prompt(&prompt.name).ok_or_else(|| {
+                    live.missing_name(view, &prompt.name, GatewayError::UnknownPrompt)
+                })?;
                 prompt.name = route.original.to_string();
-                route.upstream
+                route.upstream.clone()
             }
             Reference::Resource(resource) => {
-                let (owner, original, _) =
-                    resolve_uri(self.gateway, &self.catalog(), &resource.uri)?;
+                let (owner, original, _) = live.resolve_uri(view, &resource.uri)?;
                 resource.uri = original;
                 owner
             }
@@ -214,26 +218,10 @@ impl<S: ConnectionSource> Call<'_, S> {
             }
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        let upstream = self.gateway.serving_upstream(&owner)?;
+        let upstream = live.serving_upstream(&owner)?;
         match self.send(&upstream, request, None, meta.as_ref()).await? {
             ServerResult::CompleteResult(result) => Ok(result),
             other => Err(unexpected(&owner, &other)),
-        }
-    }
-
-    /// What the caller sees of the catalog now.
-    fn catalog(&self) -> Arc<Catalog> {
-        self.gateway.catalog_for(self.downstream.viewer())
-    }
-
-    /// The route of a prompt the caller sees, and the naming scheme it sees it under.
-    fn prompt_route(&self, name: &str) -> Result<(Route, NameScheme), GatewayError> {
-        let catalog = self.catalog();
-        match catalog.prompt(name) {
-            Some(route) => Ok((route.clone(), catalog.scheme().clone())),
-            None => Err(self
-                .gateway
-                .missing_name(&catalog, name, GatewayError::UnknownPrompt)),
         }
     }
 
@@ -242,20 +230,20 @@ impl<S: ConnectionSource> Call<'_, S> {
     /// again with the answers (see `mrtr`).
     async fn send_answering<P: Answerable>(
         &self,
-        upstream: &UpstreamName,
+        serving: &Arc<Upstream>,
         params: P,
         request: fn(P) -> ClientRequest,
         tool: Option<&str>,
         meta: Option<&RequestMetaObject>,
     ) -> Result<ServerResult, GatewayError> {
-        let serving = self.gateway.serving_upstream(upstream)?;
+        let upstream = serving.name();
         if self.downstream.is_stateless() || !serving.speaks_only_modern() {
-            return self.send(&serving, request(params), tool, meta).await;
+            return self.send(serving, request(params), tool, meta).await;
         }
         let mut params = params;
         for _ in 0..mrtr::MAX_ROUNDS {
             match self
-                .send(&serving, request(params.clone()), tool, meta)
+                .send(serving, request(params.clone()), tool, meta)
                 .await?
             {
                 ServerResult::InputRequiredResult(required) => {
@@ -480,23 +468,6 @@ fn record_tool(upstream: &Upstream, tool: &str, outcome: ToolOutcome, started: s
     if let Some(series) = upstream.tool_series() {
         series.get(tool).record(outcome, started);
     }
-}
-
-/// The owner of an exposed URI in `catalog` (a view), the URI it knows, and the naming scheme
-/// of the view.
-pub fn resolve_uri(
-    gateway: &Gateway,
-    catalog: &Catalog,
-    uri: &str,
-) -> Result<(UpstreamName, String, NameScheme), GatewayError> {
-    let unknown = || GatewayError::UnknownResource(uri.to_owned());
-    let route = catalog.resolve_uri(uri).ok_or_else(unknown)?;
-    let upstream = gateway.upstream(route.upstream).ok_or_else(unknown)?;
-    Ok((
-        upstream.name().clone(),
-        route.original.to_owned(),
-        catalog.scheme().clone(),
-    ))
 }
 
 fn unexpected(upstream: &UpstreamName, result: &ServerResult) -> GatewayError {

@@ -27,28 +27,35 @@ use crate::{
     catalog::{Catalog, ListKind},
     downstream::Downstream,
     gateway::Gateway,
-    protocol::Era,
-    router::{Call, resolve_uri},
+    request::Request,
+    router::{Call, Target},
 };
 
 /// Serves one request of the typed path.
 pub struct SessionHandler {
     gateway: Arc<Gateway>,
+    request: Arc<Request>,
     /// `None` for a 2026-07-28 request.
     session: Option<Arc<Session>>,
     downstream: Arc<Downstream>,
+    /// Where a routed request goes, found before it came this way.
+    target: Option<Target>,
 }
 
 impl SessionHandler {
     pub fn new(
         gateway: Arc<Gateway>,
+        request: Arc<Request>,
         session: Option<Arc<Session>>,
         downstream: Arc<Downstream>,
+        target: Option<Target>,
     ) -> Self {
         Self {
             gateway,
+            request,
             session,
             downstream,
+            target,
         }
     }
 
@@ -58,7 +65,7 @@ impl SessionHandler {
         context: &'a RequestContext<RoleServer>,
     ) -> Call<'a, Source<'a>> {
         Call {
-            gateway: &self.gateway,
+            request: &self.request,
             source,
             downstream: self.downstream.clone(),
             ct: &context.ct,
@@ -68,15 +75,15 @@ impl SessionHandler {
     fn source(&self) -> Source<'_> {
         match &self.session {
             Some(session) => Source::Session(session.upstreams()),
-            None => Source::Stateless(&self.downstream.principal),
+            None => Source::Stateless(&self.request.caller.principal),
         }
     }
 
-    fn era(&self) -> Era {
-        match self.session {
-            Some(_) => Era::Legacy,
-            None => Era::Modern,
-        }
+    /// Where the routed request goes.
+    fn target(&self) -> Result<&Target, ErrorData> {
+        self.target.as_ref().ok_or_else(|| {
+            ErrorData::internal_error("a routed request came without its route", None)
+        })
     }
 
     /// A page of a merged list, as a typed result.
@@ -86,9 +93,8 @@ impl SessionHandler {
         kind: ListKind,
     ) -> Result<T, ErrorData> {
         let cursor = request.and_then(|r| r.cursor.as_deref());
-        let page = self
-            .gateway
-            .list_page(kind, self.era(), cursor, self.downstream.viewer())?;
+        let (live, era) = (&self.request.live, self.request.era);
+        let page = live.list_page(kind, era, cursor, self.request.viewer())?;
         serde_json::from_slice(&page).map_err(|error| {
             ErrorData::internal_error(format!("a prepared list cannot be read: {error}"), None)
         })
@@ -97,8 +103,7 @@ impl SessionHandler {
 
 impl ServerHandler for SessionHandler {
     fn get_info(&self) -> ServerConfig {
-        self.gateway
-            .server_info(&self.gateway.catalog_for(self.downstream.viewer()))
+        self.gateway.server_info(self.request.view())
     }
 
     /// A second `initialize` on a session keeps the session as it is.
@@ -125,7 +130,9 @@ impl ServerHandler for SessionHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let source = self.source();
         let call = self.call(&source, &context);
-        call.call_tool(request).await.map_err(Into::into)
+        call.call_tool(request, self.target()?)
+            .await
+            .map_err(Into::into)
     }
 
     async fn list_prompts(
@@ -143,7 +150,9 @@ impl ServerHandler for SessionHandler {
     ) -> Result<GetPromptResponse, ErrorData> {
         let source = self.source();
         let call = self.call(&source, &context);
-        call.get_prompt(request).await.map_err(Into::into)
+        call.get_prompt(request, self.target()?)
+            .await
+            .map_err(Into::into)
     }
 
     async fn list_resources(
@@ -169,7 +178,9 @@ impl ServerHandler for SessionHandler {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let source = self.source();
         let call = self.call(&source, &context);
-        call.read_resource(request).await.map_err(Into::into)
+        call.read_resource(request, self.target()?)
+            .await
+            .map_err(Into::into)
     }
 
     async fn complete(
@@ -194,7 +205,12 @@ impl ServerHandler for SessionHandler {
             ));
         };
         session
-            .subscribe(&self.gateway, self.downstream.viewer(), request.uri)
+            .subscribe(
+                &self.gateway,
+                &self.request.live,
+                self.request.viewer(),
+                request.uri,
+            )
             .await
             .map_err(Into::into)
     }
@@ -227,14 +243,14 @@ impl ServerHandler for SessionHandler {
     ) -> Option<SubscriptionFilter> {
         let mut accepted = requested.clone();
         if let Some(uris) = &mut accepted.resource_subscriptions {
-            let catalog = self.gateway.catalog_for(self.downstream.viewer());
-            uris.retain(|uri| resolve_uri(&self.gateway, &catalog, uri).is_ok());
+            let (live, view) = (&self.request.live, self.request.view());
+            uris.retain(|uri| live.resolve_uri(view, uri).is_ok());
         }
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        listen::serve(&self.gateway, &self.downstream, context).await
+        listen::serve(&self.gateway, &self.request, &self.downstream, context).await
     }
 }
 

@@ -10,12 +10,13 @@ use super::notify::ListWatcher;
 use crate::{
     downstream::Downstream,
     gateway::{Gateway, OUTBOX_CAPACITY, Outbox},
-    router::resolve_uri,
+    request::Request,
 };
 
 /// Serves one listen request until the client ends it.
 pub async fn serve(
     gateway: &Arc<Gateway>,
+    request: &Request,
     downstream: &Downstream,
     context: SubscriptionContext,
 ) -> Result<(), ErrorData> {
@@ -26,10 +27,10 @@ pub async fn serve(
         .resource_subscriptions
         .clone()
         .unwrap_or_default();
-    let catalog = gateway.catalog_for(downstream.viewer());
+    let (live, view) = (&request.live, request.view());
     for uri in uris {
-        let (owner, original, _) = resolve_uri(gateway, &catalog, &uri)?;
-        let upstream = gateway.serving_upstream(&owner)?;
+        let (owner, original, _) = live.resolve_uri(view, &uri)?;
+        let upstream = live.serving_upstream(&owner)?;
         let subscription = gateway
             .subscriptions()
             .subscribe(
@@ -42,7 +43,6 @@ pub async fn serve(
             .await?;
         subscriptions.push(subscription);
     }
-    drop(catalog);
     let mut lists = ListWatcher::new(gateway.clone());
     loop {
         let notifications = tokio::select! {

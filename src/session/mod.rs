@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 pub use handler::negotiate;
 pub use id::{SessionIds, Ticket};
 pub use notify::{ListWatcher, spawn_list_notifier};
-pub use serve::{Caller, Served, has_modern_meta, meta_of, meta_version, serve};
+pub use serve::{Served, has_modern_meta, meta_version, serve};
 pub use table::{SessionTable, TableEars};
 pub use takeover::spawn_takeover;
 pub use upstreams::{SessionUpstreams, Source};

@@ -35,7 +35,7 @@ pub struct ListWatcher {
 impl ListWatcher {
     pub fn new(gateway: Arc<Gateway>) -> Self {
         let generations = gateway.watch_catalog();
-        let announced = gateway.catalog().versions();
+        let announced = gateway.live().catalog.versions();
         Self {
             gateway,
             generations,
@@ -72,7 +72,7 @@ impl ListWatcher {
         tokio::time::sleep_until(due).await;
         self.due = None;
         self.generations.mark_unchanged();
-        Some(self.gateway.catalog().versions())
+        Some(self.gateway.live().catalog.versions())
     }
 }
 

@@ -23,66 +23,20 @@ use tokio_util::sync::CancellationToken;
 use super::{Session, handler::SessionHandler, upstreams::Source};
 use crate::{
     catalog::ListKind,
-    downstream::{Downstream, LogLevel, Outlet, PipeReceiver, PipeSender, pipe},
+    downstream::{Downstream, LogLevel, Outlet, PipeReceiver, pipe},
+    error::GatewayError,
     gateway::Gateway,
     metrics::Outcome,
-    policy::{EndpointName, Viewer},
-    principal::Principal,
     protocol::{
         Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION,
     },
-    router::{Call, Routed},
-    wire::{self, Fields, OwnedRequest},
+    request::{Caller, Request},
+    router::{Call, Routed, Target},
+    wire::{self, Fields},
 };
 
 /// Messages a request may have on their way to the client before it waits for it to read.
 const OUTLET_CAPACITY: usize = 32;
-
-/// Who made a request.
-#[derive(Clone)]
-pub enum Caller {
-    /// A client in a session, with the principal of this request's own credentials (the same
-    /// user as the session's, maybe with other groups, scopes or claims).
-    Session(Arc<Session>, Principal),
-    /// A 2026-07-28 client; the request stands alone.
-    Stateless {
-        principal: Principal,
-        endpoint: EndpointName,
-    },
-}
-
-impl Caller {
-    pub fn era(&self) -> Era {
-        match self {
-            Caller::Session(..) => Era::Legacy,
-            Caller::Stateless { .. } => Era::Modern,
-        }
-    }
-
-    /// Whom the catalog is shown to.
-    pub fn viewer(&self) -> Viewer<'_> {
-        match self {
-            Caller::Session(session, principal) => Viewer {
-                endpoint: &session.home().endpoint,
-                principal,
-            },
-            Caller::Stateless {
-                principal,
-                endpoint,
-            } => Viewer {
-                endpoint,
-                principal,
-            },
-        }
-    }
-
-    fn session(&self) -> Option<&Arc<Session>> {
-        match self {
-            Caller::Session(session, _) => Some(session),
-            Caller::Stateless { .. } => None,
-        }
-    }
-}
 
 /// A request being answered: the work that yields the answer, and what it sends the client
 /// on the way.
@@ -91,13 +45,14 @@ pub struct Served {
     pub messages: PipeReceiver,
 }
 
-/// Starts answering `request` of `caller`. `parts` are the HTTP request's (for the typed path,
-/// which hands them to handlers).
+/// Starts answering `request`, of `session`'s client if it is a session's. `found`: where a
+/// routed request goes, if the front looked it up already (a 2026-07-28 tool call, whose
+/// headers must agree with its params).
 pub fn serve(
     gateway: &Arc<Gateway>,
-    caller: Caller,
-    request: OwnedRequest,
-    parts: http::request::Parts,
+    request: Request,
+    session: Option<Arc<Session>>,
+    found: Option<Result<Target, GatewayError>>,
 ) -> Served {
     let (sender, messages) = pipe(OUTLET_CAPACITY);
     let gateway = gateway.clone();
@@ -106,21 +61,30 @@ pub fn serve(
     let span = tracing::debug_span!(
         "request",
         method = request.method(),
-        session = caller.session().map(|s| super::short_hash(s.id())),
+        session = session.as_ref().map(|s| super::short_hash(s.id())),
         upstream = tracing::field::Empty,
         tool = tracing::field::Empty,
     );
+    let request = Arc::new(request);
     let work = Box::pin(tracing::Instrument::instrument(
         async move {
-            let in_flight = caller.session().map(|session| session.begin(request.id()));
+            let in_flight = session.as_ref().map(|session| session.begin(request.id()));
             let ct = match &in_flight {
                 Some(in_flight) => in_flight.token.clone(),
                 None => CancellationToken::new(),
             };
             let timer = gateway.metrics().request(request.method());
-            // A user's own lists of per-user upstreams are found before their first request.
-            gateway.discover_personal(caller.viewer().principal).await;
-            let answer = answer(&gateway, &caller, &request, parts, sender, &ct).await;
+            let outlet = Outlet::Request {
+                stream: sender,
+                session: session.as_ref().map(|session| session.standalone().clone()),
+            };
+            let serving = Serving {
+                gateway: &gateway,
+                request: &request,
+                session: session.as_ref(),
+                ct: &ct,
+            };
+            let answer = serving.answer(found, outlet).await;
             timer.finish(if wire::is_error_answer(&answer) {
                 Outcome::Error
             } else {
@@ -134,83 +98,167 @@ pub fn serve(
     Served { work, messages }
 }
 
-async fn answer(
-    gateway: &Arc<Gateway>,
-    caller: &Caller,
-    request: &OwnedRequest,
-    parts: http::request::Parts,
-    outlet: PipeSender,
-    ct: &CancellationToken,
-) -> Bytes {
-    let method = request.method();
-    let fast = match method {
-        "tools/call" => Some(Fast::Routed(Routed::Tool)),
-        "prompts/get" => Some(Fast::Routed(Routed::Prompt)),
-        "resources/read" => Some(Fast::Routed(Routed::Resource)),
-        "tools/list" => Some(Fast::List(ListKind::Tools)),
-        "prompts/list" => Some(Fast::List(ListKind::Prompts)),
-        "resources/list" => Some(Fast::List(ListKind::Resources)),
-        "resources/templates/list" => Some(Fast::List(ListKind::Templates)),
-        _ => None,
-    };
-    let Some(fast) = fast else {
-        let meta = request
-            .params()
-            .and_then(Fields::of_text)
-            .and_then(|params| params.get("_meta").and_then(Fields::of));
-        let downstream = downstream(caller, meta.as_ref(), request_outlet(caller, outlet));
-        // Boxed: the typed path is the rare one, and its future is large.
-        return Box::pin(typed(gateway, caller, request, parts, downstream, ct)).await;
-    };
-    let id = request.id();
-    let params = match request.params().map(Fields::of_text) {
-        None => None,
-        Some(Some(params)) => Some(params),
-        Some(None) => {
+/// One request being answered, and what it is answered with.
+struct Serving<'a> {
+    gateway: &'a Arc<Gateway>,
+    request: &'a Arc<Request>,
+    session: Option<&'a Arc<Session>>,
+    ct: &'a CancellationToken,
+}
+
+impl Serving<'_> {
+    /// The answer: a list from the catalog's pages, a routed request on the raw path or the
+    /// typed one (decided here, once), or anything else through rmcp's handler.
+    async fn answer(&self, found: Option<Result<Target, GatewayError>>, outlet: Outlet) -> Bytes {
+        let request = self.request;
+        let method = request.method();
+        let fast = ListKind::of_method(method)
+            .map(Fast::List)
+            .or_else(|| Routed::of_method(method).map(Fast::Routed));
+        let Some(fast) = fast else {
+            // Boxed: the typed path is the rare one, and its future is large.
+            return Box::pin(self.typed(self.downstream(outlet), None)).await;
+        };
+        let id = request.id();
+        if request.message.params_malformed() {
             return wire::write::error(Some(id), -32602, "params must be an object", None);
         }
-    };
-    let meta = params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(Fields::of);
-    if caller.era() == Era::Modern
-        && let Err(error) = check_modern_meta(meta.as_ref())
-    {
-        return error.answer(id);
+        if request.era == Era::Modern
+            && let Err(error) = check_modern_meta(request.message.meta())
+        {
+            return error.answer(id);
+        }
+        let kind = match fast {
+            Fast::List(kind) => return list_page(request, kind),
+            Fast::Routed(kind) => kind,
+        };
+        let source = match self.session {
+            Some(session) => Source::Session(session.upstreams()),
+            None => Source::Stateless(&request.caller.principal),
+        };
+        let call = Call {
+            request,
+            source: &source,
+            downstream: self.downstream(outlet),
+            ct: self.ct,
+        };
+        let target = match found.unwrap_or_else(|| Target::of(request, kind)) {
+            Ok(target) => target,
+            Err(error) => return call.failed(error),
+        };
+        if target.takes_raw(request.era) {
+            call.routed(&target).await
+        } else {
+            let downstream = call.downstream.clone();
+            Box::pin(self.typed(downstream, Some(target))).await
+        }
     }
-    match fast {
-        Fast::List(kind) => list(gateway, caller, id, params.as_ref(), kind),
-        Fast::Routed(routed) => {
-            let downstream = downstream(caller, meta.as_ref(), request_outlet(caller, outlet));
-            let source = match caller {
-                Caller::Session(session, _) => Source::Session(session.upstreams()),
-                Caller::Stateless { principal, .. } => Source::Stateless(principal),
-            };
-            let call = Call {
-                gateway,
-                source: &source,
-                downstream,
-                ct,
-            };
-            let headers = &parts.headers;
-            match call
-                .routed(routed, id, params.as_ref(), caller.era(), headers)
-                .await
-            {
-                Some(answer) => answer,
-                None => {
-                    let downstream = call.downstream.clone();
-                    Box::pin(typed(gateway, caller, request, parts, downstream, ct)).await
+
+    /// The downstream side of the request: where its messages go, what its client can do and
+    /// wants to hear.
+    fn downstream(&self, outlet: Outlet) -> Arc<Downstream> {
+        let request = self.request;
+        let meta = request.message.meta();
+        let progress_token = meta
+            .and_then(|meta| meta.get(META_PROGRESS_TOKEN))
+            .and_then(|token| serde_json::from_str::<ProgressToken>(token.get()).ok());
+        let Caller {
+            principal,
+            endpoint,
+        } = request.caller.clone();
+        if let Some(session) = self.session {
+            let home = session.home();
+            return Arc::new(Downstream {
+                outlet,
+                asks: home.asks.clone(),
+                progress_token,
+                capabilities: home.capabilities.clone(),
+                principal,
+                endpoint,
+                log_level: home.log_level.clone(),
+            });
+        }
+        let field = |key| meta.and_then(|meta: &Fields<'_>| meta.get(key));
+        let capabilities = field(META_CLIENT_CAPABILITIES)
+            .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok())
+            .unwrap_or_default();
+        let log_level = field(META_LOG_LEVEL)
+            .and_then(|level| serde_json::from_str::<LoggingLevel>(level.get()).ok())
+            .map_or(LogLevel::Unset, LogLevel::Request);
+        Arc::new(Downstream {
+            outlet,
+            asks: None,
+            progress_token,
+            capabilities: Arc::new(capabilities),
+            principal,
+            endpoint,
+            log_level,
+        })
+    }
+
+    /// Through rmcp's typed handler: one service for this request, on a transport that carries
+    /// just it and what the handler sends back. `target`: where a routed request goes.
+    async fn typed(&self, downstream: Arc<Downstream>, target: Option<Target>) -> Bytes {
+        let request = self.request;
+        let id = request.id();
+        let Outlet::Request { stream: outlet, .. } = downstream.outlet.clone() else {
+            unreachable!("a request's downstream side sends on its own stream");
+        };
+        let message: ClientJsonRpcMessage = match serde_json::from_slice(request.message.body()) {
+            Ok(message) => message,
+            Err(error) => {
+                let text = format!("the request cannot be read: {error}");
+                return wire::write::error(Some(id), -32602, &text, None);
+            }
+        };
+        let peer_info = match self.session {
+            Some(session) => session.client().clone(),
+            None => stateless_peer(&request.headers),
+        };
+        let handler = SessionHandler::new(
+            self.gateway.clone(),
+            request.clone(),
+            self.session.cloned(),
+            downstream,
+            target,
+        );
+        let (transport, mut replies) = OneshotTransport::new(message);
+        let service =
+            serve_directly_with_ct(handler, transport, Some(peer_info), self.ct.child_token());
+        while let Some(reply) = replies.recv().await {
+            let is_answer = matches!(
+                reply,
+                ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
+            );
+            let bytes = match serde_json::to_vec(&reply) {
+                Ok(bytes) => Bytes::from(bytes),
+                Err(error) => {
+                    tracing::error!(%error, "an answer of the typed path cannot be written");
+                    continue;
                 }
+            };
+            if is_answer {
+                drop(service);
+                return bytes;
+            }
+            if outlet.send(bytes).await.is_err() {
+                break;
             }
         }
+        drop(service);
+        wire::write::error(
+            Some(id),
+            -32603,
+            "the request ended without an answer",
+            None,
+        )
     }
 }
 
+/// The methods answered without rmcp's handler (unless a routed one must take it).
 enum Fast {
-    Routed(Routed),
     List(ListKind),
+    Routed(Routed),
 }
 
 /// The error for a 2026-07-28 request whose `_meta` lacks what the protocol requires, or names
@@ -256,65 +304,12 @@ fn check_modern_meta(meta: Option<&Fields<'_>>) -> Result<(), MetaError> {
     Ok(())
 }
 
-/// Where a request's messages go: its stream, then its session's.
-fn request_outlet(caller: &Caller, stream: PipeSender) -> Outlet {
-    Outlet::Request {
-        stream,
-        session: caller.session().map(|session| session.standalone().clone()),
-    }
-}
-
-/// The downstream side of a routed request.
-fn downstream(caller: &Caller, meta: Option<&Fields<'_>>, outlet: Outlet) -> Arc<Downstream> {
-    let progress_token = meta
-        .and_then(|meta| meta.get(META_PROGRESS_TOKEN))
-        .and_then(|token| serde_json::from_str::<ProgressToken>(token.get()).ok());
-    match caller {
-        Caller::Session(session, principal) => {
-            let home = session.home();
-            Arc::new(Downstream {
-                outlet,
-                asks: home.asks.clone(),
-                progress_token,
-                capabilities: home.capabilities.clone(),
-                principal: principal.clone(),
-                endpoint: home.endpoint.clone(),
-                log_level: home.log_level.clone(),
-            })
-        }
-        Caller::Stateless {
-            principal,
-            endpoint,
-        } => {
-            let field = |key| meta.and_then(|meta: &Fields<'_>| meta.get(key));
-            let capabilities = field(META_CLIENT_CAPABILITIES)
-                .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok())
-                .unwrap_or_default();
-            let log_level = field(META_LOG_LEVEL)
-                .and_then(|level| serde_json::from_str::<LoggingLevel>(level.get()).ok())
-                .map_or(LogLevel::Unset, LogLevel::Request);
-            Arc::new(Downstream {
-                outlet,
-                asks: None,
-                progress_token,
-                capabilities: Arc::new(capabilities),
-                principal: principal.clone(),
-                endpoint: endpoint.clone(),
-                log_level,
-            })
-        }
-    }
-}
-
 /// A page of one of the merged lists, from the catalog's prepared bytes.
-fn list(
-    gateway: &Gateway,
-    caller: &Caller,
-    id: &str,
-    params: Option<&Fields<'_>>,
-    kind: ListKind,
-) -> Bytes {
-    let cursor = params
+fn list_page(request: &Request, kind: ListKind) -> Bytes {
+    let id = request.id();
+    let cursor = request
+        .message
+        .params()
         .and_then(|params| params.get("cursor"))
         .filter(|cursor| cursor.get() != "null");
     let cursor = match cursor.map(|cursor| wire::string(cursor).ok_or(())) {
@@ -324,89 +319,25 @@ fn list(
             return wire::write::error(Some(id), -32602, "the cursor must be a string", None);
         }
     };
-    match gateway.list_page(kind, caller.era(), cursor.as_deref(), caller.viewer()) {
+    let page = request
+        .live
+        .list_page(kind, request.era, cursor.as_deref(), request.viewer());
+    match page {
         Ok(page) => wire::write::response(id, std::str::from_utf8(&page).unwrap_or("{}")),
-        Err(error) => error.answer(id, caller.era()),
+        Err(error) => error.answer(id, request.era),
     }
-}
-
-/// Everything else, through rmcp's typed handler: one service for this request, on a
-/// transport that carries just it and what the handler sends back.
-async fn typed(
-    gateway: &Arc<Gateway>,
-    caller: &Caller,
-    request: &OwnedRequest,
-    parts: http::request::Parts,
-    downstream: Arc<Downstream>,
-    ct: &CancellationToken,
-) -> Bytes {
-    let id = request.id();
-    let Outlet::Request { stream: outlet, .. } = downstream.outlet.clone() else {
-        unreachable!("a request's downstream side sends on its own stream");
-    };
-    let mut message: ClientJsonRpcMessage = match serde_json::from_slice(request.body()) {
-        Ok(message) => message,
-        Err(error) => {
-            let text = format!("the request cannot be read: {error}");
-            return wire::write::error(Some(id), -32602, &text, None);
-        }
-    };
-    let peer_info = match caller {
-        Caller::Session(session, _) => session.client().clone(),
-        Caller::Stateless { .. } => stateless_peer(&parts),
-    };
-    if let ClientJsonRpcMessage::Request(request) = &mut message {
-        use rmcp::model::GetExtensions;
-        request.request.extensions_mut().insert(parts);
-    }
-    let handler = SessionHandler::new(gateway.clone(), caller.session().cloned(), downstream);
-    let (transport, mut replies) = OneshotTransport::new(message);
-    let service = serve_directly_with_ct(handler, transport, Some(peer_info), ct.child_token());
-    while let Some(reply) = replies.recv().await {
-        let is_answer = matches!(
-            reply,
-            ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
-        );
-        let bytes = match serde_json::to_vec(&reply) {
-            Ok(bytes) => Bytes::from(bytes),
-            Err(error) => {
-                tracing::error!(%error, "an answer of the typed path cannot be written");
-                continue;
-            }
-        };
-        if is_answer {
-            drop(service);
-            return bytes;
-        }
-        if outlet.send(bytes).await.is_err() {
-            break;
-        }
-    }
-    drop(service);
-    wire::write::error(
-        Some(id),
-        -32603,
-        "the request ended without an answer",
-        None,
-    )
 }
 
 /// What a stateless request tells of its client for rmcp's handler: the version of its
 /// `MCP-Protocol-Version` header (2025-03-26 without one).
-fn stateless_peer(parts: &http::request::Parts) -> InitializeRequestParams {
-    let version = parts
-        .headers
+fn stateless_peer(headers: &http::HeaderMap) -> InitializeRequestParams {
+    let version = headers
         .get("mcp-protocol-version")
         .and_then(|value| value.to_str().ok())
         .and_then(|text| serde_json::from_value(serde_json::Value::String(text.into())).ok())
         .unwrap_or(ProtocolVersion::V_2025_03_26);
     InitializeRequestParams::new(ClientCapabilities::default(), Implementation::default())
         .with_protocol_version(version)
-}
-
-/// The `_meta` object of `params`, if there is one (for the front's classification).
-pub fn meta_of<'a>(params: &Fields<'a>) -> Option<Fields<'a>> {
-    params.get("_meta").and_then(Fields::of)
 }
 
 /// Whether `meta` holds a complete 2026-07-28 request lifecycle (version and capabilities).

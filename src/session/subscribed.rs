@@ -11,19 +11,19 @@ use super::Session;
 use crate::{
     downstream::Outlet,
     error::GatewayError,
-    gateway::{Gateway, Outbox},
+    gateway::{Gateway, Live, Outbox},
     policy::Viewer,
-    router::resolve_uri,
     store::SubscriptionRecord,
 };
 
 impl Session {
     /// Subscribes the session to the resource its client names `uri`, unless it is already,
     /// here or through a living replica; `viewer` is the subscribing request's (what it may
-    /// see decides whether the resource exists for it).
+    /// see of `live` decides whether the resource exists for it).
     pub async fn subscribe(
         &self,
         gateway: &Gateway,
+        live: &Live,
         viewer: Viewer<'_>,
         uri: String,
     ) -> Result<(), GatewayError> {
@@ -35,9 +35,10 @@ impl Session {
         {
             return Ok(());
         }
-        self.subscribe_here(gateway, viewer, uri.clone()).await?;
+        self.subscribe_here(gateway, live, viewer, uri.clone())
+            .await?;
         if let Some(hash) = self.shared_hash() {
-            let ttl = gateway.config().server.session_idle_timeout;
+            let ttl = gateway.live().config.server.session_idle_timeout;
             if let Err(error) = gateway
                 .store()
                 .hold_subscription(hash, &uri, None, ttl)
@@ -80,7 +81,7 @@ impl Session {
                 return;
             }
         };
-        let ttl = gateway.config().server.session_idle_timeout;
+        let ttl = gateway.live().config.server.session_idle_timeout;
         for orphan in orphans {
             match store
                 .hold_subscription(hash, &orphan.uri, Some(&orphan), ttl)
@@ -95,7 +96,7 @@ impl Session {
             }
             let viewer = self.home().viewer();
             if let Err(error) = self
-                .subscribe_here(gateway, viewer, orphan.uri.clone())
+                .subscribe_here(gateway, &gateway.live(), viewer, orphan.uri.clone())
                 .await
             {
                 // The client is told nothing more of it: forget it rather than retry forever.
@@ -118,7 +119,7 @@ impl Session {
             return;
         };
         let held: Vec<String> = self.subscribed().keys().cloned().collect();
-        let ttl = gateway.config().server.session_idle_timeout;
+        let ttl = gateway.live().config.server.session_idle_timeout;
         for uri in held {
             match records.iter().find(|record| record.uri == uri) {
                 Some(record) if record.holder != store.replica() => {
@@ -154,12 +155,12 @@ impl Session {
     async fn subscribe_here(
         &self,
         gateway: &Gateway,
+        live: &Live,
         viewer: Viewer<'_>,
         uri: String,
     ) -> Result<(), GatewayError> {
-        let catalog = gateway.catalog_for(viewer);
-        let (owner, original, _) = resolve_uri(gateway, &catalog, &uri)?;
-        let upstream = gateway.serving_upstream(&owner)?;
+        let (owner, original, _) = live.resolve_uri(&live.view(viewer), &uri)?;
+        let upstream = live.serving_upstream(&owner)?;
         let outbox = Outbox::Outlet(Outlet::Session(Arc::clone(self.standalone())));
         let subscription = gateway
             .subscriptions()

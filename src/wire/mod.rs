@@ -6,7 +6,7 @@ mod depth;
 pub mod envelope;
 pub mod media;
 pub mod object;
-pub mod owned;
+pub mod parsed;
 pub mod sse;
 pub mod write;
 
@@ -21,7 +21,7 @@ use bytes::Bytes;
 pub fn freeze(bytes: Vec<u8>) -> Bytes {
     Bytes::from(bytes.into_boxed_slice())
 }
-pub use owned::OwnedRequest;
+pub use parsed::{Parsed, ParsedRequest};
 
 /// Whether `answer`, a JSON-RPC response as Switchyard writes them (`jsonrpc`, `id`, then
 /// `result` or `error`), is an error. Only its head is looked at: inside the id, a string,

@@ -4,17 +4,23 @@
 
 use std::{borrow::Cow, fmt};
 
+use arrayvec::ArrayVec;
 use serde::{
     Deserialize, Deserializer,
     de::{MapAccess, Visitor},
 };
 use serde_json::value::RawValue;
-use smallvec::SmallVec;
 
-/// The fields of one JSON object, in the order written.
+/// One field: its name (unescaped) and its value as written.
+type Field<'a> = (Cow<'a, str>, &'a RawValue);
+
+/// The fields of one JSON object, in the order written: the first few kept inline (the params
+/// of a request seldom have more), the rest after them. Covariant in `'a`, so that a message's
+/// fields can be kept beside the body they borrow from (`wire::Parsed`).
 #[derive(Debug, Default)]
 pub struct Fields<'a> {
-    fields: SmallVec<[(Cow<'a, str>, &'a RawValue); 6]>,
+    first: ArrayVec<Field<'a>, 6>,
+    rest: Vec<Field<'a>>,
 }
 
 /// What to do with a field when writing the object back.
@@ -40,20 +46,27 @@ impl<'a> Fields<'a> {
 
     /// The value of field `name`, as written.
     pub fn get(&self, name: &str) -> Option<&'a RawValue> {
-        self.fields
-            .iter()
+        self.all()
             .find(|(key, _)| key == name)
             .map(|(_, value)| *value)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &'a RawValue)> {
-        self.fields
-            .iter()
-            .map(|(key, value)| (key.as_ref(), *value))
+        self.all().map(|(key, value)| (key.as_ref(), *value))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.first.is_empty()
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Field<'a>> {
+        self.first.iter().chain(&self.rest)
+    }
+
+    fn push(&mut self, field: Field<'a>) {
+        if let Err(full) = self.first.try_push(field) {
+            self.rest.push(full.element());
+        }
     }
 
     /// Writes the object to `out`: each field as `edit` says, then `added` fields (name, JSON
@@ -75,7 +88,7 @@ impl<'a> Fields<'a> {
             out.push(b':');
             out.extend_from_slice(value.as_bytes());
         };
-        for (key, value) in &self.fields {
+        for (key, value) in self.all() {
             match edit(key) {
                 Edit::Keep => field(out, key, value.get()),
                 Edit::Drop => {}
@@ -106,12 +119,12 @@ impl<'de> Deserialize<'de> for Fields<'de> {
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut fields = SmallVec::new();
+                let mut fields = Fields::default();
                 while let Some(CowStr(key)) = map.next_key()? {
                     let value: &'de RawValue = map.next_value()?;
                     fields.push((key, value));
                 }
-                Ok(Fields { fields })
+                Ok(fields)
             }
         }
         deserializer.deserialize_map(FieldsVisitor)
@@ -162,6 +175,23 @@ mod tests {
         assert!(fields.get("missing").is_none());
         assert!(Fields::of(&raw("[1]")).is_none());
         assert!(Fields::of(&raw("{}")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_object_of_many_fields_keeps_them_all_in_order() {
+        let text: String = (0..10)
+            .map(|i| format!(r#""k{i}":{i}"#))
+            .collect::<Vec<_>>()
+            .join(",");
+        let value = RawValue::from_string(format!("{{{text}}}")).unwrap();
+        let fields = Fields::of(&value).unwrap();
+        let keys: Vec<&str> = fields.iter().map(|(k, _)| k).collect();
+        let expected: Vec<String> = (0..10).map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, expected);
+        assert_eq!(fields.get("k9").unwrap().get(), "9");
+        let mut out = Vec::new();
+        fields.write(&mut out, |_| Edit::Keep, &[]);
+        assert_eq!(out, format!("{{{text}}}").into_bytes());
     }
 
     #[test]

@@ -160,7 +160,8 @@ async fn merged_lists_paginate_over_one_snapshot() {
     assert!(
         crate::harness::eventually(std::time::Duration::from_secs(5), || {
             gw.gateway
-                .catalog()
+                .live()
+                .catalog
                 .tools()
                 .iter()
                 .any(|t| t.name == "remote__dyn_1")

@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["front"],
     &["auth", "session"],
     &["router"],
+    &["request"],
     &["gateway"],
     &["upstream"],
     &["catalog", "downstream", "oauth"],

@@ -287,7 +287,9 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     assert!(
         eventually(SOON, || gw
             .gateway
+            .live()
             .upstream("secure")
+            .cloned()
             .unwrap()
             .status()
             .last_error
@@ -301,7 +303,7 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
 
 /// Waits until `secure` shows a link other than `old`.
 async fn eventually_new_link(gw: &TestGateway, old: &str) -> String {
-    let upstream = gw.gateway.upstream("secure").unwrap();
+    let upstream = gw.gateway.live().upstream("secure").cloned().unwrap();
     let changed = eventually(SOON, || {
         let status = upstream.status();
         status
@@ -429,7 +431,13 @@ async fn a_token_endpoint_outage_keeps_the_tokens() {
     sleep_until_epoch(expires + 1.0).await;
     assert!(call(&client, "secure__whoami", json!({})).await.is_err());
     assert_eq!(stored_tokens(state.path()).len(), 1);
-    let status = gw.gateway.upstream("secure").unwrap().status();
+    let status = gw
+        .gateway
+        .live()
+        .upstream("secure")
+        .cloned()
+        .unwrap()
+        .status();
     assert_eq!(status.authorization_url, None, "{status:?}");
 
     // The token endpoint is back: the token is refreshed, without a new authorization.
@@ -461,7 +469,7 @@ async fn an_authorized_upstream_that_goes_down_is_retried_with_backoff() {
     assert!(call(&client, "secure__whoami", json!({})).await.is_err());
     // Its token is good, but that is no reason to reconnect in a tight loop: each failed
     // attempt counts, and the backoff applies.
-    let secure = gw.gateway.upstream("secure").unwrap();
+    let secure = gw.gateway.live().upstream("secure").cloned().unwrap();
     assert!(
         eventually(SOON, || secure.status().retries >= 3).await,
         "{:?}",

@@ -57,7 +57,8 @@ async fn on_file(extra: &str) -> OnFile {
 
 fn has_tool(gw: &TestGateway, name: &str) -> bool {
     gw.gateway
-        .catalog()
+        .live()
+        .catalog
         .tools()
         .iter()
         .any(|tool| tool.name == name)
@@ -136,7 +137,7 @@ async fn settings_change_live_and_fixed_ones_are_reported() {
     assert_eq!(entry.outcome, ReloadOutcome::Applied, "{entry:?}");
     assert_eq!(entry.needs_restart, vec!["server.listen".to_owned()]);
     assert!(has_tool(&gw, "echo"));
-    assert_eq!(gw.gateway.config().server.listen, gw.addr);
+    assert_eq!(gw.gateway.live().config.server.listen, gw.addr);
     let again = gw.gateway.reload_from_file(Trigger::Signal).await;
     assert_eq!(again.outcome, ReloadOutcome::Unchanged, "{again:?}");
 }

@@ -282,7 +282,9 @@ async fn an_upstream_that_hangs_on_initialize_does_not_delay_the_others() {
     assert!(
         eventually(SOON, || gw
             .gateway
+            .live()
             .upstream("hung")
+            .cloned()
             .unwrap()
             .status()
             .retries
@@ -305,7 +307,7 @@ async fn a_full_upstream_queues_then_refuses_with_an_overload_error() {
         )
         .start()
         .await;
-    let remote = gw.gateway.upstream("remote").unwrap();
+    let remote = gw.gateway.live().upstream("remote").cloned().unwrap();
     let admission = || remote.admission().unwrap();
     let first = gw.client().await;
     let second = gw.client().await;

@@ -12,10 +12,11 @@ use super::{
 use crate::{
     downstream::Attached,
     protocol::{Era, LAST_EVENT_ID, MCP_SESSION_ID},
+    request::Caller,
 };
 
 impl Endpoint {
-    pub(super) async fn get(&self, request: Request<Body>) -> Response<Body> {
+    pub(super) async fn get(&self, request: Request<Body>, caller: &Caller) -> Response<Body> {
         if !checks::accepts(request.headers(), EVENT_STREAM) {
             return reply::refusal(
                 StatusCode::NOT_ACCEPTABLE,
@@ -23,7 +24,7 @@ impl Endpoint {
             );
         }
         let (request, _) = request.into_parts();
-        let session = match self.session_of(&request).await {
+        let session = match self.session_of(&request, caller).await {
             Ok(session) => session,
             Err(response) => return *response,
         };
@@ -53,9 +54,9 @@ impl Endpoint {
         }
     }
 
-    pub(super) async fn delete(&self, request: Request<Body>) -> Response<Body> {
+    pub(super) async fn delete(&self, request: Request<Body>, caller: &Caller) -> Response<Body> {
         let (request, _) = request.into_parts();
-        let session = match self.session_of(&request).await {
+        let session = match self.session_of(&request, caller).await {
             Ok(session) => session,
             Err(response) => return *response,
         };
@@ -69,6 +70,7 @@ impl Endpoint {
     async fn session_of(
         &self,
         request: &http::request::Parts,
+        caller: &Caller,
     ) -> Result<std::sync::Arc<crate::session::Session>, RefusalResponse> {
         match VersionHeader::of(&request.headers) {
             VersionHeader::Invalid => {
@@ -98,6 +100,6 @@ impl Endpoint {
                     "Bad Request: Session ID is required",
                 ))
             })?;
-        self.session_for(id, &request.extensions).await
+        self.session_for(id, caller).await
     }
 }

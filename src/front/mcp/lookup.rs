@@ -20,30 +20,27 @@ use crate::{
     downstream::SharedStream,
     policy::EndpointName,
     principal::Principal,
+    request::Caller,
     session::{Session, Ticket},
     store::session_hash,
 };
 
 impl Endpoint {
-    /// The session `id` names if it belongs to the request's principal and was opened at the
-    /// request's endpoint: another principal's session, or one of another endpoint, is as
+    /// The session `id` names if it belongs to the caller's principal and was opened at the
+    /// caller's endpoint: another principal's session, or one of another endpoint, is as
     /// unknown as a made-up id.
     pub(super) async fn session_for(
         &self,
         id: &str,
-        extensions: &http::Extensions,
+        caller: &Caller,
     ) -> Result<Arc<Session>, RefusalResponse> {
-        let principal = extensions.get::<Principal>();
-        let endpoint = extensions
-            .get::<EndpointName>()
-            .unwrap_or(&EndpointName::MAIN);
+        let Caller {
+            principal,
+            endpoint,
+        } = caller;
         if let Some(session) = self.sessions.get(id) {
             let home = session.home();
-            let same = match principal {
-                Some(principal) => *principal == home.principal,
-                None => home.principal.is_anonymous(),
-            };
-            return if same && home.endpoint == *endpoint {
+            return if *principal == home.principal && home.endpoint == *endpoint {
                 Ok(session)
             } else {
                 Err(not_found())
@@ -53,14 +50,13 @@ impl Endpoint {
         if !store.keeps_sessions() {
             return Err(not_found());
         }
-        let principal = principal.cloned().unwrap_or_else(Principal::anonymous);
         let ticket = self
             .ids
             .open(id)
-            .filter(|ticket| ticket.belongs_to(&principal, endpoint))
+            .filter(|ticket| ticket.belongs_to(principal, endpoint))
             .ok_or_else(not_found)?;
         match store.session_alive(&session_hash(id)).await {
-            Ok(true) => Ok(self.adopt(id, ticket, principal, endpoint.clone())),
+            Ok(true) => Ok(self.adopt(id, ticket, caller.clone())),
             Ok(false) => Err(not_found()),
             Err(error) => Err(Box::new(reply::refusal_retry(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -77,10 +73,12 @@ impl Endpoint {
         &self,
         id: &str,
         ticket: Ticket,
-        principal: Principal,
-        endpoint: EndpointName,
+        Caller {
+            principal,
+            endpoint,
+        }: Caller,
     ) -> Arc<Session> {
-        let catalog = self.gateway.catalog();
+        let catalog = self.gateway.live().catalog.clone();
         let version = ticket.client.protocol_version.clone();
         let session = Session::new(
             Arc::from(id),

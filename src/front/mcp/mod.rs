@@ -35,6 +35,7 @@ use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
     policy::EndpointName,
+    request::Caller,
     session::{SessionIds, SessionTable, TableEars, spawn_list_notifier, spawn_takeover},
 };
 
@@ -280,7 +281,7 @@ impl Endpoint {
     /// A request past the guard: who makes it, then what it asks.
     async fn dispatch(
         &self,
-        mut request: Request<Body>,
+        request: Request<Body>,
         endpoint: EndpointName,
         settings: &Settings,
     ) -> Response<Body> {
@@ -294,12 +295,14 @@ impl Endpoint {
             Ok(held) => held,
             Err(refusal) => return *refusal,
         };
-        request.extensions_mut().insert(principal);
-        request.extensions_mut().insert(endpoint);
+        let caller = Caller {
+            principal,
+            endpoint,
+        };
         let response = match *request.method() {
-            Method::POST => self.post(request, settings).await,
-            Method::GET => self.get(request).await,
-            Method::DELETE => self.delete(request).await,
+            Method::POST => self.post(request, settings, caller).await,
+            Method::GET => self.get(request, &caller).await,
+            Method::DELETE => self.delete(request, &caller).await,
             _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
         };
         limits::hold_until_sent(response, held)

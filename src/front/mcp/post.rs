@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, request::Parts};
 use http_body_util::{BodyExt, Limited};
 use rmcp::model::{InitializeRequestParams, RequestId, ServerJsonRpcMessage, ServerResult};
@@ -19,11 +18,13 @@ use super::{
 };
 use crate::{
     config::Limits,
-    policy::{EndpointName, Viewer},
+    error::GatewayError,
     principal::Principal,
     protocol::{Era, MCP_SESSION_ID, MODERN},
-    session::{Caller, Served, Session, has_modern_meta, meta_of, meta_version, negotiate, serve},
-    wire::{self, Fields, Message, OwnedRequest},
+    request::Caller,
+    router::{Routed, Target},
+    session::{Served, Session, has_modern_meta, meta_version, negotiate, serve},
+    wire::{self, Fields, Message, Parsed, ParsedRequest},
 };
 
 /// How a message's era was told.
@@ -36,7 +37,12 @@ struct Classified {
 }
 
 impl Endpoint {
-    pub(super) async fn post(&self, request: Request<Body>, settings: &Settings) -> Response<Body> {
+    pub(super) async fn post(
+        &self,
+        request: Request<Body>,
+        settings: &Settings,
+        caller: Caller,
+    ) -> Response<Body> {
         let (max_body, body_timeout) = (settings.max_body, settings.body_timeout);
         let limits = settings.limiter.limits();
         let (parts, body) = request.into_parts();
@@ -80,8 +86,8 @@ impl Endpoint {
             );
             return reply::error(StatusCode::BAD_REQUEST, None, -32600, &message);
         }
-        let message = match wire::parse(&body) {
-            Ok(message) => message,
+        let parsed = match Parsed::read(body) {
+            Ok(parsed) => parsed,
             Err(error) => {
                 return reply::error(
                     StatusCode::BAD_REQUEST,
@@ -102,17 +108,14 @@ impl Endpoint {
             .headers
             .get(MCP_SESSION_ID)
             .and_then(|value| value.to_str().ok());
-        let classified = match classify(&message, version, session_id.is_some()) {
+        let classified = match classify(&parsed, version, session_id.is_some()) {
             Ok(classified) => classified,
             Err(response) => return *response,
         };
-        if let Err(response) = self.standard_headers(&parts, &message, version) {
-            return *response;
-        }
         match (classified.era, session_id) {
-            (Era::Legacy, Some(id)) => match self.session_for(id, &parts.extensions).await {
+            (Era::Legacy, Some(id)) => match self.session_for(id, &caller).await {
                 Ok(session)
-                    if matches!(message, Message::Request(_))
+                    if matches!(parsed.message(), Message::Request(_))
                         && session.in_flight_count()
                             >= limits.max_in_flight_per_session as usize =>
                 {
@@ -124,92 +127,94 @@ impl Endpoint {
                         std::time::Duration::from_secs(1),
                     )
                 }
-                Ok(session) => self.in_session(session, message, &body, parts).await,
+                Ok(session) => self.in_session(session, parsed, parts, caller).await,
                 Err(refusal) => *refusal,
             },
-            (Era::Legacy, None) => match (message, classified.handshake) {
-                (Message::Request(request), Some(params)) => {
-                    if let Some(refusal) = self.session_quota(&parts, limits) {
+            (Era::Legacy, None) => match (parsed.into_request(), classified.handshake) {
+                (Ok(request), Some(params)) => {
+                    if let Some(refusal) = self.session_quota(&caller.principal, limits) {
                         return refusal;
                     }
-                    self.open_session(request.id.get(), params, &parts).await
+                    self.open_session(request.id(), params, caller).await
                 }
-                (Message::Request(request), None) if request.method == "server/discover" => {
-                    self.stateless(&request, &body, parts, false).await
+                (Ok(request), None) if request.method() == "server/discover" => {
+                    let request = self.request(request, parts, caller, Era::Modern).await;
+                    self.stateless(request, None, false).await
                 }
                 _ => reply::refusal(
                     StatusCode::BAD_REQUEST,
                     "Bad Request: Session ID is required",
                 ),
             },
-            (Era::Modern, _) => match message {
-                Message::Request(request) => {
-                    self.stateless(&request, &body, parts, classified.meta_malformed)
-                        .await
-                }
-                Message::Notification(_) => reply::accepted(),
-                Message::Response { .. } | Message::Error { .. } => reply::error(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    -32600,
-                    "stateless server does not accept JSON-RPC responses",
-                ),
-            },
+            (Era::Modern, _) => {
+                self.modern(parsed, parts, caller, classified.meta_malformed)
+                    .await
+            }
         }
+    }
+
+    /// The request as the layers below see it, of a client of `era` (a session's is of the
+    /// legacy one; one that stands alone, of 2026-07-28), answered from the snapshot in force
+    /// once the caller's own lists of per-user upstreams are found.
+    async fn request(
+        &self,
+        message: ParsedRequest,
+        parts: Parts,
+        caller: Caller,
+        era: Era,
+    ) -> crate::request::Request {
+        self.gateway.discover_personal(&caller.principal).await;
+        crate::request::Request::new(self.gateway.live(), caller, era, message, parts.headers)
     }
 
     /// A message of a session's client.
     async fn in_session(
         &self,
         session: Arc<Session>,
-        message: Message<'_>,
-        body: &Bytes,
+        parsed: Parsed,
         parts: Parts,
+        caller: Caller,
     ) -> Response<Body> {
-        match message {
-            Message::Request(request) => {
-                let request = OwnedRequest::new(body.clone(), &request);
-                let ids = EventIds::Request(session.next_stream());
+        let parsed = match parsed.into_request() {
+            Ok(message) => {
                 // The session pins the user; what this request may see and do is decided by
                 // the credentials it carries (a narrower token sees less).
-                let (principal, _) = caller_of(&parts);
-                let caller = Caller::Session(session, principal);
-                let Served { work, messages } = serve(&self.gateway, caller, request, parts);
+                let request = self.request(message, parts, caller, Era::Legacy).await;
+                let ids = EventIds::Request(session.next_stream());
+                let Served { work, messages } = serve(&self.gateway, request, Some(session), None);
                 // A session's client is always answered on a stream (it may resume one).
-                match reply::begin(ids, work, messages).await {
+                return match reply::begin(ids, work, messages).await {
                     Begun::Answered(answer) => EventStream::single(ids, answer),
                     Begun::Streaming(stream) => {
                         stream.counted(&self.gateway.metrics().streams_open)
                     }
                 }
-                .into_response()
+                .into_response();
             }
+            Err(parsed) => parsed,
+        };
+        let answered = match *parsed.message() {
             Message::Notification(notification) => {
-                notice(&session, notification);
-                reply::accepted()
+                notice(&session, notification.method, parsed.params());
+                return reply::accepted();
             }
-            Message::Response { id, result } => {
-                if !session.asks().answer(id, Ok(result)) {
-                    // With replicas, the request may have been sent by another one.
-                    session.relay(self.gateway.store(), body).await;
-                }
-                reply::accepted()
-            }
-            Message::Error { id, error } => {
-                if let Some(id) = id
-                    && !session.asks().answer(id, Err(error))
-                {
-                    session.relay(self.gateway.store(), body).await;
-                }
-                reply::accepted()
-            }
+            Message::Response { id, result } => session.asks().answer(id, Ok(result)),
+            Message::Error {
+                id: Some(id),
+                error,
+            } => session.asks().answer(id, Err(error)),
+            Message::Error { id: None, .. } | Message::Request(_) => true,
+        };
+        if !answered {
+            // With replicas, the request may have been sent by another one.
+            session.relay(self.gateway.store(), parsed.body()).await;
         }
+        reply::accepted()
     }
 
     /// The refusal of a new session for a principal who has as many as they may.
-    fn session_quota(&self, parts: &Parts, limits: &Limits) -> Option<Response<Body>> {
+    fn session_quota(&self, principal: &Principal, limits: &Limits) -> Option<Response<Body>> {
         let max = limits.max_sessions_per_principal?;
-        let principal = parts.extensions.get::<Principal>()?;
         (self.sessions.count_for(principal) >= max as usize).then(|| {
             limits::too_many(
                 &format!(
@@ -225,14 +230,9 @@ impl Endpoint {
         &self,
         id: &str,
         params: InitializeRequestParams,
-        parts: &Parts,
+        caller: Caller,
     ) -> Response<Body> {
-        let (principal, endpoint) = caller_of(parts);
-        let viewer = Viewer {
-            endpoint: &endpoint,
-            principal: &principal,
-        };
-        let catalog = self.gateway.catalog_for(viewer);
+        let catalog = self.gateway.live().view(caller.viewer());
         let result = match negotiate(&self.gateway, &catalog, &params) {
             Ok(result) => result,
             Err(error) => {
@@ -241,6 +241,10 @@ impl Endpoint {
                 return EventStream::single(EventIds::Standalone, message).into_response();
             }
         };
+        let Caller {
+            principal,
+            endpoint,
+        } = caller;
         let session = self
             .new_session(
                 params,
@@ -262,26 +266,69 @@ impl Endpoint {
         response
     }
 
+    /// A 2026-07-28 message. Its SEP-2243 headers must agree with its body: for a tool call,
+    /// with the params its tool's schema names, so the tool is looked up here (once: the
+    /// request goes on with what was found).
+    async fn modern(
+        &self,
+        parsed: Parsed,
+        parts: Parts,
+        caller: Caller,
+        meta_malformed: bool,
+    ) -> Response<Body> {
+        let parsed = match parsed.into_request() {
+            Ok(message) => {
+                let request = self.request(message, parts, caller, Era::Modern).await;
+                let found = (request.method() == Routed::Tool.method())
+                    .then(|| Target::of(&request, Routed::Tool));
+                let param_headers = found
+                    .as_ref()
+                    .and_then(|found| found.as_ref().ok()?.param_headers.as_deref());
+                let checked = checks::standard_headers(
+                    &request.headers,
+                    request.method(),
+                    request.message.params(),
+                    param_headers,
+                );
+                if let Err(reason) = checked {
+                    let id = Some(request.id());
+                    return reply::error(StatusCode::BAD_REQUEST, id, -32020, &reason);
+                }
+                return self.stateless(request, found, meta_malformed).await;
+            }
+            Err(parsed) => parsed,
+        };
+        match parsed.message() {
+            Message::Notification(notification) => {
+                let checked = checks::standard_headers(
+                    &parts.headers,
+                    notification.method,
+                    parsed.params(),
+                    None,
+                );
+                match checked {
+                    Ok(()) => reply::accepted(),
+                    Err(reason) => reply::error(StatusCode::BAD_REQUEST, None, -32020, &reason),
+                }
+            }
+            _ => reply::error(
+                StatusCode::BAD_REQUEST,
+                None,
+                -32600,
+                "stateless server does not accept JSON-RPC responses",
+            ),
+        }
+    }
+
     /// A request that stands alone (2026-07-28, or `server/discover`): answered with JSON, or
     /// with a stream if something is sent before the answer.
     async fn stateless(
         &self,
-        request: &wire::Request<'_>,
-        body: &Bytes,
-        parts: Parts,
+        request: crate::request::Request,
+        found: Option<Result<Target, GatewayError>>,
         meta_malformed: bool,
     ) -> Response<Body> {
-        let (principal, endpoint) = caller_of(&parts);
-        let request = OwnedRequest::new(body.clone(), request);
-        let Served { work, messages } = serve(
-            &self.gateway,
-            Caller::Stateless {
-                principal,
-                endpoint,
-            },
-            request,
-            parts,
-        );
+        let Served { work, messages } = serve(&self.gateway, request, None, found);
         match reply::begin(EventIds::None, work, messages).await {
             Begun::Answered(answer) => {
                 reply::json(reply::modern_status(&answer, meta_malformed), answer)
@@ -289,71 +336,15 @@ impl Endpoint {
             Begun::Streaming(stream) => stream.into_response(),
         }
     }
-
-    /// The SEP-2243 headers of a 2026-07-28 message must agree with its body.
-    fn standard_headers(
-        &self,
-        parts: &Parts,
-        message: &Message<'_>,
-        version: VersionHeader<'_>,
-    ) -> Result<(), RefusalResponse> {
-        let modern = version.text().is_some_and(|v| Era::of(v) == Era::Modern);
-        let (id, method, params) = match message {
-            Message::Request(request) if modern => {
-                (Some(request.id), request.method, request.params)
-            }
-            Message::Notification(notification) if modern => {
-                (None, notification.method, notification.params)
-            }
-            _ => return Ok(()),
-        };
-        let params = params.and_then(Fields::of);
-        let param_headers = (method == "tools/call")
-            .then(|| params.as_ref()?.get("name").and_then(wire::string))
-            .flatten()
-            .and_then(|name| {
-                let (principal, endpoint) = caller_of(parts);
-                let catalog = self.gateway.catalog_for(Viewer {
-                    endpoint: &endpoint,
-                    principal: &principal,
-                });
-                catalog.tool_route(&name)?.param_headers.clone()
-            });
-        checks::standard_headers(
-            &parts.headers,
-            method,
-            params.as_ref(),
-            param_headers.as_deref(),
-        )
-        .map_err(|reason| {
-            Box::new(reply::error(
-                StatusCode::BAD_REQUEST,
-                id.map(|id| id.get()),
-                -32020,
-                &reason,
-            ))
-        })
-    }
-}
-
-/// Who made the request and the endpoint it came to, as the front found them.
-fn caller_of(parts: &Parts) -> (Principal, EndpointName) {
-    let extensions = &parts.extensions;
-    (
-        extensions.get::<Principal>().cloned().unwrap_or_default(),
-        extensions
-            .get::<EndpointName>()
-            .cloned()
-            .unwrap_or_default(),
-    )
 }
 
 /// Which era `message` belongs to, as rmcp's transport decides it; or the answer refusing it.
 fn classify(
-    message: &Message<'_>,
+    parsed: &Parsed,
     version: VersionHeader<'_>,
     in_session: bool,
 ) -> Result<Classified, RefusalResponse> {
+    let message = parsed.message();
     let legacy_header = matches!(version, VersionHeader::Absent)
         || matches!(version, VersionHeader::Known(v) if Era::of(v) == Era::Legacy);
     let Message::Request(request) = message else {
@@ -375,9 +366,8 @@ fn classify(
             meta_malformed: false,
         });
     }
-    let params = request.params.and_then(Fields::of);
-    let meta = params.as_ref().and_then(meta_of);
-    let meta_version = meta_version(meta.as_ref());
+    let meta = parsed.meta();
+    let meta_version = meta_version(meta);
     if let VersionHeader::Unknown(v) = version
         && meta_version.is_none()
     {
@@ -427,7 +417,7 @@ fn classify(
             )));
         }
     }
-    let complete_meta = has_modern_meta(meta.as_ref());
+    let complete_meta = has_modern_meta(meta);
     let stated = meta_version
         .as_deref()
         .or(version.text())
@@ -452,14 +442,10 @@ fn unsupported_version(version: &str) -> Response<Body> {
 }
 
 /// A notification of a session's client.
-fn notice(session: &Arc<Session>, notification: wire::Notification<'_>) {
-    match notification.method {
+fn notice(session: &Arc<Session>, method: &str, params: Option<&Fields<'_>>) {
+    match method {
         "notifications/cancelled" => {
-            let id = notification
-                .params
-                .and_then(Fields::of)
-                .and_then(|params| params.get("requestId"));
-            if let Some(id) = id {
+            if let Some(id) = params.and_then(|params| params.get("requestId")) {
                 session.cancel(id.get());
             }
         }

@@ -27,16 +27,15 @@ use serde_json::value::RawValue;
 
 use super::{
     Call, ConnectionSource, log_failure,
+    target::{Routed, Target},
     timeout::{Stage, Timer},
     uris,
 };
 use crate::{
-    catalog::NameScheme,
     downstream::Downstream,
     error::GatewayError,
     gateway::unavailable,
     metrics::ToolOutcome,
-    names::UpstreamName,
     protocol::Era,
     upstream::{
         Connection, ExchangeError, Outgoing, RawLink, Step, Upstream, log_upstream_message,
@@ -47,161 +46,57 @@ use crate::{
 pub use rewrite::{Rewrite, client_answer, upstream_request};
 use rewrite::{relay_error, reports_tool_error};
 
-/// Which routed request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Routed {
-    Tool,
-    Prompt,
-    Resource,
-}
-
-impl Routed {
-    pub fn method(self) -> &'static str {
-        match self {
-            Routed::Tool => "tools/call",
-            Routed::Prompt => "prompts/get",
-            Routed::Resource => "resources/read",
-        }
-    }
-
-    /// The param that names what is asked for.
-    fn field(self) -> &'static str {
-        match self {
-            Routed::Resource => "uri",
-            Routed::Tool | Routed::Prompt => "name",
-        }
-    }
-}
-
-/// Where a routed request goes, as the catalog says.
-struct Target {
-    upstream: UpstreamName,
-    /// The tool or prompt name, or the URI, as the upstream knows it.
-    original: String,
-    scheme: NameScheme,
-    /// A tool whose schema asks for `Mcp-Param-*` headers.
-    param_headers: bool,
-    /// The client's headers the upstream's rules pass on.
-    forwarded: Vec<(http::HeaderName, http::HeaderValue)>,
-}
-
 impl<S: ConnectionSource> Call<'_, S> {
-    /// Answers a routed request of a client of `era` on the raw path: the answer, as a
-    /// JSON-RPC message for request `id`; `None` when it must go the typed way.
-    pub async fn routed(
-        &self,
-        kind: Routed,
-        id: &str,
-        params: Option<&Fields<'_>>,
-        era: Era,
-        client_headers: &http::HeaderMap,
-    ) -> Option<Bytes> {
-        let result = match self.target(kind, params) {
-            Ok(mut target) => {
-                let upstream = match self.gateway.serving_upstream(&target.upstream) {
-                    Ok(upstream) => upstream,
-                    Err(error) => return Some(self.failed(id, error, era)),
-                };
-                target.forwarded = upstream.config().forwarded(client_headers);
-                if !takes_raw(&upstream, kind, &target, era) {
-                    return None;
-                }
-                let span = tracing::Span::current();
-                span.record("upstream", upstream.name().as_str());
-                if kind == Routed::Tool {
-                    span.record("tool", target.original.as_str());
-                }
-                let started = std::time::Instant::now();
-                let result = self
-                    .forward(&upstream, kind, &target, id, params?, era)
-                    .await;
-                if kind == Routed::Tool {
-                    let outcome = match &result {
-                        Ok(answer) if wire::is_error_answer(answer) => ToolOutcome::Error,
-                        Ok(answer) if reports_tool_error(answer) => ToolOutcome::ToolError,
-                        Ok(_) => ToolOutcome::Success,
-                        Err(_) => ToolOutcome::Error,
-                    };
-                    super::record_tool(&upstream, &target.original, outcome, started);
-                }
-                result
-            }
-            Err(error) => Err(error),
-        };
-        Some(match result {
+    /// Answers a routed request on the raw path, at `target` (which takes it: see
+    /// `Target::takes_raw`): the answer, as a JSON-RPC message for the client.
+    pub async fn routed(&self, target: &Target) -> Bytes {
+        let upstream = &target.upstream;
+        let span = tracing::Span::current();
+        span.record("upstream", upstream.name().as_str());
+        if let Some(tool) = target.tool() {
+            span.record("tool", tool);
+        }
+        let forwarded = upstream.config().forwarded(&self.request.headers);
+        let started = std::time::Instant::now();
+        let result = self.forward(target, &forwarded).await;
+        if let Some(tool) = target.tool() {
+            let outcome = match &result {
+                Ok(answer) if wire::is_error_answer(answer) => ToolOutcome::Error,
+                Ok(answer) if reports_tool_error(answer) => ToolOutcome::ToolError,
+                Ok(_) => ToolOutcome::Success,
+                Err(_) => ToolOutcome::Error,
+            };
+            super::record_tool(upstream, tool, outcome, started);
+        }
+        match result {
             Ok(answer) => answer,
-            Err(error) => self.failed(id, error, era),
-        })
+            Err(error) => self.failed(error),
+        }
     }
 
-    fn failed(&self, id: &str, error: GatewayError, era: Era) -> Bytes {
+    /// The answer to the client for a routed request that failed with `error`, logged at the
+    /// level its side calls for.
+    pub fn failed(&self, error: GatewayError) -> Bytes {
         log_failure(&error);
         error
             .for_client(&self.downstream.capabilities)
-            .answer(id, era)
-    }
-
-    fn target(&self, kind: Routed, params: Option<&Fields<'_>>) -> Result<Target, GatewayError> {
-        let field = kind.field();
-        let name = params
-            .and_then(|params| params.get(field))
-            .and_then(wire::string)
-            .ok_or_else(|| GatewayError::InvalidParams(format!("`{field}` must be a string")))?;
-        match kind {
-            Routed::Tool => {
-                let catalog = self.catalog();
-                let route = catalog.tool_route(&name).ok_or_else(|| {
-                    self.gateway
-                        .missing_name(&catalog, &name, GatewayError::UnknownTool)
-                })?;
-                Ok(Target {
-                    upstream: route.route.upstream.clone(),
-                    original: route.route.original.to_string(),
-                    scheme: catalog.scheme().clone(),
-                    param_headers: route.param_headers.is_some(),
-                    forwarded: Vec::new(),
-                })
-            }
-            Routed::Prompt => {
-                let (route, scheme) = self.prompt_route(&name)?;
-                Ok(Target {
-                    upstream: route.upstream,
-                    original: route.original.to_string(),
-                    scheme,
-                    param_headers: false,
-                    forwarded: Vec::new(),
-                })
-            }
-            Routed::Resource => {
-                let (upstream, original, scheme) =
-                    super::resolve_uri(self.gateway, &self.catalog(), &name)?;
-                Ok(Target {
-                    upstream,
-                    original,
-                    scheme,
-                    param_headers: false,
-                    forwarded: Vec::new(),
-                })
-            }
-        }
+            .answer(self.request.id(), self.request.era)
     }
 
     /// Sends the request on the raw path and relays what comes back, within the upstream's
     /// limits and timeouts, as the typed `send` does.
     async fn forward(
         &self,
-        upstream: &Arc<Upstream>,
-        kind: Routed,
         target: &Target,
-        id: &str,
-        params: &Fields<'_>,
-        era: Era,
+        forwarded: &[(http::HeaderName, http::HeaderValue)],
     ) -> Result<Bytes, GatewayError> {
-        let tool = (kind == Routed::Tool).then_some(target.original.as_str());
-        let mut timer = Timer::start(upstream, tool);
+        let upstream = &target.upstream;
+        let mut timer = Timer::start(upstream, target.tool());
         let outage = upstream.outage();
         tokio::pin!(outage);
         let _admitted = self.admit(upstream, &mut timer).await?;
+        let empty = Fields::default();
+        let params = self.request.message.params().unwrap_or(&empty);
         let mut retried = false;
         loop {
             let connection = self.connect(upstream, &mut timer).await?;
@@ -218,10 +113,10 @@ impl<S: ConnectionSource> Call<'_, S> {
             };
             let outgoing = Outgoing {
                 id: number,
-                method: kind.method(),
+                method: target.kind.method(),
                 name: &target.original,
-                body: upstream_request(kind, number, &target.original, params, rewrite),
-                forwarded: &target.forwarded,
+                body: upstream_request(target.kind, number, &target.original, params, rewrite),
+                forwarded,
             };
             let request_id = RequestId::Number(number);
             let exchange = Exchanging {
@@ -243,16 +138,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 Err(Stop::Exchange(error)) => {
                     return Err(self.exchange_failed(upstream, error).await);
                 }
-                Ok(answer) => {
-                    return self.relay_answer(
-                        answer,
-                        upstream.name(),
-                        kind,
-                        &target.scheme,
-                        id,
-                        era,
-                    );
-                }
+                Ok(answer) => return Ok(self.relay_answer(answer, target)),
             }
         }
     }
@@ -275,34 +161,20 @@ impl<S: ConnectionSource> Call<'_, S> {
     }
 
     /// The client's answer from the upstream's: its id, its URIs mapped, the shape of its era.
-    fn relay_answer(
-        &self,
-        answer: crate::upstream::Answer,
-        upstream: &UpstreamName,
-        kind: Routed,
-        scheme: &NameScheme,
-        id: &str,
-        era: Era,
-    ) -> Result<Bytes, GatewayError> {
+    fn relay_answer(&self, answer: crate::upstream::Answer, target: &Target) -> Bytes {
+        let (id, era, upstream) = (self.request.id(), self.request.era, target.upstream.name());
         if answer.is_error {
-            return Ok(relay_error(id, answer.payload(), upstream, era));
+            return relay_error(id, answer.payload(), upstream, era);
         }
-        Ok(client_answer(
-            kind,
+        client_answer(
+            target.kind,
             id,
             answer.payload(),
-            scheme,
+            &target.scheme,
             upstream,
             era,
-        ))
+        )
     }
-}
-
-/// Whether a routed request can take the raw path (see the module's documentation).
-fn takes_raw(upstream: &Upstream, kind: Routed, target: &Target, era: Era) -> bool {
-    upstream.has_raw_path()
-        && !(era == Era::Legacy && upstream.speaks_only_modern())
-        && !(kind == Routed::Tool && target.param_headers)
 }
 
 /// Why a raw request ended without an answer.

@@ -21,9 +21,9 @@ fn planting(marker: &Path) -> serde_json::Value {
 async fn nothing_ran_or_was_written(gw: &TestGateway, marker: &Path) {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(!marker.exists(), "the command ran");
-    let overlay = &gw.gateway.config().overlay.path;
+    let overlay = &gw.gateway.live().config.overlay.path;
     assert!(!overlay.exists(), "the overlay was written");
-    assert!(gw.gateway.upstream("p").is_none());
+    assert!(gw.gateway.live().upstream("p").cloned().is_none());
 }
 
 /// After DNS rebinding, the attacker's page and the admin listener share an origin in the

@@ -168,7 +168,9 @@ async fn metadata_on_another_origin_is_not_fetched() {
         .await;
     let failed = eventually(Duration::from_secs(20), || {
         gw.gateway
+            .live()
             .upstream("pointing")
+            .cloned()
             .unwrap()
             .status()
             .last_error
@@ -179,7 +181,12 @@ async fn metadata_on_another_origin_is_not_fetched() {
     assert!(
         failed,
         "{:?}",
-        gw.gateway.upstream("pointing").unwrap().status()
+        gw.gateway
+            .live()
+            .upstream("pointing")
+            .cloned()
+            .unwrap()
+            .status()
     );
     assert!(
         fetched.lock().unwrap().is_empty(),

@@ -168,7 +168,8 @@ impl TestGateway {
         let stop = CancellationToken::new();
         let token = switchyard::auth::AdminToken::configured(
             gateway
-                .config()
+                .live()
+                .config
                 .admin
                 .token
                 .as_deref()
@@ -189,7 +190,7 @@ impl TestGateway {
         tokio::spawn(front.serve(listener, gateway.clone(), async move {
             shutdown.cancelled().await
         }));
-        assert_eq!(path, gateway.config().server.endpoint_path);
+        assert_eq!(path, gateway.live().config.server.endpoint_path);
         Self {
             gateway,
             addr,
@@ -206,7 +207,7 @@ impl TestGateway {
 
     /// A request to the admin listener, with its token.
     pub fn admin_request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let token = self.gateway.config().admin.token.clone();
+        let token = self.gateway.live().config.admin.token.clone();
         reqwest::Client::new()
             .request(method, self.admin_url(path))
             .bearer_auth(token.as_deref().unwrap_or(TEST_ADMIN_TOKEN))
@@ -221,7 +222,7 @@ impl TestGateway {
         format!(
             "http://{}{}",
             self.addr,
-            self.gateway.config().server.endpoint_path
+            self.gateway.live().config.server.endpoint_path
         )
     }
 
@@ -259,7 +260,9 @@ impl TestGateway {
     /// The state of upstream `name` now.
     pub fn state(&self, name: &str) -> &'static str {
         self.gateway
+            .live()
             .upstream(name)
+            .cloned()
             .unwrap_or_else(|| panic!("no upstream {name}"))
             .status()
             .state
@@ -269,14 +272,20 @@ impl TestGateway {
     /// Waits (up to `within`) until upstream `name` is in `state`.
     pub async fn wait_state(&self, name: &str, state: &str, within: Duration) {
         let reached = eventually(within, || self.state(name) == state).await;
-        let status = self.gateway.upstream(name).unwrap().status();
+        let status = self
+            .gateway
+            .live()
+            .upstream(name)
+            .cloned()
+            .unwrap()
+            .status();
         assert!(reached, "{name} did not become {state}: {status:?}");
     }
 
     /// `GET /oauth/pending` as the operator sees it (with the admin token): every
     /// authorization users have yet to give.
     pub async fn pending(&self) -> serde_json::Value {
-        let token = self.gateway.config().admin.token.clone();
+        let token = self.gateway.live().config.admin.token.clone();
         let answer = reqwest::Client::new()
             .get(format!("http://{}/oauth/pending", self.addr))
             .bearer_auth(token.as_deref().unwrap_or(TEST_ADMIN_TOKEN))

@@ -1,0 +1,121 @@
+//! Where a routed request goes, found once: the name or URI in its params, looked up in what
+//! the caller sees of the request's snapshot, and the upstream that owns it, found serving.
+//! Both paths (raw and typed) forward to the target found here.
+
+use std::sync::Arc;
+
+use crate::{
+    catalog::{NameScheme, ParamHeader},
+    error::GatewayError,
+    protocol::Era,
+    request::Request,
+    upstream::Upstream,
+    wire,
+};
+
+/// Which routed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routed {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+impl Routed {
+    /// The routed request `method` names, if it is one.
+    pub fn of_method(method: &str) -> Option<Self> {
+        match method {
+            "tools/call" => Some(Routed::Tool),
+            "prompts/get" => Some(Routed::Prompt),
+            "resources/read" => Some(Routed::Resource),
+            _ => None,
+        }
+    }
+
+    pub fn method(self) -> &'static str {
+        match self {
+            Routed::Tool => "tools/call",
+            Routed::Prompt => "prompts/get",
+            Routed::Resource => "resources/read",
+        }
+    }
+
+    /// The param that names what is asked for.
+    pub(super) fn field(self) -> &'static str {
+        match self {
+            Routed::Resource => "uri",
+            Routed::Tool | Routed::Prompt => "name",
+        }
+    }
+}
+
+/// Where a routed request goes.
+pub struct Target {
+    pub kind: Routed,
+    /// The owner, ready to serve when the target was found.
+    pub upstream: Arc<Upstream>,
+    /// The tool or prompt name, or the URI, as the upstream knows it.
+    pub original: String,
+    /// How the caller's view names things (to map URIs in the answer back).
+    pub scheme: NameScheme,
+    /// The `Mcp-Param-*` headers a tool's schema asks for.
+    pub param_headers: Option<Arc<[ParamHeader]>>,
+}
+
+impl Target {
+    /// The target of `request`, a routed request of `kind`: unknown names, and names the
+    /// caller may not see, are the same error; an owner that cannot serve now says why.
+    pub fn of(request: &Request, kind: Routed) -> Result<Self, GatewayError> {
+        let field = kind.field();
+        let name = request
+            .message
+            .params()
+            .and_then(|params| params.get(field))
+            .and_then(wire::string)
+            .ok_or_else(|| GatewayError::InvalidParams(format!("`{field}` must be a string")))?;
+        let (view, live) = (request.view(), &request.live);
+        let (owner, original, param_headers) = match kind {
+            Routed::Tool => {
+                let route = view
+                    .tool_route(&name)
+                    .ok_or_else(|| live.missing_name(view, &name, GatewayError::UnknownTool))?;
+                (
+                    route.route.upstream.clone(),
+                    route.route.original.to_string(),
+                    route.param_headers.clone(),
+                )
+            }
+            Routed::Prompt => {
+                let route = view
+                    .prompt(&name)
+                    .ok_or_else(|| live.missing_name(view, &name, GatewayError::UnknownPrompt))?;
+                (route.upstream.clone(), route.original.to_string(), None)
+            }
+            Routed::Resource => {
+                let (owner, original, _) = live.resolve_uri(view, &name)?;
+                (owner, original, None)
+            }
+        };
+        Ok(Self {
+            kind,
+            upstream: live.serving_upstream(&owner)?,
+            original,
+            scheme: view.scheme().clone(),
+            param_headers,
+        })
+    }
+
+    /// Whether the request can take the raw path: the upstream has one, it needs no one to
+    /// answer an `input_required` for a session client, and no `Mcp-Param-*` headers are
+    /// asked for (see `raw`).
+    pub fn takes_raw(&self, era: Era) -> bool {
+        self.upstream.has_raw_path()
+            && !(era == Era::Legacy && self.upstream.speaks_only_modern())
+            && self.param_headers.is_none()
+    }
+
+    /// The tool, as the upstream knows it, for a tool call.
+    pub fn tool(&self) -> Option<&str> {
+        (self.kind == Routed::Tool).then_some(self.original.as_str())
+    }
+}

@@ -27,8 +27,8 @@
 //! binary), `admin`, `metrics` and `reload`; `demo` (the server the default configuration
 //! serves, also the fast upstream of the benches), `import` (MCP clients' configurations read
 //! into one) and `startup` (what a person who started it is told). The load generator
-//! of `switchyard bench` is a crate of its own (`crates/bench`). Test support sits behind the
-//! `conformance` feature: what the official conformance suite runs against.
+//! of `switchyard bench` is a crate of its own (`crates/bench`), and so is the test support the
+//! official conformance suite runs against (`crates/conformance`).
 //!
 //! # The life of a `tools/call`
 //!
@@ -84,9 +84,6 @@
 //! - Hot reload: a new config swaps a new snapshot in (`gateway::Live`: config, upstreams and
 //!   the catalog built for them, together), and sessions find upstreams by name in the
 //!   snapshot of each request.
-
-#[cfg(feature = "conformance")]
-pub mod conformance;
 
 pub mod admin;
 pub mod auth;

@@ -130,20 +130,6 @@ enum Command {
         #[arg(long, value_name = "URL", required = true)]
         upstream: Vec<String>,
     },
-    /// Serve the conformance-suite fixture over streamable HTTP (a test upstream).
-    #[cfg(feature = "conformance")]
-    ConformanceServer {
-        /// Address to listen on; port 0 picks a free one (the URL is printed on stdout).
-        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-        listen: SocketAddr,
-    },
-    /// Act as the client of one of the conformance suite's authorization scenarios (the suite
-    /// runs it, with the scenario in its environment).
-    #[cfg(feature = "conformance")]
-    ConformanceClient {
-        /// The suite's MCP server.
-        url: String,
-    },
 }
 
 fn main() -> ExitCode {
@@ -170,12 +156,6 @@ fn main() -> ExitCode {
             Some(Command::DemoServer { http: Some(listen) }) => serve_demo_http(listen).await,
             Some(Command::Bench(args)) => return run_bench(&args).await,
             Some(Command::BareHop { listen, upstream }) => bare_hop(listen, &upstream).await,
-            #[cfg(feature = "conformance")]
-            Some(Command::ConformanceServer { listen }) => serve_conformance(listen).await,
-            #[cfg(feature = "conformance")]
-            Some(Command::ConformanceClient { url }) => {
-                switchyard::conformance::auth_client::run(&url).await
-            }
         };
         exit_code(result)
     })
@@ -424,20 +404,6 @@ fn tell_admin_token(origin: &AdminTokenOrigin, token: &AdminToken, address: Sock
         }
         AdminTokenOrigin::Configured => {}
     }
-}
-
-/// Serves the conformance fixture, announcing its URL on stdout for scripts to read.
-#[cfg(feature = "conformance")]
-async fn serve_conformance(listen: SocketAddr) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    println!(
-        "conformance fixture listening on http://{}/mcp",
-        listener.local_addr()?
-    );
-    switchyard::conformance::serve(listener).await?;
-    Ok(())
 }
 
 /// Serves the demo server over streamable HTTP, announcing its URL on stdout.

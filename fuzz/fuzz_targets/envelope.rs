@@ -1,29 +1,31 @@
-//! The JSON-RPC envelope parser every POST goes through (`wire::parse`), with the nesting
-//! guard before it and the field reader and owned request after it: any bytes give a message
-//! or an error, never a panic, and a request's params read back as fields.
+//! The JSON-RPC envelope parser every POST goes through (`wire::Parsed`, the envelope and the
+//! fields of params and `_meta` kept with the body), with the nesting guard before it: any
+//! bytes give a message or an error, never a panic, and what is read agrees with itself.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchyard::wire::{self, Fields, Message, OwnedRequest};
+use switchyard::wire::{self, Message, Parsed};
 
 fuzz_target!(|input: &[u8]| {
     if wire::nested_deeper_than(input, 64) {
         return;
     }
-    // Parsed from the body it is kept with, as the endpoint does.
     let body = bytes::Bytes::copy_from_slice(input);
-    let Ok(message) = wire::parse(&body) else {
+    let Ok(parsed) = Parsed::read(body) else {
         return;
     };
-    match message {
-        Message::Request(request) => {
-            let _ = request.params.and_then(Fields::of);
-            let owned = OwnedRequest::new(body.clone(), &request);
-            assert_eq!(owned.method(), request.method);
+    let method = match parsed.message() {
+        Message::Request(request) => Some(request.method.to_owned()),
+        _ => None,
+    };
+    if parsed.meta().is_some() {
+        assert!(parsed.params().is_some_and(|params| params.get("_meta").is_some()));
+    }
+    match parsed.into_request() {
+        Ok(request) => {
+            assert_eq!(Some(request.method()), method.as_deref());
+            let _ = request.params_malformed();
         }
-        Message::Notification(notification) => {
-            let _ = notification.params.and_then(Fields::of);
-        }
-        Message::Response { .. } | Message::Error { .. } => {}
+        Err(_) => assert!(method.is_none()),
     }
 });

@@ -92,7 +92,7 @@ fn scenario_name(dir: &Path) -> String {
 async fn start_fixture() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(switchyard::conformance::serve(listener));
+    tokio::spawn(switchyard_conformance::serve(listener));
     url
 }
 
@@ -156,12 +156,12 @@ async fn suite_0_2_requirements_2026_07_28_pass_through_the_gateway() {
 }
 
 /// The suite's authorization scenarios, with Switchyard's OAuth client as the client under test
-/// (`switchyard conformance-client`, a gateway fronting the suite's mock server): every
+/// (`switchyard-conformance client`, a gateway fronting the suite's mock server): every
 /// scenario of `--suite auth` passes in both versions, as do the 2025-03-26 back-compat ones
 /// and the client credentials grants (client secret and `private_key_jwt`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_authorization_scenarios_pass_with_switchyard_as_the_client() {
-    let command = format!("{} conformance-client", crate::harness::SWITCHYARD);
+    let command = format!("{} client", conformance_binary().display());
     let runs: [(&str, &[&str]); 5] = [
         ("conformance-0.1", &["--suite", "auth"]),
         ("conformance-0.2", &["--suite", "auth"]),
@@ -209,4 +209,19 @@ async fn the_authorization_scenarios_pass_with_switchyard_as_the_client() {
             "{package} {selection:?}:\n{stdout}"
         );
     }
+}
+
+/// The `switchyard-conformance` binary, which `cargo test` builds beside `switchyard` (its
+/// crate has a test of its own).
+fn conformance_binary() -> std::path::PathBuf {
+    let binary = std::path::Path::new(crate::harness::SWITCHYARD).with_file_name(format!(
+        "switchyard-conformance{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    assert!(
+        binary.exists(),
+        "{} is missing: build it with `cargo build -p switchyard-conformance` (cargo test builds it)",
+        binary.display()
+    );
+    binary
 }

@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Beside the path: they may use anything, and only the binary uses them.
-const BESIDE: &[&str] = &["conformance", "demo", "import"];
+const BESIDE: &[&str] = &["demo", "import"];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))

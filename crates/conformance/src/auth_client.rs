@@ -1,4 +1,4 @@
-//! `switchyard conformance-client URL`: the client the official conformance suite's
+//! `switchyard-conformance client URL`: the client the official conformance suite's
 //! authorization scenarios drive (`conformance client --suite auth`), built on Switchyard itself.
 //!
 //! It runs a gateway whose one upstream is the suite's mock server at `URL`, with the scenario's
@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::{
+use switchyard::{
     Gateway, config,
     error::URL_ELICITATION_REQUIRED,
     upstream::{Upstream, UpstreamState},
@@ -76,7 +76,7 @@ async fn exercise(
     );
     let gateway = Gateway::start(config);
     let stop = CancellationToken::new();
-    let serving = tokio::spawn(crate::front::serve(listener, gateway.clone(), {
+    let serving = tokio::spawn(switchyard::front::serve(listener, gateway.clone(), {
         let stop = stop.clone();
         async move { stop.cancelled().await }
     }));

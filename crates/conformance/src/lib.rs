@@ -1,12 +1,14 @@
 //! What the official conformance suite (`@modelcontextprotocol/conformance`) runs against.
 //!
-//! `switchyard conformance-server`: an MCP server implementing the suite's fixture surface, in
+//! `switchyard-conformance server`: an MCP server implementing the suite's fixture surface, in
 //! both protocol eras. It is the upstream CI runs the suite against directly and through
 //! Switchyard, so that every check the fixture passes is shown to pass through the gateway too.
 //! It serves streamable HTTP at `/mcp` on a loopback address.
 //!
-//! `switchyard conformance-client`: the client of the suite's authorization scenarios, built on
+//! `switchyard-conformance client`: the client of the suite's authorization scenarios, built on
 //! the gateway's OAuth client (`auth_client`).
+//!
+//! Test support: a crate of its own, so that none of it is compiled into the gateway.
 
 // Logging, subscriptions and the legacy lifecycle are deprecated by SEP-2577 but still tested.
 #![allow(deprecated)]

@@ -3,7 +3,9 @@
 //! with `--http ADDR` (the fast upstream fixture of `switchyard bench`).
 //!
 //! It offers a few useful tools (text, arithmetic, time, a counter that keeps per-process state,
-//! a slow task that reports progress), a resource, a resource template and a prompt.
+//! a slow task that reports progress), a resource, a resource template and a prompt. For the
+//! benches' cost curves it can also list many more tools that send back their text
+//! (`--extra-tools`), and serve several servers on one address (`--servers`).
 
 use std::{
     sync::{
@@ -16,14 +18,19 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler, ServiceExt,
     handler::server::{
-        router::{prompt::PromptRouter, tool::ToolRouter},
+        router::{
+            prompt::PromptRouter,
+            tool::{ToolRoute, ToolRouter},
+        },
+        tool::ToolCallContext,
         wrapper::{Json, Parameters},
     },
     model::{
-        CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
-        ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, PromptMessage,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-        ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+        CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+        ProgressNotificationParam, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+        ServerConfig, Tool,
     },
     prompt, prompt_handler, prompt_router, schemars,
     service::RequestContext,
@@ -103,6 +110,14 @@ impl DemoServer {
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
         }
+    }
+
+    /// The demo server with `extra` tools listed beside its own.
+    fn with_tools(mut self, extra: &[ToolRoute<DemoServer>]) -> Self {
+        for route in extra {
+            self.tool_router.add_route(route.clone());
+        }
+        self
     }
 
     #[tool(description = "Send back the given text unchanged.")]
@@ -252,25 +267,74 @@ pub async fn serve_stdio() -> Result<(), Box<dyn std::error::Error + Send + Sync
     Ok(())
 }
 
+/// How many demo servers one address serves, and with how many more tools each.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fleet {
+    /// Servers beside the one at `/mcp`, at `/mcp/1` … `/mcp/N-1` (0 or 1: only `/mcp`).
+    pub servers: usize,
+    /// More tools each server lists beside its own: `tool_0`, `tool_1`, … (each sends back its
+    /// `text`).
+    pub extra_tools: usize,
+}
+
 /// Serves the demo server over streamable HTTP at `/mcp` on `listener` (sessions for clients
-/// that `initialize`, stateless 2026-07-28 otherwise) until the listener fails.
-pub async fn serve_http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+/// that `initialize`, stateless 2026-07-28 otherwise) until the listener fails; `fleet`: more
+/// servers at `/mcp/1` … and more tools on each.
+pub async fn serve_http(listener: tokio::net::TcpListener, fleet: Fleet) -> std::io::Result<()> {
     use rmcp::transport::{
         StreamableHttpServerConfig, StreamableHttpService,
         streamable_http_server::session::local::LocalSessionManager,
     };
-    let service = StreamableHttpService::new(
-        || Ok(DemoServer::new()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    let extra: Arc<[ToolRoute<DemoServer>]> = (0..fleet.extra_tools).map(extra_tool).collect();
+    let service = || {
+        let extra = extra.clone();
+        StreamableHttpService::new(
+            move || Ok(DemoServer::new().with_tools(&extra)),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        )
+    };
+    let mut app = axum::Router::new().nest_service("/mcp", service());
+    for index in 1..fleet.servers {
+        app = app.nest_service(&format!("/mcp/{index}"), service());
+    }
     // Like production servers (Node, uvicorn, Go), answer without Nagle's algorithm: axum keeps
     // it on by default, and a keep-alive client then waits ~40 ms for each SSE reply.
     let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
         let _ = stream.set_nodelay(true);
     });
     axum::serve(listener, app).await
+}
+
+/// Extra tool number `index`: it sends back its `text`.
+fn extra_tool(index: usize) -> ToolRoute<DemoServer> {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": { "text": { "type": "string", "description": "The text to send back." } },
+        "required": ["text"],
+    });
+    let serde_json::Value::Object(schema) = schema else {
+        unreachable!("the schema is an object");
+    };
+    let tool = Tool::new(
+        format!("tool_{index}"),
+        format!("Extra demo tool number {index}: sends back the given text unchanged."),
+        Arc::new(schema),
+    );
+    ToolRoute::new_dyn(tool, |context: ToolCallContext<'_, DemoServer>| {
+        let text = context
+            .arguments
+            .as_ref()
+            .and_then(|arguments| arguments.get("text"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Box::pin(async move {
+            Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                ContentBlock::text(text),
+            ])))
+        })
+    })
 }
 
 /// `YYYY-MM-DD hh:mm:ss` for `secs` since the epoch (UTC, proleptic Gregorian).

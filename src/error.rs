@@ -120,7 +120,32 @@ pub fn cause(error: &(dyn std::error::Error + 'static)) -> String {
         .find(readable)
         .cloned()
         .unwrap_or_else(|| "a transport error".to_owned());
-    without_urls(&deepest)
+    without_urls(&reworded(&deepest))
+}
+
+/// Phrasings of the libraries below that name their own types, and what they mean in words.
+const REWORDED: &[(&str, &str)] = &[
+    (
+        "could not parse JSON response as ServerJsonRpcMessage",
+        "its answer is not a JSON-RPC message",
+    ),
+    (
+        "received corrupt message of type InvalidContentType",
+        "the TLS handshake failed: what came back is not TLS (does the URL's scheme match the server?)",
+    ),
+    (
+        "connection closed: initialize response",
+        "it closed the connection before answering initialize",
+    ),
+];
+
+/// `text` with the phrasings that name a library's types said in words.
+fn reworded(text: &str) -> String {
+    REWORDED
+        .iter()
+        .fold(text.to_owned(), |text, (said, meant)| {
+            text.replace(said, meant)
+        })
 }
 
 /// `text` with every `http://…` or `https://…` (up to a space or a closing bracket) left out.

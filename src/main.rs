@@ -51,6 +51,11 @@ struct Cli {
     /// Log lines as text (the default) or as JSON objects, one per line.
     #[arg(long, value_name = "FORMAT", default_value = "text", global = true)]
     log_format: LogFormat,
+    /// Threads that serve requests (default: one per core, or `TOKIO_WORKER_THREADS`). On a
+    /// machine the gateway shares with its upstreams and clients, fewer threads than cores hand
+    /// fewer requests from thread to thread (the README's Performance section measures 1).
+    #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    worker_threads: Option<u16>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -115,6 +120,13 @@ enum Command {
         /// is printed on stdout).
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
+        /// With --http: serve this many servers, at `/mcp`, `/mcp/1`, … (for the benches).
+        #[arg(long, value_name = "N", default_value_t = 1, requires = "http")]
+        servers: usize,
+        /// With --http: list this many more tools on each server, `tool_0`, `tool_1`, …, each
+        /// sending back its text (for the benches).
+        #[arg(long, value_name = "N", default_value_t = 0, requires = "http")]
+        extra_tools: usize,
     },
     /// Load-test a streamable-HTTP MCP endpoint (and baselines, in turns), or soak its
     /// sessions; exits 1 if it cannot run or if any request fails.
@@ -135,7 +147,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
-    let runtime = match tokio::runtime::Runtime::new() {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if let Some(threads) = cli.worker_threads {
+        runtime.worker_threads(usize::from(threads));
+    }
+    let runtime = match runtime.build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("switchyard: cannot start the runtime: {error}");
@@ -150,10 +167,20 @@ fn main() -> ExitCode {
             Some(Command::Check { config }) => check(config),
             Some(Command::HashKey) => hash_key(),
             Some(Command::Import(args)) => switchyard::import::run(&args),
-            Some(Command::DemoServer { http: None }) => {
+            Some(Command::DemoServer { http: None, .. }) => {
                 demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
             }
-            Some(Command::DemoServer { http: Some(listen) }) => serve_demo_http(listen).await,
+            Some(Command::DemoServer {
+                http: Some(listen),
+                servers,
+                extra_tools,
+            }) => {
+                let fleet = demo::Fleet {
+                    servers,
+                    extra_tools,
+                };
+                serve_demo_http(listen, fleet).await
+            }
             Some(Command::Bench(args)) => return run_bench(&args).await,
             Some(Command::BareHop { listen, upstream }) => bare_hop(listen, &upstream).await,
         };
@@ -407,7 +434,7 @@ fn tell_admin_token(origin: &AdminTokenOrigin, token: &AdminToken, address: Sock
 }
 
 /// Serves the demo server over streamable HTTP, announcing its URL on stdout.
-async fn serve_demo_http(listen: SocketAddr) -> anyhow::Result<()> {
+async fn serve_demo_http(listen: SocketAddr, fleet: demo::Fleet) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -415,7 +442,7 @@ async fn serve_demo_http(listen: SocketAddr) -> anyhow::Result<()> {
         "demo server listening on http://{}/mcp",
         listener.local_addr()?
     );
-    demo::serve_http(listener).await?;
+    demo::serve_http(listener, fleet).await?;
     Ok(())
 }
 

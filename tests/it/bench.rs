@@ -21,7 +21,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(90);
 pub async fn demo_http() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(switchyard::demo::serve_http(listener));
+    tokio::spawn(switchyard::demo::serve_http(listener, Default::default()));
     url
 }
 

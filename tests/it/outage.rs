@@ -116,3 +116,169 @@ async fn an_outage_under_load_reads_clean_and_ends_soon() {
     }
     drop(notes);
 }
+
+/// What names a Rust type or dumps a value's structure, never in what a client or operator reads.
+const TYPE_LEAKS: &[&str] = &["::", "Transport [", "Error {", "Os {", "kind: ", "Some("];
+
+/// Every way an upstream can fail, each reads in words: what a client calling it gets, the
+/// upstream's last error on `/healthz`, and the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_an_upstream_fails_reads_in_words() {
+    let refused = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap()
+    };
+    let erroring = answering(500, "text/plain", "Internal Server Error").await;
+    let garbled = answering(200, "application/json", "{not json").await;
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    // Accepts, reads, never answers.
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let notes = NotesServer::start().await;
+    let freezer = crate::fixtures::freezer::Freezer::start(notes.addr).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("switchyard.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nwatch_config = false\n\n\
+             [upstreams.refused]\nurl = \"http://{refused}/mcp\"\n\n\
+             [upstreams.erroring]\nurl = \"http://{erroring}/mcp\"\n\n\
+             [upstreams.garbled]\nurl = \"http://{garbled}/mcp\"\n\n\
+             [upstreams.tls]\nurl = \"https://{garbled}/mcp\"\n\n\
+             [upstreams.silent]\nurl = \"http://{silent_addr}/mcp\"\nconnect_timeout_seconds = 1\n\n\
+             [upstreams.exits]\ncommand = \"sh\"\nargs = [\"-c\", \"echo going >&2; exit 3\"]\n\n\
+             [upstreams.frozen]\nurl = \"http://{}/mcp\"\ndefault_tool_timeout_seconds = 1\n",
+            freezer.addr
+        ),
+    )
+    .unwrap();
+    let gw = GatewayProcess::start(&path);
+    let failing = ["refused", "erroring", "garbled", "tls", "silent", "exits"];
+
+    // Each failing upstream has failed at least once (its error on /healthz); the frozen one
+    // serves until it is frozen.
+    let health_url = format!("http://{}/healthz", gw.addr);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let upstream_errors = loop {
+        let health: serde_json::Value = reqwest::get(&health_url)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let upstreams = health["upstreams"].as_array().cloned().unwrap_or_default();
+        let error_of = |name: &str| {
+            upstreams
+                .iter()
+                .find(|u| u["name"] == name)
+                .and_then(|u| u["last_error"].as_str().map(str::to_owned))
+        };
+        let frozen_ready = upstreams
+            .iter()
+            .any(|u| u["name"] == "frozen" && u["state"] == "ready");
+        let errors: Vec<(String, Option<String>)> = failing
+            .iter()
+            .map(|name| (name.to_string(), error_of(name)))
+            .collect();
+        if frozen_ready && errors.iter().all(|(_, error)| error.is_some()) {
+            break errors;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "every upstream tried once: {health:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    for (name, error) in &upstream_errors {
+        let error = error.as_deref().unwrap_or_default();
+        eprintln!("{name}: {error}");
+        for leak in TYPE_LEAKS {
+            assert!(
+                !error.contains(leak),
+                "{leak:?} in {name}'s last error: {error}"
+            );
+        }
+        assert_eq!(type_name_in(error), None, "in {name}'s last error: {error}");
+    }
+
+    let client = connect_client(&gw.url(), "caller").await;
+    freezer.freeze();
+    let mut client_errors = Vec::new();
+    for name in failing.iter().chain(&["frozen"]) {
+        let error = call(&client, &format!("{name}__echo"), json!({"text": "x"}))
+            .await
+            .expect_err("a failing upstream's call fails")
+            .to_string();
+        eprintln!("{name} call: {error}");
+        assert!(error.contains(&format!("upstream `{name}`")), "{error}");
+        for leak in TYPE_LEAKS.iter().chain(&["http://", "https://"]) {
+            assert!(
+                !error.contains(leak),
+                "{leak:?} in the error of {name}: {error}"
+            );
+        }
+        // The message, before the error's data (JSON, whose keys are the protocol's).
+        let message = error.split("({").next().unwrap_or_default();
+        assert_eq!(
+            type_name_in(message),
+            None,
+            "in the error of {name}: {error}"
+        );
+        client_errors.push(error);
+    }
+    assert!(
+        client_errors
+            .last()
+            .is_some_and(|e| e.contains("1s") || e.contains("time")),
+        "the frozen upstream's call timed out: {client_errors:?}"
+    );
+    let _ = client.cancel().await;
+
+    for line in gw
+        .logs()
+        .iter()
+        .filter(|line| line.contains("WARN") || line.contains("ERROR"))
+    {
+        for leak in ["Transport [", "Error {", "Os {", "kind: ", "Some("] {
+            assert!(!line.contains(leak), "{leak:?} in the log: {line}");
+        }
+    }
+    freezer.thaw();
+    drop(notes);
+}
+
+/// The first word of `text` written as a Rust type is (`ServerJsonRpcMessage`,
+/// `InvalidContentType`): an upper-case letter after a lower-case one.
+fn type_name_in(text: &str) -> Option<&str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|word| {
+            word.as_bytes()
+                .windows(2)
+                .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase())
+        })
+}
+
+/// A server that answers every request with `status`, `content_type` and `body`.
+async fn answering(
+    status: u16,
+    content_type: &'static str,
+    body: &'static str,
+) -> std::net::SocketAddr {
+    let app = axum::Router::new().fallback(move || async move {
+        (
+            http::StatusCode::from_u16(status).unwrap(),
+            [(http::header::CONTENT_TYPE, content_type)],
+            body,
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}

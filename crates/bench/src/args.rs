@@ -6,6 +6,7 @@ use std::{path::PathBuf, time::Duration};
 use http::{HeaderName, HeaderValue};
 
 use super::BenchError;
+pub use super::curve::CurveKind;
 pub use super::mix::{EchoCheck, Era, Kind, Mix};
 
 /// How long a run given only `--requests` may last at most.
@@ -15,8 +16,8 @@ const REQUESTS_ONLY_CAP: Duration = Duration::from_secs(300);
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// The streamable-HTTP MCP endpoint to load, optionally labelled: `[LABEL=]http://HOST:PORT/PATH`.
-    #[arg(value_name = "[LABEL=]URL")]
-    pub url: String,
+    #[arg(value_name = "[LABEL=]URL", required_unless_present = "curve")]
+    pub url: Option<String>,
     /// Client sessions to open (session era); workers are spread over them. Default 8, or 10000
     /// with --soak.
     #[arg(long, value_name = "N")]
@@ -88,6 +89,13 @@ pub struct BenchArgs {
     /// them, each round, sampling the --pid process's RSS.
     #[arg(long)]
     pub soak: bool,
+    /// A cost curve instead of one load: the bench starts the demo server and a gateway in
+    /// front of it (this binary), and measures calls (CPU per call, p50, p99) and the gateway's
+    /// RSS as `sessions` (idle ones held open, 1k → 100k), `upstreams` (1 → 200, 50 tools
+    /// each) or the `catalog` (1k → 50k tools, also `tools/list`) grow. No URL then; --plot
+    /// draws it.
+    #[arg(long, value_enum, conflicts_with_all = ["soak", "compare"])]
+    pub curve: Option<CurveKind>,
     /// Soak: milliseconds to wait after opening or closing the sessions before sampling RSS.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub settle_ms: u64,
@@ -212,7 +220,11 @@ impl BenchArgs {
 
     /// The targets with their labels and PIDs.
     fn targets(&self) -> Result<Vec<TargetSpec>, BenchError> {
-        let (label, url) = split_label(&self.url);
+        let given = self
+            .url
+            .as_deref()
+            .ok_or_else(|| BenchError::usage("URL", "is required (unless --curve)"))?;
+        let (label, url) = split_label(given);
         let mut targets = vec![TargetSpec {
             label: label.unwrap_or("target").to_owned(),
             url: url.to_owned(),

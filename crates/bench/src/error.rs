@@ -5,6 +5,9 @@
 /// Why `switchyard bench` (or `bare-hop`) could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
+    /// A fixture of `--curve` (the demo server, a gateway) could not be started or used.
+    #[error("curve: {0}")]
+    Fixture(String),
     /// An option's value is malformed or contradicts another option.
     #[error("{option}: {reason}")]
     Usage { option: String, reason: String },

@@ -1,6 +1,7 @@
 //! `switchyard bench`: a load generator for any streamable-HTTP MCP endpoint, speaking only the
 //! protocol on the wire, so the same run measures a gateway, the server behind it, and a bare
-//! HTTP hop (`bare_hop`) in turns. Also the session-churn memory soak (`--soak`).
+//! HTTP hop (`bare_hop`) in turns. Also the session-churn memory soak (`--soak`), and the cost
+//! curves of a gateway the bench starts itself (`--curve`).
 //!
 //! # Layout
 //!
@@ -16,9 +17,10 @@
 //! | `churn`    | opening and closing many sessions with bounded concurrency                    |
 //! | `load`     | one phase: workers, warm-up, deadline, histograms                             |
 //! | `soak`     | the session-churn memory soak                                                |
+//! | `curve`    | the cost curves: fixtures started per step, a load measured at each          |
 //! | `procfs`   | CPU time and RSS of a process from `/proc`                                    |
 //! | `report`   | the report (the JSON below), medians over rounds, ratios                      |
-//! | `render`, `plot`, `progress` | the text table, the SVG percentile plot, the progress bar |
+//! | `render`, `plot`, `progress` | the text table, the SVG plots (percentiles, curves), the progress bar |
 //! | `bare_hop` | `switchyard bare-hop`, the baseline proxy                                     |
 //!
 //! # A run
@@ -55,7 +57,11 @@
 //!   "soak": null | { "url", "pid", "sessions", "idle_rss_kib", "growth_pct", "errors",
 //!       "rounds": [ { "round", "rss_before_kib", "rss_open_kib", "rss_after_close_kib",
 //!                     "kib_per_session", "opened", "open_failures", "close_failures",
-//!                     "open_s", "close_s" } ] } }
+//!                     "open_s", "close_s" } ] },
+//!   "curve": null | { "kind": "sessions"|"upstreams"|"catalog", "x" (what it counts),
+//!       "points": [ { "x", "rss_kib",
+//!                     "call": { "rps", "p50_ms", "p99_ms", "cpu_ms_per_request", "failed" },
+//!                     "list": null | { … the same, for tools/list's first page } } ] } }
 //! ```
 //!
 //! Latencies are in milliseconds, of successful requests, measured from the request's start
@@ -68,6 +74,7 @@ pub mod args;
 pub mod bare_hop;
 mod check;
 mod churn;
+mod curve;
 mod error;
 mod load;
 mod mcp;
@@ -95,6 +102,9 @@ use report::{RoundReport, Settings, TargetReport};
 /// Runs the bench `args` describe and returns its report (failed requests are in the report;
 /// an error means no report could be made).
 pub async fn run(args: &BenchArgs) -> Result<Report, BenchError> {
+    if let Some(kind) = args.curve {
+        return run_curve(kind, args).await;
+    }
     let plan = args.plan()?;
     let progress = Progress::new(plan.progress);
     let mut targets = Vec::with_capacity(plan.targets.len());
@@ -109,6 +119,7 @@ pub async fn run(args: &BenchArgs) -> Result<Report, BenchError> {
         targets: Vec::new(),
         ratios: Vec::new(),
         soak: None,
+        curve: None,
     };
     if plan.soak {
         report.soak = Some(soak::run_soak(&plan, &targets[0], &progress).await?);
@@ -144,7 +155,13 @@ impl Report {
             .flat_map(|s| &s.errors)
             .map(|e| e.count)
             .sum();
-        load + soak
+        let curve: u64 = self
+            .curve
+            .iter()
+            .flat_map(|c| &c.points)
+            .map(|p| p.call.failed + p.list.map_or(0, |l| l.failed))
+            .sum();
+        load + soak + curve
     }
 }
 
@@ -156,6 +173,29 @@ fn era_name(era: Era) -> &'static str {
 }
 
 /// The targets take turns within each round.
+/// `--curve`: the fixtures are the bench's own, so there is no target to plan first.
+async fn run_curve(kind: args::CurveKind, args: &BenchArgs) -> Result<Report, BenchError> {
+    let progress =
+        Progress::new(!args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let curve = curve::run(kind, args, &progress).await?;
+    if let Some(path) = &args.plot {
+        plot::draw_curve(path, &curve)?;
+    }
+    let mut settings_of = args.clone();
+    settings_of.url = Some("http://127.0.0.1/mcp".into());
+    settings_of.curve = None;
+    Ok(Report {
+        tool: "switchyard bench",
+        version: env!("CARGO_PKG_VERSION"),
+        mode: "curve",
+        settings: Settings::of(&settings_of.plan()?),
+        targets: Vec::new(),
+        ratios: Vec::new(),
+        soak: None,
+        curve: Some(curve),
+    })
+}
+
 async fn run_rounds(
     plan: &Plan,
     targets: &[Target],

@@ -62,6 +62,19 @@ pub struct Mix {
 }
 
 impl Mix {
+    /// Only `tools/call`.
+    pub const CALLS: Mix = Mix {
+        call: 1,
+        list: 0,
+        read: 0,
+    };
+    /// Only `tools/list`.
+    pub const LISTS: Mix = Mix {
+        call: 0,
+        list: 1,
+        read: 0,
+    };
+
     pub fn weight(&self, kind: Kind) -> u32 {
         match kind {
             Kind::Call => self.call,

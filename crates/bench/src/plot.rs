@@ -7,7 +7,10 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
-use super::BenchError;
+use super::{
+    BenchError,
+    curve::{CurveReport, Measured},
+};
 
 /// The curve stops at this percentile (1/(1-q) = 10⁶).
 const MAX_X: f64 = 1e6;
@@ -102,6 +105,118 @@ fn percentile_label(x: f64) -> String {
     let text = format!("{q:.4}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}%")
+}
+
+/// Draws a cost curve into the SVG file `path`: three panels against what grows (a logarithmic
+/// axis): CPU per request, p99, and the gateway's RSS; one line per kind of request.
+pub fn draw_curve(path: &Path, curve: &CurveReport) -> Result<(), BenchError> {
+    let failed = |e: &dyn std::fmt::Display| BenchError::Plot {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let xs: Vec<f64> = curve.points.iter().map(|p| p.x as f64).collect();
+    let (x_start, x_end) = (
+        xs.iter().copied().fold(f64::MAX, f64::min).max(1.0) / 1.5,
+        xs.iter().copied().fold(1.0, f64::max) * 1.5,
+    );
+    let root = SVGBackend::new(path, (960, 900)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| failed(&e))?;
+    let root = root
+        .titled(
+            &format!("Switchyard's costs by {}", curve.x),
+            ("sans-serif", 20),
+        )
+        .map_err(|e| failed(&e))?;
+    let panels = root.split_evenly((3, 1));
+    let call = |f: fn(&Measured) -> Option<f64>| -> Vec<(f64, f64)> {
+        curve
+            .points
+            .iter()
+            .filter_map(|p| Some((p.x as f64, f(&p.call)?)))
+            .collect()
+    };
+    let list = |f: fn(&Measured) -> Option<f64>| -> Vec<(f64, f64)> {
+        curve
+            .points
+            .iter()
+            .filter_map(|p| Some((p.x as f64, f(p.list.as_ref()?)?)))
+            .collect()
+    };
+    let cpu = |m: &Measured| m.cpu_ms_per_request.map(|ms| ms * 1000.0);
+    let p99 = |m: &Measured| Some(m.p99_ms);
+    let rss: Vec<(f64, f64)> = curve
+        .points
+        .iter()
+        .map(|p| (p.x as f64, p.rss_kib as f64 / 1024.0))
+        .collect();
+    let series = [
+        (
+            "gateway CPU per request (µs)",
+            vec![("tools/call", call(cpu)), ("tools/list", list(cpu))],
+        ),
+        (
+            "p99 latency (ms)",
+            vec![("tools/call", call(p99)), ("tools/list", list(p99))],
+        ),
+        ("gateway RSS (MiB)", vec![("RSS", rss)]),
+    ];
+    for (panel, (y_desc, lines)) in panels.iter().zip(series) {
+        let y_end = lines
+            .iter()
+            .flat_map(|(_, points)| points.iter().map(|&(_, y)| y))
+            .fold(0.001_f64, f64::max)
+            * 1.15;
+        let mut chart = ChartBuilder::on(panel)
+            .margin(12)
+            .x_label_area_size(32)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x_start..x_end).log_scale(), 0.0..y_end)
+            .map_err(|e| failed(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc(curve.x)
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| count_label(*x))
+            .draw()
+            .map_err(|e| failed(&e))?;
+        for (i, (label, points)) in lines.into_iter().enumerate() {
+            if points.is_empty() {
+                continue;
+            }
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| failed(&e))?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color.filled())),
+                )
+                .map_err(|e| failed(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| failed(&e))?;
+    }
+    root.present().map_err(|e| failed(&e))
+}
+
+/// `1k`, `50k`, `200`: a count on the curve's axis.
+fn count_label(x: f64) -> String {
+    if x >= 1000.0 {
+        format!("{}k", (x / 1000.0).round())
+    } else {
+        format!("{}", x.round())
+    }
 }
 
 #[cfg(test)]

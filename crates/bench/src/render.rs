@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::{
     args::Era,
+    curve::CurveReport,
     report::{ErrorReport, Report, Settings, SoakReport, TargetReport},
 };
 
@@ -19,6 +20,11 @@ pub fn text(report: &Report) -> String {
             soak.sessions, s.rounds, s.concurrency
         );
         soak_text(&mut out, soak);
+        return out;
+    }
+    if let Some(curve) = &report.curve {
+        let _ = writeln!(out, "{}\n", settings_line(s));
+        curve_text(&mut out, curve);
         return out;
     }
     let _ = writeln!(out, "{}\n", settings_line(s));
@@ -164,6 +170,52 @@ fn soak_text(out: &mut String, soak: &SoakReport) {
         );
     }
     errors_text(out, "soak", &soak.errors);
+}
+
+fn curve_text(out: &mut String, curve: &CurveReport) {
+    let _ = writeln!(out, "gateway costs by {}\n", curve.x);
+    let _ = writeln!(
+        out,
+        "{:>8} {:>10} {:>9} {:>9} {:>12} {:>10}   tools/list: {:>9} {:>9} {:>12}",
+        "x",
+        "calls/s",
+        "p50 ms",
+        "p99 ms",
+        "cpu ms/call",
+        "RSS MiB",
+        "p50 ms",
+        "p99 ms",
+        "cpu ms/list"
+    );
+    for p in &curve.points {
+        let list = match &p.list {
+            Some(l) => format!(
+                "{:>9.3} {:>9.3} {:>12}",
+                l.p50_ms,
+                l.p99_ms,
+                optional(l.cpu_ms_per_request, 4)
+            ),
+            None => format!("{:>9} {:>9} {:>12}", "-", "-", "-"),
+        };
+        let _ = writeln!(
+            out,
+            "{:>8} {:>10.0} {:>9.3} {:>9.3} {:>12} {:>10.1}               {list}",
+            p.x,
+            p.call.rps,
+            p.call.p50_ms,
+            p.call.p99_ms,
+            optional(p.call.cpu_ms_per_request, 4),
+            mib(p.rss_kib)
+        );
+    }
+    let failed: u64 = curve
+        .points
+        .iter()
+        .map(|p| p.call.failed + p.list.map_or(0, |l| l.failed))
+        .sum();
+    if failed > 0 {
+        let _ = writeln!(out, "\n{failed} requests failed");
+    }
 }
 
 fn errors_text(out: &mut String, label: &str, errors: &[ErrorReport]) {

@@ -18,12 +18,13 @@ use super::{
 pub struct Report {
     pub tool: &'static str,
     pub version: &'static str,
-    /// `load` or `soak`.
+    /// `load`, `soak` or `curve`.
     pub mode: &'static str,
     pub settings: Settings,
     pub targets: Vec<TargetReport>,
     pub ratios: Vec<Ratio>,
     pub soak: Option<SoakReport>,
+    pub curve: Option<super::curve::CurveReport>,
 }
 
 #[derive(Serialize)]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{
     keys::Checker,
     keys::{Entries, key_segment},
-    raw::RawUpstream,
+    upstream::RawUpstream,
 };
 use crate::principal::Principal;
 

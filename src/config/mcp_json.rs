@@ -12,8 +12,10 @@ use serde_json::Value;
 
 use super::{
     Problem,
+    keys::Entries,
     parse::{Parsed, deserialize_collecting},
-    raw::{Entries, RawConfig, RawUpstream},
+    raw::RawConfig,
+    upstream::RawUpstream,
 };
 
 #[derive(Deserialize)]

@@ -1,8 +1,9 @@
-//! Checking `[oauth]` (Switchyard as an OAuth client: its public URL, token store and key) and
-//! each HTTP upstream's `[upstreams.NAME.oauth]` (grant, client identity, scopes); and the
-//! public URL a gateway without one configured uses.
+//! `[oauth]` (Switchyard as an OAuth client: its public URL, token store and key) and each HTTP
+//! upstream's `[upstreams.NAME.oauth]` (grant, client identity, scopes), as written, as checked
+//! and as the runtime uses them; and the public URL a gateway without one configured uses.
 
 use std::{
+    fmt,
     net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
     path::PathBuf,
     time::Duration,
@@ -12,10 +13,147 @@ use url::Url;
 
 use serde::Deserialize;
 
-use super::{
-    AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth, keys::Checker,
-    keys::decode_key,
-};
+use super::keys::{Checker, decode_key};
+
+/// `[oauth]`: Switchyard as the OAuth client of the upstreams that require authorization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthSettings {
+    /// Where browsers and authorization servers reach Switchyard (the redirect URI is
+    /// `{public_url}/oauth/callback`); `None`: `http://{server.listen}`, with the loopback
+    /// address for an unspecified one (see `public_url_or`).
+    pub public_url: Option<Url>,
+    /// Where tokens and client registrations are kept, encrypted.
+    pub state_dir: PathBuf,
+    pub key: OAuthKey,
+    /// How Switchyard names itself to authorization servers.
+    pub client_name: String,
+    /// The client ID metadata document URL to use as `client_id` where authorization servers
+    /// accept one; `None`: `{public_url}/oauth/client-metadata.json` when that is https.
+    pub client_metadata_url: Option<Url>,
+    /// Where the browser goes after an authorization; `None`: Switchyard's own page.
+    pub success_redirect: Option<Url>,
+    pub error_redirect: Option<Url>,
+    /// How long a user has to complete an authorization (its link and `state` then expire).
+    pub authorization_lifetime: Duration,
+}
+
+/// The key that encrypts the token store.
+#[derive(Clone, PartialEq, Eq)]
+pub enum OAuthKey {
+    /// 32 bytes, given in the configuration (from the environment, normally).
+    Inline([u8; 32]),
+    /// A file holding the key in base64; created, readable only by its owner, if missing.
+    File(PathBuf),
+}
+
+impl fmt::Debug for OAuthKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthKey::Inline(_) => f.write_str("Inline(…)"),
+            OAuthKey::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+/// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one HTTP upstream. Its
+/// `Debug` shows whether there is a client secret, never the secret.
+#[derive(Clone, PartialEq)]
+pub struct UpstreamOAuth {
+    /// False: a 401 from the upstream is a plain failure.
+    pub enabled: bool,
+    pub grant: GrantKind,
+    /// A client registered beforehand with the upstream's authorization server.
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint; `None`: as the server supports.
+    pub auth_method: Option<AuthMethod>,
+    /// For `private_key_jwt`: the PEM key and algorithm that sign client assertions.
+    pub private_key: Option<PrivateKey>,
+    /// The scopes to ask for; `None`: those the upstream's challenge or metadata name.
+    pub scopes: Option<Vec<String>>,
+}
+
+impl fmt::Debug for UpstreamOAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpstreamOAuth")
+            .field("enabled", &self.enabled)
+            .field("grant", &self.grant)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("auth_method", &self.auth_method)
+            .field("private_key", &self.private_key)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+impl Default for UpstreamOAuth {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            grant: GrantKind::AuthorizationCode,
+            client_id: None,
+            client_secret: None,
+            auth_method: None,
+            private_key: None,
+            scopes: None,
+        }
+    }
+}
+
+/// The OAuth grant used with an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    /// A user authorizes in a browser (authorization code with PKCE).
+    AuthorizationCode,
+    /// Machine to machine, with the client's own credentials.
+    ClientCredentials,
+}
+
+/// Token endpoint client authentication (RFC 6749 §2.3, RFC 7523).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethod {
+    ClientSecretBasic,
+    ClientSecretPost,
+    PrivateKeyJwt,
+    None,
+}
+
+impl AuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
+            AuthMethod::None => "none",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "client_secret_basic" => AuthMethod::ClientSecretBasic,
+            "client_secret_post" => AuthMethod::ClientSecretPost,
+            "private_key_jwt" => AuthMethod::PrivateKeyJwt,
+            "none" => AuthMethod::None,
+            _ => return None,
+        })
+    }
+}
+
+/// A private key that signs client assertions.
+#[derive(Clone, PartialEq)]
+pub struct PrivateKey {
+    pub pem: String,
+    pub algorithm: jsonwebtoken::Algorithm,
+}
+
+impl fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrivateKey")
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
 
 /// `[oauth]`: Switchyard as the OAuth client of upstream servers.
 #[derive(Debug, Default, Deserialize)]

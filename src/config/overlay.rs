@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{
-    ConfigError, Problem,
-    parse::deserialize_collecting,
-    raw::{Entries, RawUpstream},
+    ConfigError, Problem, keys::Entries, parse::deserialize_collecting, upstream::RawUpstream,
 };
 
 /// The first lines of a written overlay.

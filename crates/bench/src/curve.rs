@@ -28,7 +28,7 @@ use super::{
     mix::Mix,
     procfs,
     progress::Progress,
-    report::RoundReport,
+    report::{self, RoundReport},
     setup,
     wire::Endpoint,
 };
@@ -94,18 +94,6 @@ pub struct Measured {
     pub p99_ms: f64,
     pub cpu_ms_per_request: Option<f64>,
     pub failed: u64,
-}
-
-impl Measured {
-    fn of(round: &RoundReport) -> Self {
-        Self {
-            rps: round.rps,
-            p50_ms: round.latency_ms.p50,
-            p99_ms: round.latency_ms.p99,
-            cpu_ms_per_request: round.target_cpu_ms_per_request,
-            failed: round.failed,
-        }
-    }
 }
 
 /// Runs the curve `kind` with the load settings of `args` (concurrency, duration, sessions).
@@ -190,7 +178,8 @@ async fn measure(
     })
 }
 
-/// One load phase with the settings of `args`, against `gateway`.
+/// A load with the settings of `args` against `gateway`: `--rounds` phases (default 3), their
+/// medians.
 async fn load_once(
     args: &BenchArgs,
     gateway: &Fixture,
@@ -203,16 +192,28 @@ async fn load_once(
     step.url = Some(format!("gateway={}", gateway.url));
     step.pids = vec![gateway.pid.to_string()];
     step.compare.clear();
-    step.rounds = Some(1);
+    step.rounds = Some(args.rounds.unwrap_or(3));
     step.mix = mix;
     step.tool = tool.to_owned();
     step.curve = None;
     step.plot = None;
     let plan = step.plan()?;
     let target: Target = setup::prepare(&plan, &plan.targets[0], progress).await?;
-    let title = format!("{x}: {}", if mix == Mix::LISTS { "lists" } else { "calls" });
-    let phase = load::run_phase(&plan, &target, &title, progress).await?;
-    Ok(Measured::of(&RoundReport::of(1, &phase)))
+    let kind = if mix == Mix::LISTS { "lists" } else { "calls" };
+    let mut rounds = Vec::new();
+    for round in 1..=plan.rounds {
+        let title = format!("{x}: {kind}, round {round}");
+        let phase = load::run_phase(&plan, &target, &title, progress).await?;
+        rounds.push(RoundReport::of(round, &phase));
+    }
+    let median = report::summarize(&rounds);
+    Ok(Measured {
+        rps: median.rps,
+        p50_ms: median.latency_ms.p50,
+        p99_ms: median.latency_ms.p99,
+        cpu_ms_per_request: median.target_cpu_ms_per_request,
+        failed: median.failed,
+    })
 }
 
 fn load_timeout(args: &BenchArgs) -> Duration {
@@ -225,6 +226,8 @@ struct Fixture {
     pid: u32,
     /// Where it serves MCP.
     url: String,
+    /// Where its errors go.
+    log: PathBuf,
 }
 
 impl Fixture {
@@ -253,7 +256,12 @@ impl Fixture {
             .ok_or_else(|| no_output("demo server"))?
             .to_owned();
         let pid = child.id().unwrap_or_default();
-        Ok(Self { child, pid, url })
+        Ok(Self {
+            child,
+            pid,
+            url,
+            log: PathBuf::from("(the bench's standard error)"),
+        })
     }
 
     /// The URLs of the first `count` servers of a demo fixture.
@@ -274,13 +282,17 @@ impl Fixture {
         let path = dir.join("gateway.toml");
         std::fs::write(&path, config).map_err(|error| fixture("write the configuration", error))?;
         let mut command = Command::new(binary);
-        command.arg("-c").arg(&path).env("RUST_LOG", "error");
+        command.arg("-c").arg(&path).env("RUST_LOG", "warn");
+        let log = std::fs::File::create(dir.join("gateway.log"))
+            .map_err(|error| fixture("write the gateway's log", error))?;
+        command.stderr(log);
         let child = spawn(command, Stdio::null())?;
         let pid = child.id().unwrap_or_default();
         let gateway = Self {
             child,
             pid,
             url: format!("http://127.0.0.1:{port}/mcp"),
+            log: dir.join("gateway.log"),
         };
         gateway.ready(port).await?;
         Ok(gateway)
@@ -304,9 +316,10 @@ impl Fixture {
             last = if ok { tools } else { None };
         }
         Err(BenchError::Fixture(format!(
-            "the gateway at {} did not get ready within {}s",
+            "the gateway at {} did not get ready within {}s (its log: {})",
             self.url,
-            READY_WITHIN.as_secs()
+            READY_WITHIN.as_secs(),
+            self.log.display()
         )))
     }
 }
@@ -317,12 +330,12 @@ impl Drop for Fixture {
     }
 }
 
-/// Starts `command`, its output to `stdout`, its errors to the bench's.
+/// Starts `command`, its output to `stdout` (its errors where the command says, else to the
+/// bench's).
 fn spawn(mut command: Command, stdout: Stdio) -> Result<Child, BenchError> {
     command
         .stdin(Stdio::null())
         .stdout(stdout)
-        .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
         .map_err(|error| fixture("start a fixture", error))
@@ -376,4 +389,70 @@ fn fixture(what: &str, error: std::io::Error) -> BenchError {
 
 fn no_output(what: &str) -> BenchError {
     BenchError::Fixture(format!("the {what} did not say where it listens"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(cpu: f64) -> Measured {
+        Measured {
+            rps: 1000.0,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            cpu_ms_per_request: Some(cpu),
+            failed: 0,
+        }
+    }
+
+    #[test]
+    fn the_gateway_config_names_every_upstream_and_no_admin_listener() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls = [
+            "http://127.0.0.1:1/mcp".to_owned(),
+            "http://127.0.0.1:1/mcp/1".to_owned(),
+        ];
+        let config = gateway_config(4242, dir.path(), &urls);
+        assert!(config.contains("listen = \"127.0.0.1:4242\""), "{config}");
+        assert!(config.contains("[admin]\nenabled = false"), "{config}");
+        assert!(config.contains("prefix_mode = \"always\""), "{config}");
+        assert!(config.contains(
+            "[upstreams.u0]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:1/mcp\""
+        ));
+        assert!(config.contains(
+            "[upstreams.u1]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:1/mcp/1\""
+        ));
+    }
+
+    #[test]
+    fn a_curve_is_drawn_with_its_three_panels() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("curve.svg");
+        let points = [1_000, 10_000, 50_000]
+            .into_iter()
+            .map(|x| CurvePoint {
+                x,
+                call: measured(0.03),
+                list: Some(measured(0.5)),
+                rss_kib: 30_000 + x,
+            })
+            .collect();
+        let curve = CurveReport {
+            kind: CurveKind::Catalog,
+            x: "tools (over 10 upstreams)",
+            points,
+        };
+        super::super::plot::draw_curve(&path, &curve).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
+        for text in [
+            "gateway CPU per request",
+            "p99 latency (ms)",
+            "gateway RSS (MiB)",
+            "tools/list",
+            "10k",
+        ] {
+            assert!(svg.contains(text), "{text} in the plot");
+        }
+    }
 }

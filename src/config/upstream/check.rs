@@ -6,11 +6,12 @@ use std::{collections::HashMap, path::PathBuf, time::Duration};
 use url::Url;
 
 use super::{
-    Discovery, FailureMode, GrantKind, HttpConfig, HttpProtocol, RestartPolicy, SessionMode,
-    StdioConfig, TransportConfig, UpstreamConfig, UpstreamPolicy,
-    keys::Checker,
-    keys::key_segment,
-    raw::{Entries, PolicyView, RawUpstream},
+    Discovery, FailureMode, HttpConfig, HttpProtocol, PolicyView, RawUpstream, RestartPolicy,
+    SessionMode, StdioConfig, TransportConfig, UpstreamConfig, UpstreamPolicy,
+};
+use crate::config::{
+    GrantKind,
+    keys::{Checker, Entries, key_segment},
 };
 use crate::names::UpstreamName;
 
@@ -41,7 +42,7 @@ pub fn default_policy() -> UpstreamPolicy {
 
 impl Checker<'_> {
     /// The policy of the table at `key`, falling back to `inherited` for what it leaves out.
-    pub(super) fn policy(
+    pub(in crate::config) fn policy(
         &mut self,
         key: &str,
         raw: PolicyView<'_>,
@@ -158,7 +159,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn upstreams(
+    pub(in crate::config) fn upstreams(
         &mut self,
         raw: &Entries<RawUpstream>,
         base: &str,
@@ -474,7 +475,7 @@ impl Checker<'_> {
         })
     }
 
-    pub(super) fn string_map(
+    pub(in crate::config) fn string_map(
         &mut self,
         key: &str,
         raw: Option<&Entries<String>>,

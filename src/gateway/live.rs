@@ -8,7 +8,7 @@ use std::{collections::VecDeque, sync::Arc};
 use bytes::Bytes;
 
 use crate::{
-    catalog::{Access, Catalog, Cursor, ListKind, NameScheme, PersonalParts},
+    catalog::{Access, Catalog, Cursor, ListKind, NameScheme, PersonalParts, Route, ToolRoute},
     config::Config,
     error::GatewayError,
     names::UpstreamName,
@@ -97,9 +97,29 @@ impl Live {
         }
     }
 
+    /// The route of tool `name` in `view`, or why there is none.
+    pub fn tool_route<'v>(
+        &self,
+        view: &'v Catalog,
+        name: &str,
+    ) -> Result<&'v ToolRoute, GatewayError> {
+        view.tool_route(name)
+            .ok_or_else(|| self.missing_name(view, name, GatewayError::UnknownTool))
+    }
+
+    /// The route of prompt `name` in `view`, or why there is none.
+    pub fn prompt_route<'v>(
+        &self,
+        view: &'v Catalog,
+        name: &str,
+    ) -> Result<&'v Route, GatewayError> {
+        view.prompt(name)
+            .ok_or_else(|| self.missing_name(view, name, GatewayError::UnknownPrompt))
+    }
+
     /// The error for a tool or prompt name that is not in `view`: if its prefix names an
     /// upstream the view shows that is down, say so; otherwise the name is unknown.
-    pub fn missing_name(
+    fn missing_name(
         &self,
         view: &Catalog,
         name: &str,

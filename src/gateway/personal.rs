@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use super::Gateway;
-use crate::{catalog::ListChanges, principal::Principal, upstream::Upstream};
+use super::{Gateway, Live};
+use crate::{catalog::ListChanges, principal::Principal};
 
 /// Every list, as announced when a user's own lists change.
 const ALL_LISTS: ListChanges = ListChanges {
@@ -16,23 +16,17 @@ const ALL_LISTS: ListChanges = ListChanges {
 };
 
 impl Gateway {
-    /// Finds `principal`'s own lists of the per-user upstreams they have none of yet (at
-    /// once where the catalog has no per-user upstream: every request asks).
-    pub async fn discover_personal(&self, principal: &Principal) {
-        let personal: Vec<Arc<Upstream>> = {
-            let live = self.live.load();
-            if live.catalog.personal().is_empty() {
-                return;
-            }
+    /// Finds `principal`'s own lists of the per-user upstreams of `live` they have none of yet
+    /// (at once where its catalog has no per-user upstream: every request asks).
+    pub async fn discover_personal(&self, live: &Live, principal: &Principal) {
+        if live.catalog.personal().is_empty() {
+            return;
+        }
+        let found = futures::future::join_all(
             live.catalog
                 .personal()
                 .iter()
-                .filter_map(|name| live.upstream(name.as_str()).cloned())
-                .collect()
-        };
-        let found = futures::future::join_all(
-            personal
-                .iter()
+                .filter_map(|name| live.upstream(name.as_str()))
                 .map(|upstream| upstream.discover_personal(principal, false)),
         )
         .await;

@@ -200,9 +200,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let (view, live) = (self.request.view(), &self.request.live);
         let owner = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
-                let route = view.prompt(&prompt.name).ok_or_else(|| {
-                    live.missing_name(view, &prompt.name, GatewayError::UnknownPrompt)
-                })?;
+                let route = live.prompt_route(view, &prompt.name)?;
                 prompt.name = route.original.to_string();
                 route.upstream.clone()
             }

@@ -76,9 +76,7 @@ impl Target {
         let (view, live) = (request.view(), &request.live);
         let (owner, original, param_headers) = match kind {
             Routed::Tool => {
-                let route = view
-                    .tool_route(&name)
-                    .ok_or_else(|| live.missing_name(view, &name, GatewayError::UnknownTool))?;
+                let route = live.tool_route(view, &name)?;
                 (
                     route.route.upstream.clone(),
                     route.route.original.to_string(),
@@ -86,9 +84,7 @@ impl Target {
                 )
             }
             Routed::Prompt => {
-                let route = view
-                    .prompt(&name)
-                    .ok_or_else(|| live.missing_name(view, &name, GatewayError::UnknownPrompt))?;
+                let route = live.prompt_route(view, &name)?;
                 (route.upstream.clone(), route.original.to_string(), None)
             }
             Routed::Resource => {

@@ -16,9 +16,10 @@ use std::{
     time::Duration,
 };
 
+use http_body_util::BodyExt;
 use serde::Serialize;
 use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
+    io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
 };
 
@@ -301,11 +302,14 @@ impl Fixture {
     /// Waits for `/healthz` to say every upstream is ready with the same number of tools twice
     /// in a row.
     async fn ready(&self, port: u16) -> Result<(), BenchError> {
+        let client: HealthClient =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
         let started = tokio::time::Instant::now();
         let mut last = None;
         while started.elapsed() < READY_WITHIN {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            let Some(health) = health(port).await else {
+            let Some(health) = health(&client, port).await else {
                 continue;
             };
             let ok = health.get("status").and_then(|s| s.as_str()) == Some("ok");
@@ -371,17 +375,18 @@ async fn free_port() -> Result<u16, BenchError> {
 }
 
 /// The gateway's `/healthz`, if it answers.
-async fn health(port: u16) -> Option<serde_json::Value> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    let request = format!("GET /healthz HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).await.ok()?;
-    let at = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
-    serde_json::from_slice(&answer[at + 4..]).ok()
+async fn health(client: &HealthClient, port: u16) -> Option<serde_json::Value> {
+    let uri = format!("http://127.0.0.1:{port}/healthz").parse().ok()?;
+    let response = client.get(uri).await.ok()?;
+    let body = response.into_body().collect().await.ok()?.to_bytes();
+    serde_json::from_slice(&body).ok()
 }
+
+/// What asks a gateway fixture's `/healthz`.
+type HealthClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Empty<bytes::Bytes>,
+>;
 
 fn fixture(what: &str, error: std::io::Error) -> BenchError {
     BenchError::Fixture(format!("cannot {what}: {error}"))

@@ -22,10 +22,7 @@ pub fn draw(
     title: &str,
     curves: &[(&str, &Histogram<u64>)],
 ) -> Result<(), BenchError> {
-    let failed = |e: &dyn std::fmt::Display| BenchError::Plot {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    };
+    let failed = |e: &dyn std::fmt::Display| plot_error(path, e);
     let points: Vec<(&str, Vec<(f64, f64)>)> = curves
         .iter()
         .map(|(label, h)| (*label, percentile_curve(h)))
@@ -56,15 +53,42 @@ pub fn draw(
         .x_label_formatter(&|x| percentile_label(*x))
         .draw()
         .map_err(|e| failed(&e))?;
-    for (i, (label, curve)) in points.into_iter().enumerate() {
+    draw_lines(&mut chart, points, false).map_err(|e| failed(&e))?;
+    root.present().map_err(|e| failed(&e))
+}
+
+/// A chart with a logarithmic x axis, as both plots draw them.
+type LogChart<'a> = ChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<LogCoord<f64>, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// Draws one line per `(label, points)` in its own colour (with a dot on each point if
+/// `marked`), and their legend in the upper left corner.
+fn draw_lines(
+    chart: &mut LogChart<'_>,
+    lines: Vec<(&str, Vec<(f64, f64)>)>,
+    marked: bool,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    for (i, (label, points)) in lines.into_iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
-            .draw_series(LineSeries::new(curve, color.stroke_width(2)))
-            .map_err(|e| failed(&e))?
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
             .label(label)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
+        if marked {
+            chart.draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, color.filled())),
+            )?;
+        }
     }
     chart
         .configure_series_labels()
@@ -72,8 +96,13 @@ pub fn draw(
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| failed(&e))?;
-    root.present().map_err(|e| failed(&e))
+}
+
+fn plot_error(path: &Path, error: &dyn std::fmt::Display) -> BenchError {
+    BenchError::Plot {
+        path: path.display().to_string(),
+        reason: error.to_string(),
+    }
 }
 
 /// `(1/(1-q), latency in ms)` along the histogram, up to `MAX_X`.
@@ -110,10 +139,7 @@ fn percentile_label(x: f64) -> String {
 /// Draws a cost curve into the SVG file `path`: three panels against what grows (a logarithmic
 /// axis): CPU per request, p99, and the gateway's RSS; one line per kind of request.
 pub fn draw_curve(path: &Path, curve: &CurveReport) -> Result<(), BenchError> {
-    let failed = |e: &dyn std::fmt::Display| BenchError::Plot {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    };
+    let failed = |e: &dyn std::fmt::Display| plot_error(path, e);
     let xs: Vec<f64> = curve.points.iter().map(|p| p.x as f64).collect();
     let (x_start, x_end) = (
         xs.iter().copied().fold(f64::MAX, f64::min).max(1.0) / 1.5,
@@ -179,33 +205,12 @@ pub fn draw_curve(path: &Path, curve: &CurveReport) -> Result<(), BenchError> {
             .x_label_formatter(&|x| count_label(*x))
             .draw()
             .map_err(|e| failed(&e))?;
-        for (i, (label, points)) in lines.into_iter().enumerate() {
-            if points.is_empty() {
-                continue;
-            }
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(|e| failed(&e))?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(
-                    points
-                        .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
-                )
-                .map_err(|e| failed(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| failed(&e))?;
+        // A line measured at no step (`tools/list` but on the catalog curve) is left out.
+        let lines = lines
+            .into_iter()
+            .filter(|(_, points)| !points.is_empty())
+            .collect();
+        draw_lines(&mut chart, lines, true).map_err(|e| failed(&e))?;
     }
     root.present().map_err(|e| failed(&e))
 }

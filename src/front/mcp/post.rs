@@ -163,8 +163,11 @@ impl Endpoint {
         caller: Caller,
         era: Era,
     ) -> crate::request::Request {
-        self.gateway.discover_personal(&caller.principal).await;
-        crate::request::Request::new(self.gateway.live(), caller, era, message, parts.headers)
+        let live = self.gateway.live();
+        self.gateway
+            .discover_personal(&live, &caller.principal)
+            .await;
+        crate::request::Request::new(live, caller, era, message, parts.headers)
     }
 
     /// A message of a session's client.

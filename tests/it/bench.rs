@@ -202,11 +202,9 @@ async fn the_bare_hop_forwards_a_whole_bench_run() {
 
 #[tokio::test]
 async fn a_server_that_is_not_mcp_fails_the_run_quoting_its_answer() {
-    let app = axum::Router::new()
-        .fallback(|| async { (http::StatusCode::NOT_FOUND, "nothing to see here") });
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr =
+        crate::harness::answering(404, "text/plain; charset=utf-8", "nothing to see here").await;
+    let url = format!("http://{addr}/mcp");
     let run = bench(&format!("{url} --duration 1 --warmup 0")).await;
     assert!(!run.success);
     assert!(

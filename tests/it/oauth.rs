@@ -286,11 +286,7 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     assert!(page.contains("access_denied"), "{page}");
     assert!(
         eventually(SOON, || gw
-            .gateway
-            .live()
             .upstream("secure")
-            .cloned()
-            .unwrap()
             .status()
             .last_error
             .as_deref()
@@ -303,7 +299,7 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
 
 /// Waits until `secure` shows a link other than `old`.
 async fn eventually_new_link(gw: &TestGateway, old: &str) -> String {
-    let upstream = gw.gateway.live().upstream("secure").cloned().unwrap();
+    let upstream = gw.upstream("secure");
     let changed = eventually(SOON, || {
         let status = upstream.status();
         status
@@ -431,13 +427,7 @@ async fn a_token_endpoint_outage_keeps_the_tokens() {
     sleep_until_epoch(expires + 1.0).await;
     assert!(call(&client, "secure__whoami", json!({})).await.is_err());
     assert_eq!(stored_tokens(state.path()).len(), 1);
-    let status = gw
-        .gateway
-        .live()
-        .upstream("secure")
-        .cloned()
-        .unwrap()
-        .status();
+    let status = gw.upstream("secure").status();
     assert_eq!(status.authorization_url, None, "{status:?}");
 
     // The token endpoint is back: the token is refreshed, without a new authorization.
@@ -469,7 +459,7 @@ async fn an_authorized_upstream_that_goes_down_is_retried_with_backoff() {
     assert!(call(&client, "secure__whoami", json!({})).await.is_err());
     // Its token is good, but that is no reason to reconnect in a tight loop: each failed
     // attempt counts, and the backoff applies.
-    let secure = gw.gateway.live().upstream("secure").cloned().unwrap();
+    let secure = gw.upstream("secure");
     assert!(
         eventually(SOON, || secure.status().retries >= 3).await,
         "{:?}",

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::{
     fixtures::notes::NotesServer,
-    harness::{GatewayProcess, call, connect_client},
+    harness::{GatewayProcess, answering, call, closed_port, connect_client},
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,10 +124,7 @@ const TYPE_LEAKS: &[&str] = &["::", "Transport [", "Error {", "Os {", "kind: ", 
 /// upstream's last error on `/healthz`, and the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_way_an_upstream_fails_reads_in_words() {
-    let refused = {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        listener.local_addr().unwrap()
-    };
+    let refused = format!("127.0.0.1:{}", closed_port().await);
     let erroring = answering(500, "text/plain", "Internal Server Error").await;
     let garbled = answering(200, "application/json", "{not json").await;
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -262,23 +259,4 @@ fn type_name_in(text: &str) -> Option<&str> {
                 .windows(2)
                 .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase())
         })
-}
-
-/// A server that answers every request with `status`, `content_type` and `body`.
-async fn answering(
-    status: u16,
-    content_type: &'static str,
-    body: &'static str,
-) -> std::net::SocketAddr {
-    let app = axum::Router::new().fallback(move || async move {
-        (
-            http::StatusCode::from_u16(status).unwrap(),
-            [(http::header::CONTENT_TYPE, content_type)],
-            body,
-        )
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
 }

@@ -280,16 +280,7 @@ async fn an_upstream_that_hangs_on_initialize_does_not_delay_the_others() {
         "{status}"
     );
     assert!(
-        eventually(SOON, || gw
-            .gateway
-            .live()
-            .upstream("hung")
-            .cloned()
-            .unwrap()
-            .status()
-            .retries
-            >= 2)
-        .await,
+        eventually(SOON, || gw.upstream("hung").status().retries >= 2).await,
         "retried"
     );
     assert_other_session_works(&gw, "local__echo").await;
@@ -307,7 +298,7 @@ async fn a_full_upstream_queues_then_refuses_with_an_overload_error() {
         )
         .start()
         .await;
-    let remote = gw.gateway.live().upstream("remote").cloned().unwrap();
+    let remote = gw.upstream("remote");
     let admission = || remote.admission().unwrap();
     let first = gw.client().await;
     let second = gw.client().await;

@@ -188,7 +188,7 @@ async fn subscriptions_outlive_a_restart() {
     use crate::{
         fixtures::{notes::NotesServer, round_robin::RoundRobin},
         harness::{Recorder, call, connect_client, eventually},
-        replicas::subscriptions::{once_each, updated_again},
+        replicas::subscriptions::resumes_once_each,
     };
 
     let notes = NotesServer::start().await;
@@ -232,13 +232,13 @@ async fn subscriptions_outlive_a_restart() {
     let second = GatewayProcess::start(&path);
     ready_all(&second, 1).await;
     front.set_backends(vec![second.addr]);
-    let reached = updated_again(&ada, &touch, Duration::from_secs(20)).await;
-    assert!(
-        reached,
-        "updates reach the client again: {:?}",
-        ada.seen().updated
-    );
-    once_each(&ada, &touch).await;
+    resumes_once_each(
+        &ada,
+        &touch,
+        Duration::from_secs(20),
+        "updates reach the client again",
+    )
+    .await;
     a.cancel().await.unwrap();
 }
 

@@ -167,27 +167,14 @@ async fn metadata_on_another_origin_is_not_fetched() {
         .start_unsettled()
         .await;
     let failed = eventually(Duration::from_secs(20), || {
-        gw.gateway
-            .live()
-            .upstream("pointing")
-            .cloned()
-            .unwrap()
+        gw.upstream("pointing")
             .status()
             .last_error
             .as_deref()
             .is_some_and(|error| error.contains("another origin"))
     })
     .await;
-    assert!(
-        failed,
-        "{:?}",
-        gw.gateway
-            .live()
-            .upstream("pointing")
-            .cloned()
-            .unwrap()
-            .status()
-    );
+    assert!(failed, "{:?}", gw.upstream("pointing").status());
     assert!(
         fetched.lock().unwrap().is_empty(),
         "the metadata was fetched"

@@ -257,28 +257,24 @@ impl TestGateway {
             .clone()
     }
 
-    /// The state of upstream `name` now.
-    pub fn state(&self, name: &str) -> &'static str {
+    /// Upstream `name`, as the gateway runs it now.
+    pub fn upstream(&self, name: &str) -> Arc<switchyard::upstream::Upstream> {
         self.gateway
             .live()
             .upstream(name)
             .cloned()
             .unwrap_or_else(|| panic!("no upstream {name}"))
-            .status()
-            .state
-            .as_str()
+    }
+
+    /// The state of upstream `name` now.
+    pub fn state(&self, name: &str) -> &'static str {
+        self.upstream(name).status().state.as_str()
     }
 
     /// Waits (up to `within`) until upstream `name` is in `state`.
     pub async fn wait_state(&self, name: &str, state: &str, within: Duration) {
         let reached = eventually(within, || self.state(name) == state).await;
-        let status = self
-            .gateway
-            .live()
-            .upstream(name)
-            .cloned()
-            .unwrap()
-            .status();
+        let status = self.upstream(name).status();
         assert!(reached, "{name} did not become {state}: {status:?}");
     }
 
@@ -411,6 +407,25 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
 pub async fn closed_port() -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// A server on 127.0.0.1 that answers every request with `status`, `content_type` and `body`.
+pub async fn answering(
+    status: u16,
+    content_type: &'static str,
+    body: &'static str,
+) -> std::net::SocketAddr {
+    let app = axum::Router::new().fallback(move || async move {
+        (
+            http::StatusCode::from_u16(status).unwrap(),
+            [(http::header::CONTENT_TYPE, content_type)],
+            body,
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
 }
 
 /// A notes server as the gateway's one upstream, `remote`.

@@ -109,13 +109,13 @@ async fn a_subscription_outlives_the_replica_holding_it() {
         "a living replica subscribed again: {} upstream subscriptions",
         notes.shared.subscription_count()
     );
-    let reached = updated_again(&ada, &touch, Duration::from_secs(20)).await;
-    assert!(
-        reached,
-        "updates reach the client again: {:?}",
-        ada.seen().updated
-    );
-    once_each(&ada, &touch).await;
+    resumes_once_each(
+        &ada,
+        &touch,
+        Duration::from_secs(20),
+        "updates reach the client again",
+    )
+    .await;
 
     // The new holder shuts down as a service manager stops it: it says so, and the last
     // replica takes over within a few beats rather than after its silence.
@@ -128,17 +128,30 @@ async fn a_subscription_outlives_the_replica_holding_it() {
         .balancer
         .set_backends(vec![cluster.replicas[last].addr]);
     cluster.replicas[second].signal("TERM");
-    let reached = updated_again(&ada, &touch, Duration::from_secs(8)).await;
-    assert!(
-        reached,
-        "taken over after a graceful stop: {:?}",
-        ada.seen().updated
-    );
-    once_each(&ada, &touch).await;
+    resumes_once_each(
+        &ada,
+        &touch,
+        Duration::from_secs(8),
+        "taken over after a graceful stop",
+    )
+    .await;
+}
+
+/// Changes of the resource reach the client again `within` (else fails saying `what`), then
+/// one more change gives exactly one more update.
+pub(crate) async fn resumes_once_each<F: std::future::Future<Output = ()>>(
+    ada: &Recorder,
+    touch: &impl Fn() -> F,
+    within: Duration,
+    what: &str,
+) {
+    let reached = updated_again(ada, touch, within).await;
+    assert!(reached, "{what}: {:?}", ada.seen().updated);
+    once_each(ada, touch).await;
 }
 
 /// Whether changes of the resource, made until one reaches the client, do so `within`.
-pub(crate) async fn updated_again<F: std::future::Future<Output = ()>>(
+async fn updated_again<F: std::future::Future<Output = ()>>(
     ada: &Recorder,
     touch: &impl Fn() -> F,
     within: Duration,
@@ -159,10 +172,7 @@ pub(crate) async fn updated_again<F: std::future::Future<Output = ()>>(
 }
 
 /// One more change of the resource gives the client exactly one more update.
-pub(crate) async fn once_each<F: std::future::Future<Output = ()>>(
-    ada: &Recorder,
-    touch: &impl Fn() -> F,
-) {
+async fn once_each<F: std::future::Future<Output = ()>>(ada: &Recorder, touch: &impl Fn() -> F) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = ada.seen().updated.len();
     touch().await;
@@ -178,23 +188,27 @@ pub(crate) async fn once_each<F: std::future::Future<Output = ()>>(
 /// Of the replicas `among`, the one holding the cluster's subscription: the one whose id
 /// names a `held` set in the store.
 async fn holder(redis: &RedisServer, cluster: &Cluster, among: &[usize]) -> usize {
-    let held: Vec<String> = redis
-        .dump("switchyard:held:*")
-        .await
-        .into_iter()
-        .map(|(key, _)| key.trim_start_matches("switchyard:held:").to_owned())
-        .collect();
     let mut holders = Vec::new();
     for n in among {
-        let id = healthz(cluster.replicas[*n].addr).await["store"]["replica"].clone();
-        if held.iter().any(|h| id == h.as_str()) {
+        if holds(redis, cluster, *n).await {
             holders.push(*n);
         }
     }
     assert_eq!(
         holders.len(),
         1,
-        "one replica holds the subscription: {held:?}"
+        "one replica holds the subscription: {:?}",
+        redis.dump("switchyard:held:*").await
     );
     holders[0]
+}
+
+/// Whether replica `n` holds the cluster's subscription: its id names a `held` set.
+async fn holds(redis: &RedisServer, cluster: &Cluster, n: usize) -> bool {
+    let id = healthz(cluster.replicas[n].addr).await["store"]["replica"].clone();
+    redis
+        .dump("switchyard:held:*")
+        .await
+        .into_iter()
+        .any(|(key, _)| id == key.trim_start_matches("switchyard:held:"))
 }

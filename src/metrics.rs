@@ -97,15 +97,57 @@ impl ToolSeries {
     }
 }
 
-/// The tool series of one upstream, by the upstream's own tool names.
+/// What happened to a task (one created by a tool call through Switchyard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskEvent {
+    Created,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskEvent {
+    const ALL: [TaskEvent; 4] = [
+        TaskEvent::Created,
+        TaskEvent::Completed,
+        TaskEvent::Failed,
+        TaskEvent::Cancelled,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            TaskEvent::Created => "created",
+            TaskEvent::Completed => "completed",
+            TaskEvent::Failed => "failed",
+            TaskEvent::Cancelled => "cancelled",
+        }
+    }
+
+    /// The end a task `status` names, if it names one.
+    pub fn of_status(status: &str) -> Option<Self> {
+        match status {
+            "completed" => Some(TaskEvent::Completed),
+            "failed" => Some(TaskEvent::Failed),
+            "cancelled" => Some(TaskEvent::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// The tool series of one upstream, by the upstream's own tool names, and its task series.
 pub struct ToolTable {
     tools: HashMap<Box<str>, ToolSeries>,
     other: ToolSeries,
+    tasks: [IntCounter; 4],
 }
 
 impl ToolTable {
     pub fn get(&self, tool: &str) -> &ToolSeries {
         self.tools.get(tool).unwrap_or(&self.other)
+    }
+
+    pub fn task(&self, event: TaskEvent) {
+        self.tasks[event as usize].inc();
     }
 }
 
@@ -116,6 +158,7 @@ pub struct Metrics {
     in_flight: IntGauge,
     tool_calls: IntCounterVec,
     tool_duration: HistogramVec,
+    tasks: IntCounterVec,
     pub sessions_active: IntGauge,
     pub sessions_opened: IntCounter,
     pub streams_open: IntGauge,
@@ -199,6 +242,14 @@ impl Metrics {
                 "switchyard_store_errors_total",
                 "Operations on the shared store that failed",
             )?,
+            tasks: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_tasks_total",
+                    "Tasks created by tool calls through Switchyard, and those seen to end, by \
+                     upstream and event (created, completed, failed, cancelled)",
+                ),
+                &["upstream", "event"],
+            )?,
             reloads: IntCounterVec::new(
                 Opts::new(
                     "switchyard_config_reloads_total",
@@ -237,6 +288,7 @@ impl Metrics {
         registry.register(Box::new(metrics.in_flight.clone()))?;
         registry.register(Box::new(metrics.tool_calls.clone()))?;
         registry.register(Box::new(metrics.tool_duration.clone()))?;
+        registry.register(Box::new(metrics.tasks.clone()))?;
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;
         registry.register(Box::new(metrics.streams_open.clone()))?;
@@ -294,6 +346,8 @@ impl Metrics {
                 .map(|tool| (Box::from(tool), series(tool)))
                 .collect(),
             other: series("other"),
+            tasks: TaskEvent::ALL
+                .map(|event| self.tasks.with_label_values(&[upstream, event.label()])),
         }
     }
 
@@ -306,6 +360,9 @@ impl Metrics {
                     .remove_label_values(&[upstream, tool, outcome]);
             }
             let _ = self.tool_duration.remove_label_values(&[upstream, tool]);
+        }
+        for event in TaskEvent::ALL {
+            let _ = self.tasks.remove_label_values(&[upstream, event.label()]);
         }
     }
 

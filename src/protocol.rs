@@ -55,6 +55,10 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// The client's progress token, in any era.
 pub const META_PROGRESS_TOKEN: &str = "progressToken";
+/// The tasks extension of 2026-07-28 (SEP-2663), as capabilities name it.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The `_meta` key that ties a message to the task it concerns (2025-11-25).
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 #[cfg(test)]
 mod tests {

@@ -44,7 +44,15 @@ fn raw_round_trip(request: &[u8], answer: &[u8], upstream: &UpstreamName) -> usi
         era: Era::Legacy,
         has_progress: false,
     };
-    let sent = upstream_request(Routed::Tool, 1 << 32, &name[6..], &params, rewrite);
+    let sent = upstream_request(
+        Routed::Tool.method(),
+        Routed::Tool.field(),
+        1 << 32,
+        &name[6..],
+        &params,
+        rewrite,
+        &[],
+    );
     let Ok(wire::Message::Response { result, .. }) = wire::parse(answer) else {
         unreachable!()
     };

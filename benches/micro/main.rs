@@ -49,7 +49,7 @@ pub fn catalog(upstreams: usize, per_upstream: usize) -> switchyard::catalog::Ca
     let parts: Vec<_> = (0..upstreams)
         .map(|u| {
             let part = UpstreamCatalog {
-                tools: tools.clone(),
+                tools: tools.iter().cloned().map(Into::into).collect(),
                 ..UpstreamCatalog::default()
             };
             (

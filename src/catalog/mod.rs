@@ -12,12 +12,13 @@ mod naming;
 mod page;
 mod params;
 mod template;
+mod tool;
 mod view;
 
 use std::{collections::HashMap, sync::Arc};
 
 use bytes::Bytes;
-use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate};
 
 pub use access::{Access, ViewKey};
 pub use lists::CacheHint;
@@ -27,6 +28,7 @@ pub use naming::NameScheme;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 use template::TemplatePattern;
+pub use tool::{ListedTool, TaskSupport};
 pub use view::PersonalParts;
 use view::{Lens, Views};
 
@@ -38,7 +40,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 /// What one upstream listed at discovery, with its own names and URIs.
 #[derive(Debug, Clone, Default)]
 pub struct UpstreamCatalog {
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ListedTool>,
     pub prompts: Vec<Prompt>,
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
@@ -70,6 +72,8 @@ pub struct Route {
 pub struct ToolRoute {
     pub route: Route,
     pub param_headers: Option<Arc<[ParamHeader]>>,
+    /// Whether the tool runs as a task (`execution.taskSupport`).
+    pub task_support: TaskSupport,
     index: usize,
 }
 
@@ -104,7 +108,9 @@ pub struct UriRoute<'a> {
 pub struct Catalog {
     scheme: NameScheme,
     upstreams: Vec<UpstreamName>,
-    tools: Vec<Tool>,
+    tools: Vec<ListedTool>,
+    /// The upstreams with a tool that may run as a task, in config order.
+    task_upstreams: Vec<UpstreamName>,
     tool_routes: HashMap<String, ToolRoute>,
     prompts: Vec<Prompt>,
     prompt_routes: HashMap<String, Route>,
@@ -156,6 +162,7 @@ impl Catalog {
             upstreams: parts.iter().map(|(name, _)| name.clone()).collect(),
             tools: Vec::new(),
             tool_routes: HashMap::new(),
+            task_upstreams: Vec::new(),
             prompts: Vec::new(),
             prompt_routes: HashMap::new(),
             resources: Vec::new(),
@@ -228,7 +235,7 @@ impl Catalog {
         }
     }
 
-    fn add_tools(&mut self, upstream: &UpstreamName, tools: &[Tool]) {
+    fn add_tools(&mut self, upstream: &UpstreamName, tools: &[ListedTool]) {
         for tool in tools {
             if !self.lens.item(Kind::Tool, upstream.as_str(), &tool.name) {
                 continue;
@@ -256,9 +263,15 @@ impl Catalog {
                         original,
                     },
                     param_headers: params::param_headers(&tool.input_schema),
+                    task_support: tool.task_support(),
                     index: self.tools.len(),
                 },
             );
+            if tool.task_support() != TaskSupport::Forbidden
+                && self.task_upstreams.last() != Some(upstream)
+            {
+                self.task_upstreams.push(upstream.clone());
+            }
             self.tools.push(tool);
         }
     }
@@ -365,8 +378,13 @@ impl Catalog {
         &self.upstreams
     }
 
-    pub fn tools(&self) -> &[Tool] {
+    pub fn tools(&self) -> &[ListedTool] {
         &self.tools
+    }
+
+    /// The upstreams with a tool shown here that may run as a task, in config order.
+    pub fn task_upstreams(&self) -> &[UpstreamName] {
+        &self.task_upstreams
     }
 
     pub fn prompts(&self) -> &[Prompt] {
@@ -397,7 +415,7 @@ impl Catalog {
     }
 
     /// The exposed tool `exposed`, by reference.
-    pub fn tool_definition(&self, exposed: &str) -> Option<&Tool> {
+    pub fn tool_definition(&self, exposed: &str) -> Option<&ListedTool> {
         self.tool_routes.get(exposed).map(|t| &self.tools[t.index])
     }
 

@@ -22,7 +22,7 @@ fn tool(name: &str) -> Tool {
 
 fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalog> {
     Arc::new(UpstreamCatalog {
-        tools: tools.iter().map(|t| tool(t)).collect(),
+        tools: tools.iter().map(|t| tool(t).into()).collect(),
         prompts: tools
             .iter()
             .map(|t| Prompt::new(format!("{t}_prompt"), Some("p"), None))
@@ -91,7 +91,7 @@ fn fields_pass_through_unchanged() {
     let parts = [(
         up("web"),
         Arc::new(UpstreamCatalog {
-            tools: vec![original.clone()],
+            tools: vec![original.clone().into()],
             ..UpstreamCatalog::default()
         }),
     )];

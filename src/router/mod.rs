@@ -10,11 +10,13 @@
 mod mrtr;
 mod raw;
 mod target;
+mod tasks;
 mod timeout;
 mod uris;
 
 pub use raw::{Rewrite, client_answer, upstream_request};
 pub use target::{Routed, Target};
+pub use tasks::TaskMethod;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -41,6 +43,7 @@ use crate::{
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
     request::Request,
+    store::Sealer,
     upstream::{Connection, InFlight, Upstream},
 };
 
@@ -56,6 +59,8 @@ pub trait ConnectionSource: Sync {
 /// it is (for what comes back), and its cancellation.
 pub struct Call<'a, S> {
     pub request: &'a Request,
+    /// What task handles are sealed with (the keys the replicas share).
+    pub sealer: &'a Sealer,
     pub source: &'a S,
     pub downstream: Arc<Downstream>,
     pub ct: &'a CancellationToken,

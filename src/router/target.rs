@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::{
-    catalog::{NameScheme, ParamHeader},
+    catalog::{NameScheme, ParamHeader, TaskSupport},
     error::GatewayError,
     protocol::Era,
     request::Request,
@@ -41,7 +41,7 @@ impl Routed {
     }
 
     /// The param that names what is asked for.
-    pub(super) fn field(self) -> &'static str {
+    pub fn field(self) -> &'static str {
         match self {
             Routed::Resource => "uri",
             Routed::Tool | Routed::Prompt => "name",
@@ -60,6 +60,8 @@ pub struct Target {
     pub scheme: NameScheme,
     /// The `Mcp-Param-*` headers a tool's schema asks for.
     pub param_headers: Option<Arc<[ParamHeader]>>,
+    /// Whether a tool runs as a task.
+    pub task_support: TaskSupport,
 }
 
 impl Target {
@@ -74,22 +76,29 @@ impl Target {
             .and_then(wire::string)
             .ok_or_else(|| GatewayError::InvalidParams(format!("`{field}` must be a string")))?;
         let (view, live) = (request.view(), &request.live);
-        let (owner, original, param_headers) = match kind {
+        let (owner, original, param_headers, task_support) = match kind {
             Routed::Tool => {
                 let route = live.tool_route(view, &name)?;
                 (
                     route.route.upstream.clone(),
                     route.route.original.to_string(),
                     route.param_headers.clone(),
+                    route.task_support,
                 )
             }
             Routed::Prompt => {
                 let route = live.prompt_route(view, &name)?;
-                (route.upstream.clone(), route.original.to_string(), None)
+                let original = route.original.to_string();
+                (
+                    route.upstream.clone(),
+                    original,
+                    None,
+                    TaskSupport::Forbidden,
+                )
             }
             Routed::Resource => {
                 let (owner, original, _) = live.resolve_uri(view, &name)?;
-                (owner, original, None)
+                (owner, original, None, TaskSupport::Forbidden)
             }
         };
         Ok(Self {
@@ -98,6 +107,7 @@ impl Target {
             original,
             scheme: view.scheme().clone(),
             param_headers,
+            task_support,
         })
     }
 
@@ -107,7 +117,7 @@ impl Target {
     pub fn takes_raw(&self, era: Era) -> bool {
         self.upstream.has_raw_path()
             && !(era == Era::Legacy && self.upstream.speaks_only_modern())
-            && self.param_headers.is_none()
+            && (self.param_headers.is_none() || self.task_support != TaskSupport::Forbidden)
     }
 
     /// The tool, as the upstream knows it, for a tool call.

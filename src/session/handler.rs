@@ -66,6 +66,7 @@ impl SessionHandler {
     ) -> Call<'a, Source<'a>> {
         Call {
             request: &self.request,
+            sealer: self.gateway.store().sealer(),
             source,
             downstream: self.downstream.clone(),
             ct: &context.ct,
@@ -270,4 +271,34 @@ pub fn negotiate(
         }
     }
     Announce(gateway.server_info(catalog)).negotiate_initialize(params)
+}
+
+/// The answer to `initialize` (a JSON-RPC message), announcing tasks if a tool of `catalog`
+/// can run as one and the version agreed has them (2025-11-25 `capabilities.tasks`, which the
+/// SDK's model lacks): tool calls may create tasks, which can be listed and cancelled.
+pub fn announce_tasks(answer: bytes::Bytes, catalog: &Catalog) -> bytes::Bytes {
+    if catalog.task_upstreams().is_empty() {
+        return answer;
+    }
+    let Ok(mut message) = serde_json::from_slice::<serde_json::Value>(&answer) else {
+        return answer;
+    };
+    let version = message
+        .pointer("/result/protocolVersion")
+        .and_then(|version| version.as_str())
+        .unwrap_or_default();
+    if version < "2025-11-25" {
+        return answer;
+    }
+    let Some(capabilities) = message
+        .pointer_mut("/result/capabilities")
+        .and_then(|caps| caps.as_object_mut())
+    else {
+        return answer;
+    };
+    capabilities.insert(
+        "tasks".into(),
+        serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+    );
+    serde_json::to_vec(&message).map_or(answer, bytes::Bytes::from)
 }

@@ -31,7 +31,7 @@ use std::{
 use rmcp::model::{ClientCapabilities, InitializeRequestParams, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
-pub use handler::negotiate;
+pub use handler::{announce_tasks, negotiate};
 pub use id::{SessionIds, Ticket};
 pub use notify::{ListWatcher, spawn_list_notifier};
 pub use serve::{Served, has_modern_meta, meta_version, serve};

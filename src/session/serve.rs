@@ -31,7 +31,7 @@ use crate::{
         Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION,
     },
     request::{Caller, Request},
-    router::{Call, Routed, Target},
+    router::{Call, Routed, Target, TaskMethod},
     wire::{self, Fields},
 };
 
@@ -114,7 +114,8 @@ impl Serving<'_> {
         let method = request.method();
         let fast = ListKind::of_method(method)
             .map(Fast::List)
-            .or_else(|| Routed::of_method(method).map(Fast::Routed));
+            .or_else(|| Routed::of_method(method).map(Fast::Routed))
+            .or_else(|| TaskMethod::of_method(method).map(Fast::Task));
         let Some(fast) = fast else {
             // Boxed: the typed path is the rare one, and its future is large.
             return Box::pin(self.typed(self.downstream(outlet), None)).await;
@@ -128,19 +129,21 @@ impl Serving<'_> {
         {
             return error.answer(id);
         }
-        let kind = match fast {
-            Fast::List(kind) => return list_page(request, kind),
-            Fast::Routed(kind) => kind,
-        };
         let source = match self.session {
             Some(session) => Source::Session(session.upstreams()),
             None => Source::Stateless(&request.caller.principal),
         };
         let call = Call {
             request,
+            sealer: self.gateway.store().sealer(),
             source: &source,
             downstream: self.downstream(outlet),
             ct: self.ct,
+        };
+        let kind = match fast {
+            Fast::List(kind) => return list_page(request, kind),
+            Fast::Task(method) => return call.task(method).await,
+            Fast::Routed(kind) => kind,
         };
         let target = match found.unwrap_or_else(|| Target::of(request, kind)) {
             Ok(target) => target,
@@ -239,6 +242,9 @@ impl Serving<'_> {
             };
             if is_answer {
                 drop(service);
+                if request.method() == "initialize" {
+                    return super::handler::announce_tasks(bytes, request.view());
+                }
                 return bytes;
             }
             if outlet.send(bytes).await.is_err() {
@@ -259,6 +265,7 @@ impl Serving<'_> {
 enum Fast {
     List(ListKind),
     Routed(Routed),
+    Task(TaskMethod),
 }
 
 /// The error for a 2026-07-28 request whose `_meta` lacks what the protocol requires, or names

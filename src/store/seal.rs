@@ -3,12 +3,14 @@
 //! one use opens as another. Session ids and the events of session streams kept in Redis are
 //! sealed this way.
 //!
-//! Sealed bytes: a format byte, the key's id (4 bytes of its SHA-256), a random 96-bit nonce,
-//! the ciphertext and its tag.
+//! Sealed bytes: a format byte, the key's id (4 bytes of its SHA-256), a 96-bit nonce, the
+//! ciphertext and its tag. The nonce is random, or, for handles that must read the same every
+//! time they are made (`seal_stable`), derived from the sealed bytes with a key of its own:
+//! equal handles then reveal only that they are equal.
 
 use aws_lc_rs::{
     aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey},
-    digest, rand,
+    digest, hmac, rand,
 };
 
 const FORMAT: u8 = 1;
@@ -18,6 +20,8 @@ const HEADER: usize = 1 + KEY_ID_LEN + NONCE_LEN;
 struct Key {
     id: [u8; KEY_ID_LEN],
     cipher: LessSafeKey,
+    /// Derives the nonces of stable seals.
+    nonces: hmac::Key,
 }
 
 impl Key {
@@ -26,9 +30,13 @@ impl Key {
         let mut id = [0; KEY_ID_LEN];
         id.copy_from_slice(&digest.as_ref()[..KEY_ID_LEN]);
         let unbound = UnboundKey::new(&AES_256_GCM, bytes).expect("32 bytes is an AES-256 key");
+        let mut nonce_key = digest::Context::new(&digest::SHA256);
+        nonce_key.update(b"switchyard stable nonces\0");
+        nonce_key.update(bytes);
         Self {
             id,
             cipher: LessSafeKey::new(unbound),
+            nonces: hmac::Key::new(hmac::HMAC_SHA256, nonce_key.finish().as_ref()),
         }
     }
 }
@@ -53,9 +61,26 @@ impl Sealer {
 
     /// `plain` sealed for `purpose`.
     pub fn seal(&self, purpose: &[u8], plain: &[u8]) -> Vec<u8> {
-        let key = &self.keys[0];
         let mut nonce = [0u8; NONCE_LEN];
         fill_random(&mut nonce);
+        self.seal_with(nonce, purpose, plain)
+    }
+
+    /// `plain` sealed for `purpose`, the same bytes every time (with the same first key): for
+    /// handles a client compares, such as task ids. The nonce is a keyed digest of purpose and
+    /// plain text, so it repeats only with both.
+    pub fn seal_stable(&self, purpose: &[u8], plain: &[u8]) -> Vec<u8> {
+        let mut context = hmac::Context::with_key(&self.keys[0].nonces);
+        context.update(&(purpose.len() as u64).to_be_bytes());
+        context.update(purpose);
+        context.update(plain);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&context.sign().as_ref()[..NONCE_LEN]);
+        self.seal_with(nonce, purpose, plain)
+    }
+
+    fn seal_with(&self, nonce: [u8; NONCE_LEN], purpose: &[u8], plain: &[u8]) -> Vec<u8> {
+        let key = &self.keys[0];
         let mut sealed = Vec::with_capacity(HEADER + plain.len() + AES_256_GCM.tag_len());
         sealed.push(FORMAT);
         sealed.extend_from_slice(&key.id);
@@ -121,5 +146,23 @@ mod tests {
         assert_eq!(Sealer::new(&[[4; 32]]).open(b"a", &sealed), None);
         assert_eq!(sealer.open(b"a", &sealed[..sealed.len() - 1]), None);
         assert_eq!(sealer.open(b"a", b""), None);
+    }
+
+    #[test]
+    fn stable_seals_repeat_only_for_the_same_purpose_and_text() {
+        let sealer = Sealer::new(&[[3; 32]]);
+        let once = sealer.seal_stable(b"task", b"alice/1");
+        assert_eq!(sealer.seal_stable(b"task", b"alice/1"), once);
+        assert_ne!(sealer.seal_stable(b"task", b"alice/2"), once);
+        assert_ne!(sealer.seal_stable(b"other", b"alice/1"), once);
+        assert_ne!(
+            Sealer::new(&[[4; 32]]).seal_stable(b"task", b"alice/1"),
+            once
+        );
+        assert_eq!(
+            sealer.open(b"task", &once).as_deref(),
+            Some(&b"alice/1"[..])
+        );
+        assert_eq!(sealer.open(b"other", &once), None);
     }
 }

@@ -4,19 +4,22 @@
 
 use rmcp::{
     RoleClient, ServiceError,
-    model::{CacheScope, ErrorCode, PaginatedRequestParams, ServerPeerInfo},
+    model::{CacheScope, ErrorCode, ErrorData, PaginatedRequestParams, ServerPeerInfo},
     service::Peer,
 };
+use serde::Deserialize;
 
-use super::UpstreamError;
-use crate::catalog::{CacheHint, ListHints, UpstreamCatalog};
+use super::{RawLink, UpstreamError};
+use crate::catalog::{CacheHint, ListHints, ListedTool, UpstreamCatalog};
 
 /// One page of a list: its entries, the next cursor, and the caching hint given with it.
 type Page<T> = (Vec<T>, Option<String>, Option<CacheHint>);
 
-/// Lists everything `peer` offers. The four lists are read concurrently.
+/// Lists everything `peer` offers. The four lists are read concurrently. Tools are read on
+/// the raw path where there is one (`raw`), so that their definitions keep every field.
 pub async fn discover(
     peer: &Peer<RoleClient>,
+    raw: Option<&RawLink>,
     server: &ServerPeerInfo,
 ) -> Result<UpstreamCatalog, UpstreamError> {
     let caps = &server.capabilities;
@@ -29,9 +32,14 @@ pub async fn discover(
         (templates, templates_hint),
     ) = tokio::try_join!(
         list("tools", caps.tools.is_some(), |cursor| async move {
+            // A 2026-07-28 upstream wants the lifecycle in every request's `_meta`, which
+            // only rmcp's client writes for the gateway's own requests.
+            if let Some(raw) = raw.filter(|raw| raw.era() == crate::protocol::Era::Legacy) {
+                return raw_tools(raw, cursor).await;
+            }
             let page = peer.list_tools(params(cursor)).await?;
             Ok((
-                page.tools,
+                page.tools.into_iter().map(ListedTool::from).collect(),
                 page.next_cursor,
                 hint(page.ttl_ms, page.cache_scope),
             ))
@@ -75,6 +83,47 @@ pub async fn discover(
             templates: templates_hint,
         },
     })
+}
+
+/// One page of `tools/list`, read as the upstream wrote it.
+async fn raw_tools(
+    raw: &RawLink,
+    cursor: Option<String>,
+) -> Result<Page<ListedTool>, ServiceError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ToolsPage {
+        tools: Vec<serde_json::Value>,
+        next_cursor: Option<String>,
+        ttl_ms: Option<u64>,
+        cache_scope: Option<CacheScope>,
+    }
+    let params = match &cursor {
+        Some(cursor) => serde_json::json!({ "cursor": cursor }).to_string(),
+        None => "{}".to_owned(),
+    };
+    let answer = raw
+        .request("tools/list", &params, |_| {})
+        .await
+        .map_err(|error| failed(format!("the tool list was not answered: {error}")))?;
+    if answer.is_error {
+        let error: ErrorData = serde_json::from_str(answer.payload())
+            .unwrap_or_else(|_| ErrorData::internal_error("an unreadable error", None));
+        return Err(ServiceError::McpError(error));
+    }
+    let page: ToolsPage = serde_json::from_str(answer.payload())
+        .map_err(|error| failed(format!("the tool list cannot be read: {error}")))?;
+    let tools = page
+        .tools
+        .into_iter()
+        .map(ListedTool::from_value)
+        .collect::<Result<_, _>>()
+        .map_err(|error| failed(format!("a tool definition cannot be read: {error}")))?;
+    Ok((tools, page.next_cursor, hint(page.ttl_ms, page.cache_scope)))
+}
+
+fn failed(reason: String) -> ServiceError {
+    ServiceError::McpError(ErrorData::internal_error(reason, None))
 }
 
 /// The hint of a list result, if it gave both parts of one.

@@ -101,6 +101,9 @@ pub struct Outgoing<'a> {
     pub body: Bytes,
     /// Headers of the client's request the upstream's rules pass on.
     pub forwarded: &'a [(HeaderName, HeaderValue)],
+    /// The upstream session to send it in, if not the connection's own: a task lives in the
+    /// session that created it, whichever replica or connection asks after it.
+    pub session: Option<&'a str>,
 }
 
 /// What the upstream sent next on an exchange.
@@ -169,14 +172,50 @@ impl RawLink {
         self.next_id.fetch_add(1, Ordering::Relaxed) as i64
     }
 
+    /// Sends a request of the gateway's own (`method` with `params`, JSON text) and reads it to
+    /// its answer. What the upstream sends on the way is handed to `on_message`.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: &str,
+        mut on_message: impl FnMut(Bytes),
+    ) -> Result<Answer, ExchangeError> {
+        let id = self.next_id();
+        let body = wire::write::request(
+            itoa::Buffer::new().format(id),
+            method,
+            Some(params.as_bytes()),
+        )
+        .into();
+        let outgoing = Outgoing {
+            id,
+            method,
+            name: "",
+            body,
+            forwarded: &[],
+            session: None,
+        };
+        let mut exchange = self.start(&outgoing).await?;
+        loop {
+            match exchange.next().await? {
+                Step::Answer(answer) => {
+                    exchange.finish();
+                    return Ok(answer);
+                }
+                Step::Message(message) => on_message(message),
+            }
+        }
+    }
+
     /// Sends `outgoing` and waits for the answer's headers. A refusal the hook can mend (a
     /// token renewed) is retried once.
     pub async fn start(&self, outgoing: &Outgoing<'_>) -> Result<Exchange<'_>, ExchangeError> {
         // A legacy server may keep no sessions (it named none at `initialize`); the id is
         // known from the answer to `initialize` on, so it is never missing for one that does.
-        let session = match self.era {
-            Era::Legacy => self.session.get(),
-            Era::Modern => None,
+        let session = match (self.era, outgoing.session) {
+            (Era::Modern, _) => None,
+            (Era::Legacy, Some(id)) => HeaderValue::from_str(id).ok().map(Arc::new),
+            (Era::Legacy, None) => self.session.get(),
         };
         let retries = self.hook.retries();
         let mut sent = RequestHeaders::new();

@@ -92,11 +92,26 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Inbound<T> {
             };
             match message {
                 ServerJsonRpcMessage::Notification(mut notification) => {
-                    if let ServerNotification::ProgressNotification(progress) =
-                        notification.notification
-                    {
-                        self.forward(progress.params);
-                        continue;
+                    match notification.notification {
+                        ServerNotification::ProgressNotification(progress) => {
+                            self.forward(progress.params);
+                            continue;
+                        }
+                        ServerNotification::TaskStatusNotification(status) => {
+                            if let Ok(params) = serde_json::to_value(&status.params) {
+                                self.relay.tasks.status(params);
+                            }
+                            continue;
+                        }
+                        ServerNotification::CustomNotification(custom)
+                            if custom.method == "notifications/tasks/status" =>
+                        {
+                            if let Some(params) = custom.params {
+                                self.relay.tasks.status(params);
+                            }
+                            continue;
+                        }
+                        _ => {}
                     }
                     let arrival = self.relay.arrival();
                     notification.notification.extensions_mut().insert(arrival);

@@ -29,6 +29,7 @@ mod sse;
 mod status;
 mod stdio;
 mod supervisor;
+mod tasks;
 
 use std::{
     collections::BTreeSet,
@@ -52,6 +53,7 @@ pub use session_slot::{SessionSlot, UpstreamSession};
 pub use sse::{SseError, SseTransport};
 pub use status::{UpstreamState, UpstreamStatus, escape_for_display};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
+pub use tasks::{TaskWatch, TaskWatches};
 
 use crate::{
     catalog::UpstreamCatalog,

@@ -74,12 +74,15 @@ impl Upstream {
         }
         let connection = self.connection_for(principal, false).await?;
         let timeout = self.config.policy.discovery_timeout;
-        tokio::time::timeout(timeout, discover(connection.peer(), connection.server()))
-            .await
-            .map_err(|_| UpstreamError::DiscoveryTimeout {
-                what: "a user's own tools, prompts and resources",
-                timeout,
-            })?
+        tokio::time::timeout(
+            timeout,
+            discover(connection.peer(), connection.raw(), connection.server()),
+        )
+        .await
+        .map_err(|_| UpstreamError::DiscoveryTimeout {
+            what: "a user's own tools, prompts and resources",
+            timeout,
+        })?
     }
 
     /// Forgets every user's lists (the upstream reconnected: they may all be different).

@@ -61,6 +61,8 @@ pub struct Relay {
     /// marker that arrives just after its request ended (it took another way than the answer)
     /// is still that request's.
     recent: ArcSwapOption<Finished>,
+    /// The tasks created through the connection.
+    pub tasks: super::TaskWatches,
     /// When the relay was made, and milliseconds from then to the last request started or ended.
     epoch: Instant,
     last_active: AtomicU64,
@@ -105,6 +107,7 @@ impl Relay {
             elicitations: DashMap::new(),
             home,
             recent: ArcSwapOption::empty(),
+            tasks: super::TaskWatches::default(),
             epoch: Instant::now(),
             last_active: AtomicU64::new(0),
         })
@@ -119,6 +122,11 @@ impl Relay {
     pub fn quiet_for(&self) -> Duration {
         let last = Duration::from_millis(self.last_active.load(Ordering::Relaxed));
         self.epoch.elapsed().saturating_sub(last)
+    }
+
+    /// Whether the connection belongs to one session (whose client is one principal).
+    pub fn is_per_session(&self) -> bool {
+        self.home.is_some()
     }
 
     /// How many requests are in flight.

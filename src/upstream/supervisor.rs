@@ -307,12 +307,15 @@ async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
 /// Lists everything again and stores it, within the discovery timeout.
 async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), UpstreamError> {
     let timeout = upstream.config.policy.discovery_timeout;
-    let catalog = tokio::time::timeout(timeout, discover(connection.peer(), connection.server()))
-        .await
-        .map_err(|_| UpstreamError::DiscoveryTimeout {
-            what: "tools, prompts and resources",
-            timeout,
-        })??;
+    let catalog = tokio::time::timeout(
+        timeout,
+        discover(connection.peer(), connection.raw(), connection.server()),
+    )
+    .await
+    .map_err(|_| UpstreamError::DiscoveryTimeout {
+        what: "tools, prompts and resources",
+        timeout,
+    })??;
     upstream.catalog.store(Some(Arc::new(catalog)));
     Ok(())
 }

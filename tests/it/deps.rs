@@ -79,6 +79,7 @@ pub fn node_packages() -> &'static Path {
             &["node/package.json", "node/package-lock.json"],
             &[
                 "node/client.mjs",
+                "node/tasks-client.mjs",
                 "node/bind-local.cjs",
                 "node/oauth-upstream.mjs",
                 "node/oauth-client.mjs",

@@ -27,5 +27,6 @@ mod resilience;
 mod restart;
 mod routing;
 mod sessions;
+mod tasks;
 mod transports;
 mod users;

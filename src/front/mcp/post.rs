@@ -262,7 +262,8 @@ impl Endpoint {
         let answer =
             ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), request_id);
         let answer = serde_json::to_vec(&answer).unwrap_or_default();
-        let mut response = EventStream::single(EventIds::Standalone, answer.into()).into_response();
+        let answer = crate::session::announce_tasks(answer.into(), &catalog);
+        let mut response = EventStream::single(EventIds::Standalone, answer).into_response();
         if let Ok(value) = HeaderValue::from_str(&session_id) {
             response.headers_mut().insert(MCP_SESSION_ID, value);
         }

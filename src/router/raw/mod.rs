@@ -32,6 +32,7 @@ use super::{
     uris,
 };
 use crate::{
+    catalog::TaskSupport,
     downstream::Downstream,
     error::GatewayError,
     gateway::unavailable,
@@ -43,8 +44,9 @@ use crate::{
     wire::{self, Edit, Fields},
 };
 
+pub(in crate::router) use rewrite::relay_error;
+use rewrite::reports_tool_error;
 pub use rewrite::{Rewrite, client_answer, upstream_request};
-use rewrite::{relay_error, reports_tool_error};
 
 impl<S: ConnectionSource> Call<'_, S> {
     /// Answers a routed request on the raw path, at `target` (which takes it: see
@@ -58,7 +60,11 @@ impl<S: ConnectionSource> Call<'_, S> {
         }
         let forwarded = upstream.config().forwarded(&self.request.headers);
         let started = std::time::Instant::now();
-        let result = self.forward(target, &forwarded).await;
+        let result = match self.task_mode(target).await {
+            Ok(TaskMode::Plain) => self.forward(target, &forwarded).await,
+            Ok(TaskMode::Bridged) => self.bridged(target, &forwarded).await,
+            Err(error) => Err(error),
+        };
         if let Some(tool) = target.tool() {
             let outcome = match &result {
                 Ok(answer) if wire::is_error_answer(answer) => ToolOutcome::Error,
@@ -72,6 +78,33 @@ impl<S: ConnectionSource> Call<'_, S> {
             Ok(answer) => answer,
             Err(error) => self.failed(error),
         }
+    }
+
+    /// How a tool call runs: as the client asked, or as a task Switchyard follows for a client
+    /// that called a tool that must run as one without asking for a task.
+    /// A call that would create a task the caller has no room for is refused.
+    async fn task_mode(&self, target: &Target) -> Result<TaskMode, GatewayError> {
+        if target.task_support == TaskSupport::Forbidden {
+            return Ok(TaskMode::Plain);
+        }
+        let asked = self
+            .request
+            .message
+            .params()
+            .is_some_and(|params| params.get("task").is_some());
+        if !asked && target.task_support == TaskSupport::Optional {
+            return Ok(TaskMode::Plain);
+        }
+        let connection = self.source.connection(&target.upstream).await?;
+        self.check_task_room(&connection)?;
+        // Tasks are created the 2025-11-25 way (`params.task`); the 2026-07-28 extension lets
+        // the server decide, for clients that declared it.
+        let legacy_upstream = connection.raw().is_some_and(|raw| raw.era() == Era::Legacy);
+        Ok(if !asked && legacy_upstream {
+            TaskMode::Bridged
+        } else {
+            TaskMode::Plain
+        })
     }
 
     /// The answer to the client for a routed request that failed with `error`, logged at the
@@ -92,14 +125,46 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<Bytes, GatewayError> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
-        let outage = upstream.outage();
-        tokio::pin!(outage);
         let _admitted = self.admit(upstream, &mut timer).await?;
         let empty = Fields::default();
         let params = self.request.message.params().unwrap_or(&empty);
+        let write = |number, rewrite| {
+            upstream_request(
+                target.kind.method(),
+                target.kind.field(),
+                number,
+                &target.original,
+                params,
+                rewrite,
+                &[],
+            )
+        };
+        let request = RawRequest {
+            upstream,
+            method: target.kind.method(),
+            name: &target.original,
+            write: &write,
+            session: None,
+        };
+        let (answer, connection) = self.exchange(&request, forwarded, &mut timer).await?;
+        Ok(self.relay_answer(answer, target, &connection))
+    }
+
+    /// Sends `request` on the raw path (on a connection from the call's source) and relays
+    /// what comes back until its answer, within `timer`. A session the upstream lost is
+    /// replaced once. The answer comes with the connection it came on.
+    pub(in crate::router) async fn exchange(
+        &self,
+        request: &RawRequest<'_>,
+        forwarded: &[(http::HeaderName, http::HeaderValue)],
+        timer: &mut Timer<'_>,
+    ) -> Result<(crate::upstream::Answer, Arc<Connection>), GatewayError> {
+        let upstream = request.upstream;
+        let outage = upstream.outage();
+        tokio::pin!(outage);
         let mut retried = false;
         loop {
-            let connection = self.connect(upstream, &mut timer).await?;
+            let connection = self.connect(upstream, timer).await?;
             let Some(raw) = connection.raw() else {
                 return Err(GatewayError::Internal(format!(
                     "upstream `{}` has no raw path on its connection",
@@ -113,10 +178,11 @@ impl<S: ConnectionSource> Call<'_, S> {
             };
             let outgoing = Outgoing {
                 id: number,
-                method: target.kind.method(),
-                name: &target.original,
-                body: upstream_request(target.kind, number, &target.original, params, rewrite),
+                method: request.method,
+                name: request.name,
+                body: (request.write)(number, rewrite),
                 forwarded,
+                session: request.session,
             };
             let request_id = RequestId::Number(number);
             let exchange = Exchanging {
@@ -125,7 +191,13 @@ impl<S: ConnectionSource> Call<'_, S> {
                 request_id: &request_id,
                 upstream,
             };
-            match exchange.run(self, &outgoing, &mut timer, &mut outage).await {
+            match exchange.run(self, &outgoing, timer, &mut outage).await {
+                Err(Stop::Exchange(ExchangeError::SessionGone)) if request.session.is_some() => {
+                    return Err(GatewayError::InvalidParams(format!(
+                        "the task is gone: upstream `{}` no longer has the session it ran in",
+                        upstream.name()
+                    )));
+                }
                 Err(Stop::Exchange(ExchangeError::SessionGone)) if !retried => {
                     // The upstream lost the session (it restarted): a new one, and once more.
                     retried = true;
@@ -138,7 +210,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 Err(Stop::Exchange(error)) => {
                     return Err(self.exchange_failed(upstream, error).await);
                 }
-                Ok(answer) => return Ok(self.relay_answer(answer, target)),
+                Ok(answer) => return Ok((answer, connection)),
             }
         }
     }
@@ -160,21 +232,44 @@ impl<S: ConnectionSource> Call<'_, S> {
         self.or_authorization(upstream, error).await
     }
 
-    /// The client's answer from the upstream's: its id, its URIs mapped, the shape of its era.
-    fn relay_answer(&self, answer: crate::upstream::Answer, target: &Target) -> Bytes {
+    /// The client's answer from the upstream's: its id, its URIs mapped, the shape of its era;
+    /// a task the call created is known by a handle of Switchyard's.
+    fn relay_answer(
+        &self,
+        answer: crate::upstream::Answer,
+        target: &Target,
+        connection: &Arc<Connection>,
+    ) -> Bytes {
         let (id, era, upstream) = (self.request.id(), self.request.era, target.upstream.name());
         if answer.is_error {
             return relay_error(id, answer.payload(), upstream, era);
         }
-        client_answer(
-            target.kind,
-            id,
-            answer.payload(),
-            &target.scheme,
-            upstream,
-            era,
-        )
+        let payload = answer.payload();
+        if target.kind == Routed::Tool
+            && let Some(created) = self.task_created(payload, &target.upstream, connection)
+        {
+            return wire::write::response(id, &created);
+        }
+        client_answer(target.kind, id, payload, &target.scheme, upstream, era)
     }
+}
+
+/// How a tool call runs.
+enum TaskMode {
+    Plain,
+    Bridged,
+}
+
+/// A request for the raw path: where it goes and how it is written.
+pub(in crate::router) struct RawRequest<'r> {
+    pub upstream: &'r Arc<Upstream>,
+    pub method: &'r str,
+    /// For `Mcp-Name`: the tool or prompt, resource URI or task id.
+    pub name: &'r str,
+    /// Writes the request, given its upstream id and how its `_meta` must change.
+    pub write: &'r (dyn Fn(i64, Rewrite) -> Bytes + Sync),
+    /// The upstream session to send it in, if not the connection's own.
+    pub session: Option<&'r str>,
 }
 
 /// Why a raw request ended without an answer.

@@ -54,15 +54,17 @@ pub struct Rewrite {
     pub has_progress: bool,
 }
 
-/// The upstream request `number` for a routed request of `kind` whose params are `params`:
-/// the client's params as they came but for the name (or URI), which is the upstream's
-/// `original`, and `_meta`, rewritten as `rewrite` says. Written into one buffer.
+/// The upstream request `number` of `method` whose params are the client's `params`, as they
+/// came but for `field` (the name, URI or task id), which is the upstream's `original`, and
+/// `_meta`, rewritten as `rewrite` says; `added` fields are appended. Written into one buffer.
 pub fn upstream_request(
-    kind: Routed,
+    method: &str,
+    field: &str,
     number: i64,
     original: &str,
     params: &Fields<'_>,
     rewrite: Rewrite,
+    added: &[(&str, &str)],
 ) -> Bytes {
     let mut id = itoa::Buffer::new();
     let id = id.format(number);
@@ -80,16 +82,16 @@ pub fn upstream_request(
     let mut out = Vec::with_capacity(size + original.len() + 64);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id.as_bytes());
-    out.extend_from_slice(br#","method":""#);
-    out.extend_from_slice(kind.method().as_bytes());
-    out.extend_from_slice(br#"","params":"#);
+    out.extend_from_slice(br#","method":"#);
+    write_string(&mut out, method);
+    out.extend_from_slice(br#","params":"#);
     let mut name = Vec::with_capacity(original.len() + 2);
     write_string(&mut name, original);
     let name = std::str::from_utf8(&name).unwrap_or("\"\"");
     params.write(
         &mut out,
         |key| match key {
-            key if key == kind.field() => Edit::Value(name),
+            key if key == field => Edit::Value(name),
             "_meta" => match &new_meta {
                 Some(meta) => Edit::Value(meta),
                 None if rewrite_meta => Edit::Drop,
@@ -97,7 +99,7 @@ pub fn upstream_request(
             },
             _ => Edit::Keep,
         },
-        &[],
+        added,
     );
     out.push(b'}');
     wire::freeze(out)
@@ -123,7 +125,12 @@ fn rewritten_meta(meta: &RawValue, era: Era, id_text: &str) -> Option<String> {
 
 /// The upstream's error, for the client: as it came, but for the 2026-07-28 code of a missing
 /// resource.
-pub(super) fn relay_error(id: &str, error: &str, upstream: &UpstreamName, era: Era) -> Bytes {
+pub(in crate::router) fn relay_error(
+    id: &str,
+    error: &str,
+    upstream: &UpstreamName,
+    era: Era,
+) -> Bytes {
     let code = Fields::of_text(error)
         .and_then(|fields| fields.get("code"))
         .and_then(|code| code.get().parse::<i32>().ok());

@@ -1,0 +1,536 @@
+//! Tasks through the gateway (long-running tool calls, 2025-11-25 and the 2026-07-28 tasks
+//! extension). A tool call that creates a task upstream answers with a handle of Switchyard's
+//! (`handle`) instead of the upstream's id; `tasks/get`, `tasks/result`, `tasks/update` and
+//! `tasks/cancel` open the handle and go on the raw path to the upstream that runs the task,
+//! on the caller's own connection, with the upstream's id put back; what comes back names the
+//! handle again. `tasks/list` merges the caller's tasks across upstreams, one upstream page at
+//! a time. A client that does not speak tasks gets `required` tools run for it (`bridge`).
+
+mod bridge;
+mod handle;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use self::handle::TaskHandle;
+use super::{
+    Call, ConnectionSource,
+    raw::{RawRequest, Rewrite, upstream_request},
+    timeout::Timer,
+};
+use crate::{
+    error::GatewayError,
+    metrics::TaskEvent,
+    names::UpstreamName,
+    protocol::{Era, META_CLIENT_CAPABILITIES, META_RELATED_TASK, TASKS_EXTENSION},
+    store::Sealer,
+    upstream::{Answer, Connection, TaskWatch, Upstream},
+    wire::{self, Fields},
+};
+
+/// Live tasks one principal may have through one upstream connection.
+pub const MAX_TASKS_PER_PRINCIPAL: usize = 64;
+
+/// The task methods a client may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskMethod {
+    Get,
+    Result,
+    Update,
+    Cancel,
+    List,
+}
+
+impl TaskMethod {
+    pub fn of_method(method: &str) -> Option<Self> {
+        match method {
+            "tasks/get" => Some(Self::Get),
+            "tasks/result" => Some(Self::Result),
+            "tasks/update" => Some(Self::Update),
+            "tasks/cancel" => Some(Self::Cancel),
+            "tasks/list" => Some(Self::List),
+            _ => None,
+        }
+    }
+
+    fn method(self) -> &'static str {
+        match self {
+            Self::Get => "tasks/get",
+            Self::Result => "tasks/result",
+            Self::Update => "tasks/update",
+            Self::Cancel => "tasks/cancel",
+            Self::List => "tasks/list",
+        }
+    }
+}
+
+/// The answer for a task id that is not one of the caller's (made up, another user's, or
+/// expired): the same whichever it is.
+fn unknown_task() -> GatewayError {
+    GatewayError::InvalidParams("unknown task: no task of yours has this id".into())
+}
+
+impl<S: ConnectionSource> Call<'_, S> {
+    /// Answers a task method.
+    pub async fn task(&self, method: TaskMethod) -> Bytes {
+        if let Err(refusal) = self.task_method_allowed(method) {
+            return refusal;
+        }
+        let answer = match method {
+            TaskMethod::List => self.list_tasks().await,
+            _ => self.task_request(method).await,
+        };
+        answer.unwrap_or_else(|error| self.failed(error))
+    }
+
+    /// Whether the caller may send `method` here: only if a tool it sees can run as a task, of
+    /// its era's task methods (2025-11-25 has `tasks/result` and `tasks/list`, the 2026-07-28
+    /// extension `tasks/update` instead), and, from 2026-07-28 on, only if the request
+    /// declares the tasks extension.
+    fn task_method_allowed(&self, method: TaskMethod) -> Result<(), Bytes> {
+        let (id, era) = (self.request.id(), self.request.era);
+        let of_era = match method {
+            TaskMethod::Get | TaskMethod::Cancel => true,
+            TaskMethod::Result | TaskMethod::List => era == Era::Legacy,
+            TaskMethod::Update => era == Era::Modern,
+        };
+        if !of_era || self.request.view().task_upstreams().is_empty() {
+            return Err(wire::write::error(
+                Some(id),
+                -32601,
+                &format!("Method not found: {}", method.method()),
+                None,
+            ));
+        }
+        if era == Era::Modern && !declares_tasks(self.request.message.meta()) {
+            let data = serde_json::json!({
+                "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } }
+            });
+            return Err(wire::write::error(
+                Some(id),
+                -32021,
+                "Missing required client capability",
+                Some(&data),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whose tasks the caller's are.
+    fn owner(&self) -> &str {
+        self.request.caller.principal.as_str()
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/update` or `tasks/cancel`, to the upstream that runs
+    /// the task.
+    async fn task_request(&self, method: TaskMethod) -> Result<Bytes, GatewayError> {
+        let text = self
+            .request
+            .message
+            .params()
+            .and_then(|params| params.get("taskId"))
+            .and_then(wire::string)
+            .ok_or_else(|| GatewayError::InvalidParams("`taskId` must be a string".into()))?;
+        let handle = TaskHandle::open(self.sealer, &text, self.owner()).ok_or_else(unknown_task)?;
+        let view = self.request.view();
+        if !view.task_upstreams().contains(&handle.upstream) {
+            return Err(unknown_task());
+        }
+        let upstream = self.request.live.serving_upstream(&handle.upstream)?;
+        let empty = Fields::default();
+        let params = self.request.message.params().unwrap_or(&empty);
+        let write = |number, rewrite| {
+            upstream_request(
+                method.method(),
+                "taskId",
+                number,
+                &handle.task,
+                params,
+                rewrite,
+                &[],
+            )
+        };
+        let request = RawRequest {
+            upstream: &upstream,
+            method: method.method(),
+            name: &handle.task,
+            write: &write,
+            session: handle.session.as_deref(),
+        };
+        let forwarded = upstream.config().forwarded(&self.request.headers);
+        let mut timer = Timer::start(&upstream, None);
+        let _admitted = self.admit(&upstream, &mut timer).await?;
+        let (answer, connection) = self.exchange(&request, &forwarded, &mut timer).await?;
+        let (id, era) = (self.request.id(), self.request.era);
+        if answer.is_error {
+            return Ok(super::raw::relay_error(
+                id,
+                answer.payload(),
+                upstream.name(),
+                era,
+            ));
+        }
+        let handle_text = handle.seal(self.sealer);
+        let retagged = retag(answer.payload(), &|task| {
+            (task == handle.task).then(|| handle_text.clone())
+        });
+        let result = retagged.as_deref().unwrap_or(answer.payload());
+        if let Some(end) = ended(method, result) {
+            connection.relay().tasks.ended(&handle.task, end);
+        }
+        if method == TaskMethod::Result {
+            let scheme = self.request.view().scheme().clone();
+            return Ok(super::raw::client_answer(
+                super::Routed::Tool,
+                id,
+                result,
+                &scheme,
+                upstream.name(),
+                era,
+            ));
+        }
+        Ok(wire::write::response(id, result))
+    }
+
+    /// The client's answer to a tool call that created task `payload` on `upstream` (a
+    /// `CreateTaskResult`, of either era), with the task known by its handle, and the task
+    /// watched for its status notifications. `None` if the call did not create a task.
+    pub(super) fn task_created(
+        &self,
+        payload: &str,
+        upstream: &Upstream,
+        connection: &Arc<Connection>,
+    ) -> Option<String> {
+        let created = Created::of(payload)?;
+        let handle = self.watch(&created, upstream, connection, true);
+        let retagged = retag(payload, &|task| {
+            (task == created.task).then(|| handle.clone())
+        })?;
+        let shaped = match self.request.era {
+            Era::Legacy => strip_complete(&retagged).unwrap_or(retagged),
+            Era::Modern => retagged,
+        };
+        Some(shaped)
+    }
+
+    /// Counts a task a call created on `upstream` through `connection`, and watches it (for
+    /// the owner's bound and `tasks/list`, and, if `notify`, to pass its status on): its
+    /// handle.
+    pub(super) fn watch(
+        &self,
+        created: &Created,
+        upstream: &Upstream,
+        connection: &Connection,
+        notify: bool,
+    ) -> String {
+        let series = upstream.tool_series();
+        if let Some(series) = &series {
+            series.task(TaskEvent::Created);
+        }
+        let handle = TaskHandle {
+            upstream: upstream.name().clone(),
+            session: connection.session().id(),
+            task: created.task.clone(),
+            owner: self.owner().to_owned(),
+        }
+        .seal(self.sealer);
+        connection.relay().tasks.watch(
+            created.task.clone(),
+            TaskWatch {
+                handle: handle.clone(),
+                owner: self.owner().to_owned(),
+                outlet: self.downstream.outlet.clone(),
+                era: self.request.era,
+                expires: TaskWatch::expiry(created.ttl_ms),
+                series,
+                notify,
+            },
+        );
+        handle
+    }
+
+    /// Refuses a call that would create one task more than the caller may have through
+    /// `connection`.
+    pub(super) fn check_task_room(&self, connection: &Connection) -> Result<(), GatewayError> {
+        if connection.relay().tasks.count(self.owner()) >= MAX_TASKS_PER_PRINCIPAL {
+            return Err(GatewayError::InvalidParams(format!(
+                "too many tasks: you have {MAX_TASKS_PER_PRINCIPAL} running through this \
+                 upstream; wait for one to end or cancel one"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `tasks/list`: the caller's tasks, one upstream page at a time, upstreams in config
+    /// order. On a connection shared by every client, only the tasks the caller created
+    /// through it are theirs.
+    async fn list_tasks(&self) -> Result<Bytes, GatewayError> {
+        let cursor = self
+            .request
+            .message
+            .params()
+            .and_then(|params| params.get("cursor"))
+            .filter(|cursor| cursor.get() != "null")
+            .map(|cursor| {
+                wire::string(cursor)
+                    .and_then(|text| ListCursor::open(self.sealer, &text, self.owner()))
+                    .ok_or_else(|| GatewayError::InvalidParams("invalid cursor".into()))
+            })
+            .transpose()?;
+        let view = self.request.view();
+        let upstreams = view.task_upstreams();
+        let (start, mut upstream_cursor) = match &cursor {
+            Some(cursor) => (
+                upstreams
+                    .iter()
+                    .position(|name| *name == cursor.upstream)
+                    .ok_or_else(|| GatewayError::InvalidParams("invalid cursor".into()))?,
+                cursor.cursor.clone(),
+            ),
+            None => (0, None),
+        };
+        let mut tasks = Vec::new();
+        let mut next = None;
+        for (at, name) in upstreams.iter().enumerate().skip(start) {
+            let Ok(upstream) = self.request.live.serving_upstream(name) else {
+                upstream_cursor = None;
+                continue;
+            };
+            let params = match upstream_cursor.take() {
+                Some(cursor) => serde_json::json!({ "cursor": cursor }).to_string(),
+                None => "{}".to_owned(),
+            };
+            let write = |number: i64, _: Rewrite| -> Bytes {
+                let id = itoa::Buffer::new().format(number).to_owned();
+                wire::write::request(&id, "tasks/list", Some(params.as_bytes())).into()
+            };
+            let request = RawRequest {
+                upstream: &upstream,
+                method: "tasks/list",
+                name: "",
+                write: &write,
+                session: None,
+            };
+            let mut timer = Timer::start(&upstream, None);
+            let _admitted = self.admit(&upstream, &mut timer).await?;
+            let (answer, connection) = self.exchange(&request, &[], &mut timer).await?;
+            if answer.is_error {
+                // An upstream without `tasks/list` has no tasks to show.
+                continue;
+            }
+            let page = upstream_page(&answer)?;
+            let relay = connection.relay();
+            for mut task in page.tasks {
+                let Some(id) = task
+                    .get("taskId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                else {
+                    continue;
+                };
+                let theirs = relay.is_per_session()
+                    || relay.tasks.owner(&id).as_deref() == Some(self.owner());
+                if !theirs {
+                    continue;
+                }
+                let handle = TaskHandle {
+                    upstream: name.clone(),
+                    session: connection.session().id(),
+                    task: id,
+                    owner: self.owner().to_owned(),
+                };
+                task["taskId"] = Value::String(handle.seal(self.sealer));
+                tasks.push(task);
+            }
+            let following = match page.next_cursor {
+                Some(cursor) => Some((name.clone(), Some(cursor))),
+                None => upstreams.get(at + 1).map(|name| (name.clone(), None)),
+            };
+            next = following.map(|(upstream, cursor)| {
+                ListCursor { upstream, cursor }.seal(self.sealer, self.owner())
+            });
+            break;
+        }
+        let mut result = serde_json::json!({ "tasks": tasks });
+        if let Some(next) = next {
+            result["nextCursor"] = Value::String(next);
+        }
+        if self.request.era == Era::Modern {
+            result["resultType"] = Value::String("complete".into());
+        }
+        Ok(wire::write::response(
+            self.request.id(),
+            &result.to_string(),
+        ))
+    }
+}
+
+/// Whether a 2026-07-28 request's `_meta` declares the tasks extension among its client's
+/// capabilities.
+fn declares_tasks(meta: Option<&Fields<'_>>) -> bool {
+    let Some(capabilities) = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)) else {
+        return false;
+    };
+    serde_json::from_str::<Value>(capabilities.get())
+        .ok()
+        .and_then(|caps| caps.get("extensions")?.get(TASKS_EXTENSION).cloned())
+        .is_some_and(|declared| declared.is_object())
+}
+
+/// One page of an upstream's `tasks/list`.
+struct UpstreamPage {
+    tasks: Vec<Value>,
+    next_cursor: Option<String>,
+}
+
+fn upstream_page(answer: &Answer) -> Result<UpstreamPage, GatewayError> {
+    let result: Value = serde_json::from_str(answer.payload())
+        .map_err(|error| GatewayError::Internal(format!("a task list cannot be read: {error}")))?;
+    let tasks = match result.get("tasks") {
+        Some(Value::Array(tasks)) => tasks.clone(),
+        _ => Vec::new(),
+    };
+    let next_cursor = result
+        .get("nextCursor")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok(UpstreamPage { tasks, next_cursor })
+}
+
+/// Where a `tasks/list` goes on: which upstream, and its own cursor there.
+struct ListCursor {
+    upstream: UpstreamName,
+    cursor: Option<String>,
+}
+
+impl ListCursor {
+    const PURPOSE: &[u8] = b"task list cursor";
+
+    fn seal(&self, sealer: &Sealer, owner: &str) -> String {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+        let plain = serde_json::json!([owner, self.upstream.as_str(), self.cursor]).to_string();
+        URL_SAFE_NO_PAD.encode(sealer.seal(Self::PURPOSE, plain.as_bytes()))
+    }
+
+    fn open(sealer: &Sealer, text: &str, owner: &str) -> Option<Self> {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+        let plain = sealer.open(Self::PURPOSE, &URL_SAFE_NO_PAD.decode(text).ok()?)?;
+        let (sealed_owner, upstream, cursor): (String, String, Option<String>) =
+            serde_json::from_slice(&plain).ok()?;
+        (sealed_owner == owner).then_some(())?;
+        Some(Self {
+            upstream: UpstreamName::new(&upstream).ok()?,
+            cursor,
+        })
+    }
+}
+
+/// A task a tool call created: the upstream's id for it, and its time to live.
+pub(super) struct Created {
+    pub task: String,
+    pub ttl_ms: Option<u64>,
+    /// How often the upstream suggests asking how it goes.
+    pub poll_ms: Option<u64>,
+}
+
+impl Created {
+    /// The task `payload` (a tool call's result) created: a 2025-11-25 `{"task": {…}}` or a
+    /// 2026-07-28 result of `"resultType": "task"`.
+    pub fn of(payload: &str) -> Option<Self> {
+        if !payload.contains("\"taskId\"") {
+            return None;
+        }
+        let result: Value = serde_json::from_str(payload).ok()?;
+        let (task, ttl, poll) = if result.get("resultType").and_then(Value::as_str) == Some("task")
+        {
+            (&result, "ttlMs", "pollIntervalMs")
+        } else {
+            (result.get("task")?, "ttl", "pollInterval")
+        };
+        Some(Self {
+            task: task.get("taskId")?.as_str()?.to_owned(),
+            ttl_ms: task.get(ttl).and_then(Value::as_u64),
+            poll_ms: task.get(poll).and_then(Value::as_u64),
+        })
+    }
+}
+
+/// `result` (JSON text) with every task id `rename` knows replaced: at the top level, in a
+/// 2025-11-25 `task`, and in `_meta`'s related task. `None` if nothing changed.
+pub(super) fn retag(result: &str, rename: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if !result.contains("\"taskId\"") {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(result).ok()?;
+    let mut changed = false;
+    let mut swap = |holder: Option<&mut Value>| {
+        if let Some(id) = holder.and_then(|holder| holder.get_mut("taskId"))
+            && let Some(new) = id.as_str().and_then(rename)
+        {
+            *id = Value::String(new);
+            changed = true;
+        }
+    };
+    swap(Some(&mut value));
+    swap(value.get_mut("task"));
+    swap(
+        value
+            .get_mut("_meta")
+            .and_then(|meta| meta.get_mut(META_RELATED_TASK)),
+    );
+    changed.then(|| value.to_string())
+}
+
+/// A legacy client's result without the 2026-07-28 `resultType: "complete"`.
+fn strip_complete(result: &str) -> Option<String> {
+    let mut value: Value = serde_json::from_str(result).ok()?;
+    let object = value.as_object_mut()?;
+    if object.get("resultType").and_then(Value::as_str) != Some("complete") {
+        return None;
+    }
+    object.remove("resultType");
+    Some(value.to_string())
+}
+
+/// How the task ended, if the answer to `method` (its result) says it did.
+fn ended(method: TaskMethod, result: &str) -> Option<TaskEvent> {
+    match method {
+        TaskMethod::Result => Some(TaskEvent::Completed),
+        TaskMethod::Get | TaskMethod::Cancel => serde_json::from_str::<Value>(result)
+            .ok()?
+            .get("status")?
+            .as_str()
+            .and_then(TaskEvent::of_status),
+        TaskMethod::Update | TaskMethod::List => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_tasks_of_both_eras_are_recognized_and_retagged() {
+        let legacy = r#"{"task":{"taskId":"up-1","status":"working","ttl":60000,"pollInterval":1000,"createdAt":"x","lastUpdatedAt":"x"}}"#;
+        let created = Created::of(legacy).unwrap();
+        assert_eq!(
+            (created.task.as_str(), created.ttl_ms, created.poll_ms),
+            ("up-1", Some(60000), Some(1000))
+        );
+        let modern = r#"{"resultType":"task","taskId":"up-2","status":"working","ttlMs":null,"createdAt":"x","lastUpdatedAt":"x"}"#;
+        let created = Created::of(modern).unwrap();
+        assert_eq!((created.task.as_str(), created.ttl_ms), ("up-2", None));
+        assert!(Created::of(r#"{"content":[{"type":"text","text":"taskId"}]}"#).is_none());
+
+        let rename = |task: &str| (task == "up-1").then(|| "handle".to_owned());
+        let retagged: Value = serde_json::from_str(&retag(legacy, &rename).unwrap()).unwrap();
+        assert_eq!(retagged["task"]["taskId"], "handle");
+        let result =
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}"#;
+        let retagged: Value = serde_json::from_str(&retag(result, &rename).unwrap()).unwrap();
+        assert_eq!(retagged["_meta"][META_RELATED_TASK]["taskId"], "handle");
+        assert!(retag(r#"{"taskId":"up-9"}"#, &rename).is_none());
+    }
+}

@@ -1,0 +1,316 @@
+//! Tasks through the gateway, with the official server-everything (over streamable HTTP) and
+//! its task-only tool `simulate-research-query`: a tasks-capable TypeScript SDK client creates,
+//! polls, fetches, lists and cancels tasks and hears how they go, and no other user can use its
+//! task ids; a client that does not speak tasks gets the research in one call, with progress,
+//! and cancelling that call cancels the task upstream; a task created through one replica is
+//! finished through another.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{
+    deps,
+    fixtures::{
+        everything::{Everything, Mode},
+        redis::RedisServer,
+    },
+    harness::{GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, text},
+    replicas::cluster::{Cluster, post, raw_session},
+};
+
+const TOOL: &str = "ev__simulate-research-query";
+
+/// Runs the TypeScript tasks client against `url` with `spec`: its steps.
+async fn tasks_client(url: &str, spec: Value) -> serde_json::Map<String, Value> {
+    let script = deps::node_packages().join("tasks-client.mjs");
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(deps::node22())
+            .arg(script)
+            .arg(url)
+            .arg(spec.to_string())
+            .output(),
+    )
+    .await
+    .expect("the client finishes in time")
+    .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no summary\n{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    summary["steps"].as_object().expect("steps").clone()
+}
+
+fn bearer(user: &str) -> Value {
+    json!({ "authorization": format!("Bearer {}", api_key(user)) })
+}
+
+async fn gateway_for(everything: &Everything, users: &[&str]) -> TestGateway {
+    let mut builder = GatewayBuilder::new();
+    if !users.is_empty() {
+        builder = builder.section(&api_keys_section(users));
+    }
+    builder
+        .upstream("ev", &format!("url = {:?}", everything.url()))
+        .start()
+        .await
+}
+
+/// The value of the `/metrics` line that starts with `prefix`.
+async fn metric(gw: &TestGateway, prefix: &str) -> f64 {
+    let scrape = gw
+        .admin_request(reqwest::Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    scrape
+        .lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no `{prefix}` in:\n{scrape}"))
+}
+
+/// Alice's client runs a task from start to end, and cancels another; Bob cannot ask after
+/// her task: its id is as unknown to him as a made-up one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_client_runs_a_task_only_tool_and_no_one_else_can_touch_its_tasks() {
+    let everything = Everything::start(Mode::StreamableHttp).await;
+    let gw = gateway_for(&everything, &["alice", "bob"]).await;
+    let steps = tasks_client(
+        &gw.url(),
+        json!({"tool": TOOL, "args": {"topic": "tides"}, "expect": "Research Report: tides",
+               "headers": bearer("alice")}),
+    )
+    .await;
+    for (name, step) in &steps {
+        assert_eq!(step["ok"], true, "{name}: {step}");
+    }
+    for step in [
+        "capabilities",
+        "list_tools",
+        "create",
+        "poll",
+        "result",
+        "list",
+        "cancel",
+        "notifications",
+    ] {
+        assert!(steps.contains_key(step), "{step} ran: {steps:?}");
+    }
+    let seen = steps["poll"]["seen"].as_array().unwrap();
+    assert!(seen.len() >= 2, "the status moved on: {seen:?}");
+    assert_eq!(steps["result"]["related"], true, "{}", steps["result"]);
+    let task = steps["task_id"]["taskId"].as_str().unwrap().to_owned();
+
+    let probe = |user: &'static str, id: String| {
+        let url = gw.url();
+        async move {
+            let steps = tasks_client(&url, json!({"probe": id, "headers": bearer(user)})).await;
+            steps["probe"].clone()
+        }
+    };
+    let theirs = probe("bob", task.clone()).await;
+    let made_up = probe("bob", "made-up-task".into()).await;
+    assert_eq!(theirs["refused"], true, "{theirs}");
+    assert_eq!(theirs["code"], -32602, "{theirs}");
+    assert_eq!(
+        theirs["message"], made_up["message"],
+        "another user's task reads as unknown"
+    );
+    assert_eq!(probe("alice", task).await["refused"], false);
+
+    let counted = |event: &'static str| {
+        let gw = &gw;
+        async move {
+            metric(
+                gw,
+                &format!(r#"switchyard_tasks_total{{event="{event}",upstream="ev"}}"#),
+            )
+            .await
+        }
+    };
+    assert_eq!(counted("created").await, 2.0);
+    assert_eq!(counted("completed").await, 1.0);
+    assert_eq!(counted("cancelled").await, 1.0);
+}
+
+/// A client that does not speak tasks calls the task-only tool plainly: one call that returns
+/// the research, with the task's progress on the way. Cancelling such a call cancels the
+/// task upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_tasks_gets_the_result_in_one_call() {
+    let everything = Everything::start(Mode::StreamableHttp).await;
+    let gw = gateway_for(&everything, &[]).await;
+    let recorder = Recorder::plain("no-tasks");
+    let seen = recorder.seen.clone();
+    let client = recorder.connect(&gw.url()).await;
+    let result = crate::harness::call(&client, TOOL, json!({"topic": "glaciers"}))
+        .await
+        .expect("the call is answered");
+    assert!(
+        text(&result).contains("Research Report: glaciers"),
+        "{}",
+        text(&result)
+    );
+    assert!(
+        result.meta.is_none(),
+        "no upstream task id: {:?}",
+        result.meta
+    );
+    let progress = seen.lock().unwrap().progress.clone();
+    assert!(progress.len() >= 2, "progress on the way: {progress:?}");
+    assert!(
+        progress
+            .iter()
+            .any(|(_, _, message)| message.as_deref() == Some("Generating report...")),
+        "{progress:?}"
+    );
+
+    client.cancel().await.unwrap();
+
+    // A call cancelled on the way: its task ends upstream as cancelled, and the caller's task
+    // list (which it may ask for, though it never created a task itself) says so.
+    let url = gw.url();
+    let session = raw_session(&url).await;
+    let call = {
+        let (url, session) = (url.clone(), session.clone());
+        tokio::spawn(async move {
+            post(
+                &url,
+                Some(&session),
+                json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": TOOL, "arguments": {"topic": "cancelled"}}}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, _) = post(
+        &url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 7, "reason": "changed my mind"}}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let _ = call.await;
+    let mut statuses = Vec::new();
+    for _ in 0..40 {
+        statuses = listed_statuses(&url, &session).await;
+        if statuses.iter().any(|status| status == "cancelled") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("the task was not cancelled upstream: {statuses:?}");
+}
+
+/// What `tasks/list` in `session` says of the caller's tasks: their statuses.
+async fn listed_statuses(url: &str, session: &str) -> Vec<String> {
+    let (_, body) = post(
+        url,
+        Some(session),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/list", "params": {}}),
+    )
+    .await;
+    let answer = data(&body);
+    answer["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a task list: {answer}"))
+        .iter()
+        .filter_map(|task| Some(task["status"].as_str()?.to_owned()))
+        .collect()
+}
+
+/// The JSON-RPC message in a POST's answer (JSON, or the last event of a stream).
+fn data(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|_| {
+        body.lines()
+            .rev()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .find_map(|line| serde_json::from_str::<Value>(line).ok())
+            .unwrap_or_else(|| panic!("no message in {body}"))
+    })
+}
+
+/// A task created through one replica is polled and finished through another: the handle
+/// opens on every replica, which asks after the task in the upstream session it lives in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_created_through_one_replica_is_finished_through_another() {
+    let redis = RedisServer::start().await;
+    let everything = Everything::start(Mode::StreamableHttp).await;
+    let url = everything.url();
+    let cluster =
+        Cluster::start_with(&redis, 300, |_| format!("[upstreams.ev]\nurl = {url:?}\n")).await;
+    cluster.wait_ready("ev", Duration::from_secs(30)).await;
+    let first = format!("http://{}/mcp", cluster.replicas[0].addr);
+    let second = format!("http://{}/mcp", cluster.replicas[1].addr);
+
+    let session = raw_session(&first).await;
+    let (status, body) = post(
+        &first,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": TOOL, "arguments": {"topic": "replicas"}, "task": {"ttl": 60000}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let created = data(&body);
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned();
+
+    let mut statuses = Vec::new();
+    for n in 0..60 {
+        let (_, body) = post(
+            &second,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tasks/get",
+                   "params": {"taskId": task}}),
+        )
+        .await;
+        let answer = data(&body);
+        let status = answer["result"]["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a status: {answer}"))
+            .to_owned();
+        assert_eq!(answer["result"]["taskId"], task.as_str());
+        statuses.push(status.clone());
+        if status == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        statuses.last().map(String::as_str),
+        Some("completed"),
+        "{statuses:?}"
+    );
+    let (_, body) = post(
+        &second,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 99, "method": "tasks/result", "params": {"taskId": task}}),
+    )
+    .await;
+    let answer = data(&body);
+    let report = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(report.contains("Research Report: replicas"), "{answer}");
+    assert_eq!(
+        answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str()
+    );
+}

@@ -47,6 +47,8 @@ pub struct UpstreamCatalog {
     pub instructions: Option<String>,
     /// The caching hints the upstream gave with each list, if it gave any.
     pub hints: ListHints,
+    /// The upstream declared the 2026-07-28 tasks extension (its tools may answer with tasks).
+    pub task_extension: bool,
 }
 
 /// The caching hints of an upstream's four lists (`None` where it gave none).
@@ -109,8 +111,10 @@ pub struct Catalog {
     scheme: NameScheme,
     upstreams: Vec<UpstreamName>,
     tools: Vec<ListedTool>,
-    /// The upstreams with a tool that may run as a task, in config order.
-    task_upstreams: Vec<UpstreamName>,
+    /// The upstreams with a tool shown that may run as a task: per 2025-11-25 (a tool says
+    /// so, `execution.taskSupport`) and per the 2026-07-28 extension (the upstream declared
+    /// it), in config order.
+    task_upstreams: [Vec<UpstreamName>; 2],
     tool_routes: HashMap<String, ToolRoute>,
     prompts: Vec<Prompt>,
     prompt_routes: HashMap<String, Route>,
@@ -162,7 +166,7 @@ impl Catalog {
             upstreams: parts.iter().map(|(name, _)| name.clone()).collect(),
             tools: Vec::new(),
             tool_routes: HashMap::new(),
-            task_upstreams: Vec::new(),
+            task_upstreams: Default::default(),
             prompts: Vec::new(),
             prompt_routes: HashMap::new(),
             resources: Vec::new(),
@@ -182,6 +186,13 @@ impl Catalog {
         };
         for (upstream, part) in parts {
             catalog.add_tools(upstream, &part.tools);
+            let shows_tools = catalog
+                .tool_routes
+                .values()
+                .any(|route| route.route.upstream == *upstream);
+            if part.task_extension && shows_tools {
+                catalog.task_upstreams[Era::Modern as usize].push(upstream.clone());
+            }
             catalog.add_prompts(upstream, &part.prompts);
             catalog.add_resources(upstream, part);
         }
@@ -267,10 +278,9 @@ impl Catalog {
                     index: self.tools.len(),
                 },
             );
-            if tool.task_support() != TaskSupport::Forbidden
-                && self.task_upstreams.last() != Some(upstream)
-            {
-                self.task_upstreams.push(upstream.clone());
+            let legacy = &mut self.task_upstreams[Era::Legacy as usize];
+            if tool.task_support() != TaskSupport::Forbidden && legacy.last() != Some(upstream) {
+                legacy.push(upstream.clone());
             }
             self.tools.push(tool);
         }
@@ -382,9 +392,17 @@ impl Catalog {
         &self.tools
     }
 
-    /// The upstreams with a tool shown here that may run as a task, in config order.
-    pub fn task_upstreams(&self) -> &[UpstreamName] {
-        &self.task_upstreams
+    /// The upstreams with a tool shown here that may run as a task for a client of `era`, in
+    /// config order.
+    pub fn task_upstreams(&self, era: Era) -> &[UpstreamName] {
+        &self.task_upstreams[era as usize]
+    }
+
+    /// Whether a task of `upstream` may run here (for a client of either era).
+    pub fn runs_tasks_of(&self, upstream: &UpstreamName) -> bool {
+        self.task_upstreams
+            .iter()
+            .any(|list| list.contains(upstream))
     }
 
     pub fn prompts(&self) -> &[Prompt] {

@@ -33,6 +33,7 @@ fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalo
             .map(|t| ResourceTemplate::new(*t, "t"))
             .collect(),
         instructions: None,
+        task_extension: false,
         hints: Default::default(),
     })
 }
@@ -333,4 +334,44 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
 
     let gone = whole.view_for(&EndpointName::named("gone".into()), &anyone);
     assert!(gone.tools().is_empty() && gone.resolve_uri("gh://a").is_none());
+}
+
+#[test]
+fn upstreams_that_run_tasks_are_known_per_era() {
+    let mut legacy = (*part(&["plain"], &[], &[])).clone();
+    legacy.tools.push(
+        ListedTool::from_value(json!({
+            "name": "research", "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"}
+        }))
+        .unwrap(),
+    );
+    let mut modern = (*part(&["slow"], &[], &[])).clone();
+    modern.task_extension = true;
+    let mut silent = (*part(&[], &[], &[])).clone();
+    silent.task_extension = true;
+    let parts = vec![
+        (up("old"), Arc::new(legacy)),
+        (up("new"), Arc::new(modern)),
+        (up("empty"), Arc::new(silent)),
+        (up("none"), part(&["a"], &[], &[])),
+    ];
+    let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
+    let names = |era| -> Vec<&str> {
+        catalog
+            .task_upstreams(era)
+            .iter()
+            .map(|u| u.as_str())
+            .collect()
+    };
+    assert_eq!(names(Era::Legacy), ["old"]);
+    assert_eq!(
+        names(Era::Modern),
+        ["new"],
+        "an upstream without tools runs none"
+    );
+    assert!(catalog.runs_tasks_of(&up("new")));
+    assert!(!catalog.runs_tasks_of(&up("none")));
+    let route = catalog.tool_route("old__research").unwrap();
+    assert_eq!(route.task_support, TaskSupport::Optional);
 }

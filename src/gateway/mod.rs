@@ -32,6 +32,7 @@ use crate::{
     names::UpstreamName,
     oauth::{Link, OAuth},
     principal::Principal,
+    protocol::Era,
     store::Store,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
@@ -266,8 +267,14 @@ impl Gateway {
             .enable_prompts_list_changed()
             .enable_resources_list_changed()
             .enable_resources_subscribe()
-            .enable_tool_list_changed()
-            .build();
+            .enable_tool_list_changed();
+        // Tasks the 2026-07-28 way: an upstream's tools may answer with tasks, which
+        // Switchyard relays (see `announce_tasks` for the legacy way).
+        let capabilities = if catalog.task_upstreams(Era::Modern).is_empty() {
+            capabilities.build()
+        } else {
+            capabilities.enable_tasks().build()
+        };
         let mut info = ServerConfig::new(capabilities).with_server_info(
             Implementation::new("switchyard", env!("CARGO_PKG_VERSION"))
                 .with_title("Switchyard MCP gateway"),

@@ -27,6 +27,7 @@ use crate::{
     catalog::{Catalog, ListKind},
     downstream::Downstream,
     gateway::Gateway,
+    protocol::{Era, TASKS_EXTENSION},
     request::Request,
     router::{Call, Target},
 };
@@ -273,11 +274,14 @@ pub fn negotiate(
     Announce(gateway.server_info(catalog)).negotiate_initialize(params)
 }
 
-/// The answer to `initialize` (a JSON-RPC message), announcing tasks if a tool of `catalog`
-/// can run as one and the version agreed has them (2025-11-25 `capabilities.tasks`, which the
-/// SDK's model lacks): tool calls may create tasks, which can be listed and cancelled.
+/// The answer to `initialize` (a JSON-RPC message) with tasks announced the legacy way: if a
+/// tool of `catalog` can run as one and the version agreed has them, 2025-11-25's
+/// `capabilities.tasks` (which the SDK's model lacks: tool calls may create tasks, which can
+/// be listed and cancelled), and never the 2026-07-28 extension.
 pub fn announce_tasks(answer: bytes::Bytes, catalog: &Catalog) -> bytes::Bytes {
-    if catalog.task_upstreams().is_empty() {
+    let legacy = !catalog.task_upstreams(Era::Legacy).is_empty();
+    let modern = !catalog.task_upstreams(Era::Modern).is_empty();
+    if !legacy && !modern {
         return answer;
     }
     let Ok(mut message) = serde_json::from_slice::<serde_json::Value>(&answer) else {
@@ -286,19 +290,28 @@ pub fn announce_tasks(answer: bytes::Bytes, catalog: &Catalog) -> bytes::Bytes {
     let version = message
         .pointer("/result/protocolVersion")
         .and_then(|version| version.as_str())
-        .unwrap_or_default();
-    if version < "2025-11-25" {
-        return answer;
-    }
+        .unwrap_or_default()
+        .to_owned();
     let Some(capabilities) = message
         .pointer_mut("/result/capabilities")
         .and_then(|caps| caps.as_object_mut())
     else {
         return answer;
     };
-    capabilities.insert(
+    if let Some(extensions) = capabilities
+        .get_mut("extensions")
+        .and_then(|extensions| extensions.as_object_mut())
+    {
+        extensions.remove(TASKS_EXTENSION);
+        if extensions.is_empty() {
+            capabilities.remove("extensions");
+        }
+    }
+    if legacy && version.as_str() >= "2025-11-25" {
+        capabilities.insert(
         "tasks".into(),
-        serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
-    );
+            serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+        );
+    }
     serde_json::to_vec(&message).map_or(answer, bytes::Bytes::from)
 }

@@ -76,6 +76,7 @@ pub async fn discover(
         resources,
         templates,
         instructions: server.instructions.clone(),
+        task_extension: caps.supports_tasks(),
         hints: ListHints {
             tools: tools_hint,
             prompts: prompts_hint,

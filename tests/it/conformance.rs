@@ -5,8 +5,8 @@
 //! A check passes when its status is SUCCESS, INFO or SKIPPED; FAILURE and WARNING fail it.
 //! (Through the gateway one check turns from SUCCESS to INFO: Switchyard answers simple 2026-07-28
 //! requests with JSON instead of an SSE stream, which the suite reports as a valid choice.)
-//! Scenarios that are not scored (the tasks extension, which neither the fixture nor Switchyard
-//! implements, and pending ones) are compared like the rest but cannot fail the run.
+//! Besides the frozen requirement sets, `--suite all` runs every scenario the suite has,
+//! extensions (the tasks extension among them) and pending ones included.
 
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
@@ -29,6 +29,11 @@ const REQUIREMENTS_2025: Suite = Suite {
 const REQUIREMENTS_2026: Suite = Suite {
     package: "conformance-0.2",
     args: &["--requirements", "2026-07-28"],
+};
+
+const ALL_0_2: Suite = Suite {
+    package: "conformance-0.2",
+    args: &["--suite", "all"],
 };
 
 /// (scenario, check id) → passed.
@@ -153,6 +158,13 @@ async fn suite_0_2_requirements_2025_11_25_pass_through_the_gateway() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_0_2_requirements_2026_07_28_pass_through_the_gateway() {
     compare(REQUIREMENTS_2026).await;
+}
+
+/// Every scenario of the suite, the tasks extension's included (the fixture runs tasks on
+/// rmcp's task manager; through Switchyard their ids are its sealed handles).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suite_0_2_all_scenarios_pass_through_the_gateway() {
+    compare(ALL_0_2).await;
 }
 
 /// The suite's authorization scenarios, with Switchyard's OAuth client as the client under test

@@ -1,7 +1,7 @@
 //! What the official conformance suite (`@modelcontextprotocol/conformance`) runs against.
 //!
 //! `switchyard-conformance server`: an MCP server implementing the suite's fixture surface, in
-//! both protocol eras. It is the upstream CI runs the suite against directly and through
+//! both protocol eras, with the tasks extension (`tasks`). It is the upstream CI runs the suite against directly and through
 //! Switchyard, so that every check the fixture passes is shown to pass through the gateway too.
 //! It serves streamable HTTP at `/mcp` on a loopback address.
 //!
@@ -16,6 +16,7 @@
 pub mod auth_client;
 mod content;
 mod mrtr;
+mod tasks;
 mod tools;
 
 use std::sync::{Arc, Mutex};
@@ -24,15 +25,17 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-        CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse,
-        Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ReadResourceRequestParams, ReadResourceResponse, RequestStateCodec, ServerCapabilities,
-        ServerConfig, ServerNotification, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+        CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock,
+        GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+        ReadResourceResponse, RequestStateCodec, ServerCapabilities, ServerConfig,
+        ServerNotification, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+        Tool, UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{Peer, RequestContext, SubscriptionContext},
+    task_manager::TaskManager,
     transport::{
         StreamableHttpServerConfig, StreamableHttpService,
         streamable_http_server::session::local::LocalSessionManager,
@@ -49,6 +52,8 @@ struct Shared {
     sessions: Mutex<Vec<Peer<RoleServer>>>,
     /// Open `subscriptions/listen` requests, told about list changes.
     listeners: Mutex<Vec<mpsc::UnboundedSender<ServerNotification>>>,
+    /// The tasks of the tasks-extension tools.
+    tasks: TaskManager,
 }
 
 /// The handler of one session (or one stateless request).
@@ -85,6 +90,7 @@ impl ConformanceServer {
     /// Tools defined by hand: those with a literal schema, and the multi-round ones.
     fn manual_tools() -> Vec<Tool> {
         let mut tools = mrtr::tools();
+        tools.extend(tasks::tools());
         let Value::Object(schema) = json_schema_2020_12() else {
             unreachable!()
         };
@@ -138,6 +144,7 @@ impl ServerHandler for ConformanceServer {
             .enable_prompts_list_changed()
             .enable_resources_subscribe()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -188,6 +195,10 @@ impl ServerHandler for ConformanceServer {
                 Value::Object(request.arguments.unwrap_or_default())
             );
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
+        }
+        if tasks::is_task_tool(&request.name) {
+            let capabilities = context.client_capabilities().unwrap_or_default();
+            return tasks::call(&self.shared.tasks, &request, &capabilities).await;
         }
         if mrtr::is_mrtr_tool(&request.name) {
             if !is_modern(&context) {
@@ -294,6 +305,34 @@ impl ServerHandler for ConformanceServer {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(
+            self.shared.tasks.get_task(&request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared
+            .tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.cancel_task(&request.task_id)
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -324,6 +363,7 @@ pub fn app() -> axum::Router {
         codec: Arc::new(RequestStateCodec::new(rand_key().to_vec())),
         sessions: Mutex::default(),
         listeners: Mutex::default(),
+        tasks: TaskManager::new(),
     });
     let service = StreamableHttpService::new(
         move || Ok(ConformanceServer::new(shared.clone())),

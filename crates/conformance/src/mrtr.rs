@@ -302,7 +302,7 @@ fn elicitation(message: &str, schema: Value) -> InputRequest {
     ))
 }
 
-fn ask_name(message: &str) -> InputRequest {
+pub(crate) fn ask_name(message: &str) -> InputRequest {
     ask_field("name", message)
 }
 
@@ -313,7 +313,7 @@ fn ask_field(field: &str, message: &str) -> InputRequest {
     )
 }
 
-fn ask_confirmation() -> InputRequest {
+pub(crate) fn ask_confirmation() -> InputRequest {
     elicitation(
         "Please confirm",
         json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}),
@@ -338,7 +338,7 @@ fn sampling_capability() -> ClientCapabilities {
 }
 
 /// The `name` of an accepted elicitation answer.
-fn accepted_name(answer: &Value) -> Option<String> {
+pub(crate) fn accepted_name(answer: &Value) -> Option<String> {
     accepted_field(answer, "name")
 }
 
@@ -349,7 +349,7 @@ fn accepted_field(answer: &Value, field: &str) -> Option<String> {
     Some(answer.get("content")?.get(field)?.as_str()?.to_owned())
 }
 
-fn confirmed(answer: &Value) -> Option<bool> {
+pub(crate) fn confirmed(answer: &Value) -> Option<bool> {
     if answer.get("action")?.as_str()? != "accept" {
         return Some(false);
     }

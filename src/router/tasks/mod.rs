@@ -96,7 +96,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             TaskMethod::Result | TaskMethod::List => era == Era::Legacy,
             TaskMethod::Update => era == Era::Modern,
         };
-        if !of_era || self.request.view().task_upstreams().is_empty() {
+        if !of_era || self.request.view().task_upstreams(era).is_empty() {
             return Err(wire::write::error(
                 Some(id),
                 -32601,
@@ -135,7 +135,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             .ok_or_else(|| GatewayError::InvalidParams("`taskId` must be a string".into()))?;
         let handle = TaskHandle::open(self.sealer, &text, self.owner()).ok_or_else(unknown_task)?;
         let view = self.request.view();
-        if !view.task_upstreams().contains(&handle.upstream) {
+        if !view.runs_tasks_of(&handle.upstream) {
             return Err(unknown_task());
         }
         let upstream = self.request.live.serving_upstream(&handle.upstream)?;
@@ -280,7 +280,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             })
             .transpose()?;
         let view = self.request.view();
-        let upstreams = view.task_upstreams();
+        let upstreams = view.task_upstreams(Era::Legacy);
         let (start, mut upstream_cursor) = match &cursor {
             Some(cursor) => (
                 upstreams

@@ -21,13 +21,13 @@ use rmcp::{
         ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer,
         RunningService, RunningServiceCancellationToken,
     },
-    transport::Transport,
+    transport::{Transport, async_rw::AsyncRwTransport},
 };
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
-    UpstreamError, client::UpstreamClient, exchange::RawLink, http, inbound::Inbound,
+    UpstreamError, client::UpstreamClient, exchange::RawLink, http, inbound::Inbound, lines,
     raw_client::RawClient, relay::Relay, session_slot::SessionSlot, sse::SseTransport, stdio,
 };
 use crate::{
@@ -100,7 +100,7 @@ pub struct Connection {
     peer: Peer<RoleClient>,
     /// Where requests sent on this connection are registered, for what comes back.
     relay: Arc<Relay>,
-    /// The raw path, for a streamable-HTTP connection.
+    /// The raw path, for a streamable-HTTP or stdio connection.
     raw: Option<RawLink>,
     /// Its upstream session id, for a streamable-HTTP connection.
     session: Arc<SessionSlot>,
@@ -133,9 +133,14 @@ impl Connection {
         let handshake = async {
             match opening.dial {
                 Dial::Stdio(stdio) => {
-                    let transport =
+                    let child =
                         stdio::spawn(opening.upstream, stdio).map_err(UpstreamError::Spawn)?;
-                    serve(handler, transport, &relay, injected, era).await
+                    let (pipe, taken) =
+                        lines::tap(child, opening.tasks).map_err(UpstreamError::Spawn)?;
+                    let (read, write) = tokio::io::split(pipe);
+                    let transport = AsyncRwTransport::new_client(read, write);
+                    let service = serve(handler, transport, &relay, injected, era).await?;
+                    Ok((service, Some(taken)))
                 }
                 Dial::StreamableHttp(config) => {
                     let transport = http::transport(
@@ -145,7 +150,10 @@ impl Connection {
                         opening.hook,
                         session.clone(),
                     );
-                    serve(handler, transport, &relay, injected, era).await
+                    Ok((
+                        serve(handler, transport, &relay, injected, era).await?,
+                        None,
+                    ))
                 }
                 Dial::Sse(config) => {
                     let transport = SseTransport::connect(
@@ -158,11 +166,14 @@ impl Connection {
                         let cause = crate::error::cause(&e);
                         UpstreamError::Initialize(format!("opening the event stream: {cause}"))
                     })?;
-                    serve(handler, transport, &relay, injected, era).await
+                    Ok((
+                        serve(handler, transport, &relay, injected, era).await?,
+                        None,
+                    ))
                 }
             }
         };
-        let service = tokio::time::timeout(opening.timeout, handshake)
+        let (service, lines) = tokio::time::timeout(opening.timeout, handshake)
             .await
             .map_err(|_| UpstreamError::ConnectTimeout(opening.timeout))??;
 
@@ -176,8 +187,9 @@ impl Connection {
         let server = peer
             .peer_info()
             .ok_or_else(|| UpstreamError::Initialize("no initialize result".into()))?;
-        let raw = match (opening.dial, opening.raw) {
-            (Dial::StreamableHttp(_), Some((client, uri))) => RawLink::new(
+        let raw = match (opening.dial, opening.raw, lines) {
+            (Dial::Stdio(_), _, Some(lines)) => Some(RawLink::lines(era, lines)),
+            (Dial::StreamableHttp(_), Some((client, uri)), _) => RawLink::new(
                 client.clone(),
                 uri.clone(),
                 era,
@@ -221,7 +233,7 @@ impl Connection {
         })
     }
 
-    /// The raw path of this connection, if it has one (streamable HTTP).
+    /// The raw path of this connection, if it has one (streamable HTTP and stdio).
     pub fn raw(&self) -> Option<&RawLink> {
         self.raw.as_ref()
     }

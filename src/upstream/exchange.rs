@@ -21,7 +21,11 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri,
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
-use super::{raw_client::RawClient, session_slot::SessionSlot};
+use super::{
+    lines::{Ended, Lines, Waiting},
+    raw_client::RawClient,
+    session_slot::SessionSlot,
+};
 use crate::{
     hook::{HookError, RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
@@ -47,6 +51,11 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Where raw request ids start: past every id rmcp's `u32` counter gives its own requests.
 const RAW_IDS: u64 = 1 << 32;
+
+/// The failure of a request to a stdio process that ended.
+fn ended(_: Ended) -> ExchangeError {
+    ExchangeError::Transport("the process ended before it answered".into())
+}
 
 /// Why a raw exchange failed.
 #[derive(Debug, thiserror::Error)]
@@ -78,14 +87,28 @@ impl ExchangeError {
 
 /// How raw requests reach one upstream connection.
 pub struct RawLink {
+    era: Era,
+    next_id: AtomicU64,
+    route: Route,
+}
+
+/// The way a raw request goes.
+enum Route {
+    /// A POST of its own (streamable HTTP).
+    Http(Box<HttpRoute>),
+    /// A line written between rmcp's (stdio).
+    Lines(Lines),
+}
+
+/// Where and how raw requests are posted to a streamable-HTTP upstream.
+struct HttpRoute {
+    era: Era,
     client: RawClient,
     uri: Uri,
-    era: Era,
     /// `MCP-Protocol-Version` as agreed with the upstream.
     version: HeaderValue,
     session: Arc<SessionSlot>,
     hook: Arc<dyn RequestHook>,
-    next_id: AtomicU64,
     /// An answer stream that brings nothing this long has stalled: resumed, or failed.
     stream_idle: Duration,
 }
@@ -150,16 +173,29 @@ impl RawLink {
         hook: Arc<dyn RequestHook>,
         stream_idle: Duration,
     ) -> Option<Self> {
-        Some(Self {
+        let route = HttpRoute {
+            era,
             client,
             uri,
-            era,
             version: HeaderValue::from_str(version).ok()?,
             session,
             hook,
             stream_idle,
+        };
+        Some(Self {
+            era,
             next_id: AtomicU64::new(RAW_IDS),
+            route: Route::Http(Box::new(route)),
         })
+    }
+
+    /// The raw path of a stdio connection, through the `lines` it taps.
+    pub fn lines(era: Era, lines: Lines) -> Self {
+        Self {
+            era,
+            next_id: AtomicU64::new(RAW_IDS),
+            route: Route::Lines(lines),
+        }
     }
 
     pub fn era(&self) -> Era {
@@ -207,9 +243,34 @@ impl RawLink {
         }
     }
 
-    /// Sends `outgoing` and waits for the answer's headers. A refusal the hook can mend (a
-    /// token renewed) is retried once.
+    /// Sends `outgoing` and waits (over HTTP) for the answer's headers.
     pub async fn start(&self, outgoing: &Outgoing<'_>) -> Result<Exchange<'_>, ExchangeError> {
+        match &self.route {
+            Route::Http(http) => http.start(self, outgoing).await,
+            Route::Lines(lines) => Ok(Exchange::waiting(
+                self,
+                outgoing.id,
+                lines.send(outgoing.id, &outgoing.body).map_err(ended)?,
+            )),
+        }
+    }
+
+    fn http(&self) -> Option<&HttpRoute> {
+        match &self.route {
+            Route::Http(http) => Some(http),
+            Route::Lines(_) => None,
+        }
+    }
+}
+
+impl HttpRoute {
+    /// Posts `outgoing` and waits for the answer's headers. A refusal the hook can mend (a
+    /// token renewed) is retried once.
+    async fn start<'l>(
+        &self,
+        link: &'l RawLink,
+        outgoing: &Outgoing<'_>,
+    ) -> Result<Exchange<'l>, ExchangeError> {
         // A legacy server may keep no sessions (it named none at `initialize`); the id is
         // known from the answer to `initialize` on, so it is never missing for one that does.
         let session = match (self.era, outgoing.session) {
@@ -246,7 +307,7 @@ impl RawLink {
         } else {
             response
         };
-        Exchange::begin(self, outgoing.id, session, response).await
+        Exchange::begin(link, outgoing.id, session, response).await
     }
 
     async fn post(
@@ -337,9 +398,25 @@ enum Body {
     /// A JSON answer, read whole.
     Json(Option<Bytes>),
     Stream(Incoming),
+    /// An answer yet to come on a stdio connection.
+    Waiting(Waiting),
 }
 
 impl<'a> Exchange<'a> {
+    /// A request written to a stdio connection: only its answer comes this way.
+    fn waiting(link: &'a RawLink, id: i64, waiting: Waiting) -> Self {
+        Self {
+            link,
+            id,
+            session: None,
+            body: Body::Waiting(waiting),
+            reader: sse::Reader::new(0),
+            last_event: None,
+            retry: None,
+            resumes: 0,
+        }
+    }
+
     async fn begin(
         link: &'a RawLink,
         id: i64,
@@ -401,6 +478,10 @@ impl<'a> Exchange<'a> {
                     })?;
                     return self.classify(message);
                 }
+                Body::Waiting(waiting) => {
+                    let message = waiting.next().await.map_err(ended)?;
+                    return self.classify(message);
+                }
                 Body::Stream(stream) => stream,
             };
             let event = self
@@ -419,7 +500,10 @@ impl<'a> Exchange<'a> {
                 }
                 return self.classify(event.data);
             }
-            let idle = self.link.stream_idle;
+            let idle = self
+                .link
+                .http()
+                .map_or(Duration::MAX, |http| http.stream_idle);
             match tokio::time::timeout(idle, stream.frame()).await {
                 Ok(Some(Ok(frame))) => {
                     if let Some(data) = frame.data_ref() {
@@ -472,10 +556,10 @@ impl<'a> Exchange<'a> {
         }
         self.resumes += 1;
         tokio::time::sleep(self.retry.unwrap_or(DEFAULT_RETRY)).await;
-        let response = self
-            .link
-            .resume(self.session.as_deref(), &last_event)
-            .await?;
+        let Some(http) = self.link.http() else {
+            return Err(ExchangeError::Transport(why));
+        };
+        let response = http.resume(self.session.as_deref(), &last_event).await?;
         if !response.status().is_success() || !is_event_stream(response.headers()) {
             return Err(status_error(response).await);
         }

@@ -18,6 +18,7 @@ mod discovery;
 mod exchange;
 mod http;
 mod inbound;
+mod lines;
 mod listen;
 mod open;
 mod personal;

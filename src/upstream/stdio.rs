@@ -1,6 +1,7 @@
 //! The stdio upstream transport: a child process speaking newline-delimited JSON-RPC on its
-//! stdin/stdout (rmcp's `TokioChildProcess`), with its stderr forwarded to the log under the
-//! upstream's name. The process is killed when its connection is dropped.
+//! stdin/stdout (carried to rmcp and the raw path by `lines`), with its stderr forwarded to
+//! the log under the upstream's name. The process is asked to exit (its stdin closed) when its
+//! connection closes, and killed if it does not, or when the gateway exits.
 //!
 //! The child starts with a clean environment: its configured `env`, the variables every
 //! program expects (`BASE_ENV`), and those its `inherit_env` names. The gateway's own
@@ -8,8 +9,10 @@
 
 use std::process::Stdio;
 
-use rmcp::transport::TokioChildProcess;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+use tokio::{
+    io::{AsyncBufRead, AsyncBufReadExt, BufReader},
+    process::Child,
+};
 
 use crate::{config::StdioConfig, names::UpstreamName};
 
@@ -23,8 +26,8 @@ pub const BASE_ENV: [&str; 11] = [
 /// Longest stderr line logged whole; longer lines are cut (a misbehaving server must not flood).
 const MAX_LOGGED_LINE: usize = 4096;
 
-/// Starts the server process of `upstream`.
-pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<TokioChildProcess> {
+/// Starts the server process of `upstream`, its stdin and stdout piped.
+pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<Child> {
     let mut command = tokio::process::Command::new(&config.command);
     command
         .args(&config.args)
@@ -34,13 +37,16 @@ pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<T
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
-    let (transport, stderr) = TokioChildProcess::builder(command)
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot start `{}`: {e}", config.command))
         })?;
-    if let Some(stderr) = stderr {
+    if let Some(stderr) = child.stderr.take() {
         let upstream = upstream.clone();
         tokio::spawn(async move {
             let mut stderr = BufReader::new(stderr);
@@ -54,7 +60,7 @@ pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<T
             }
         });
     }
-    Ok(transport)
+    Ok(child)
 }
 
 /// The variables of `environment` a child inherits: `BASE_ENV`, and those `inherit` names

@@ -3,7 +3,7 @@
 //! polls, fetches, lists and cancels tasks and hears how they go, and no other user can use its
 //! task ids; a client that does not speak tasks gets the research in one call, with progress,
 //! and cancelling that call cancels the task upstream; a task created through one replica is
-//! finished through another.
+//! finished through another. Over stdio, tasks work as over HTTP.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::{
     deps,
     fixtures::{
-        everything::{Everything, Mode},
+        everything::{self, Everything, Mode},
         redis::RedisServer,
     },
     harness::{GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, text},
@@ -143,6 +143,40 @@ async fn a_tasks_client_runs_a_task_only_tool_and_no_one_else_can_touch_its_task
     assert_eq!(counted("created").await, 2.0);
     assert_eq!(counted("completed").await, 1.0);
     assert_eq!(counted("cancelled").await, 1.0);
+}
+
+/// server-everything over stdio: its task-only tool is listed with `execution`, runs as a task
+/// for a tasks client (created, polled, fetched, listed, cancelled, heard of), and as one call
+/// for a client without tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_run_over_stdio_as_over_http() {
+    let gw = GatewayBuilder::new()
+        .upstream("ev", &everything::stdio_upstream())
+        .start()
+        .await;
+    let steps = tasks_client(
+        &gw.url(),
+        json!({"tool": TOOL, "args": {"topic": "pipes"}, "expect": "Research Report: pipes"}),
+    )
+    .await;
+    for (name, step) in &steps {
+        assert_eq!(step["ok"], true, "{name}: {step}");
+    }
+    assert!(steps.contains_key("notifications"), "{steps:?}");
+
+    let recorder = Recorder::plain("no-tasks");
+    let seen = recorder.seen.clone();
+    let client = recorder.connect(&gw.url()).await;
+    let result = crate::harness::call(&client, TOOL, json!({"topic": "streams"}))
+        .await
+        .expect("the call is answered");
+    assert!(
+        text(&result).contains("Research Report: streams"),
+        "{}",
+        text(&result)
+    );
+    assert!(!seen.lock().unwrap().progress.is_empty());
+    client.cancel().await.unwrap();
 }
 
 /// A client that does not speak tasks calls the task-only tool plainly: one call that returns

@@ -303,7 +303,7 @@ impl Exchanging<'_> {
         outage: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
     ) -> Result<crate::upstream::Answer, Stop> {
         // Registered, so that what the upstream sends about it on other streams finds it.
-        let _entry = self
+        let entry = self
             .connection
             .relay()
             .register_request(self.request_id.clone(), call.downstream.clone());
@@ -322,6 +322,10 @@ impl Exchanging<'_> {
             let step = tokio::select! {
                 biased;
                 step = exchange.next() => step?,
+                _ = entry.progressed() => {
+                    timer.progressed();
+                    continue;
+                }
                 _ = timer.expired() => return Err(Stop::Gateway(timer.error(self.upstream, Stage::Sent))),
                 _ = outage.as_mut() => return Err(Stop::Gateway(unavailable(self.upstream))),
                 _ = call.ct.cancelled() => return Err(Stop::Gateway(GatewayError::Cancelled)),

@@ -246,6 +246,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 expires: TaskWatch::expiry(created.ttl_ms),
                 series,
                 notify,
+                ended: false,
             },
         );
         handle

@@ -28,6 +28,8 @@ pub struct Timer<'a> {
     max: Duration,
     started: Instant,
     progressed: bool,
+    /// It times the wait for a task's result.
+    for_task: bool,
     sleep: Pin<Box<Sleep>>,
 }
 
@@ -46,7 +48,25 @@ impl<'a> Timer<'a> {
             max,
             started,
             progressed: false,
+            for_task: false,
             sleep: Box::pin(tokio::time::sleep_until(started + timeout)),
+        }
+    }
+
+    /// Times waiting for a task's result: tasks are long by nature, so the wait is bounded by
+    /// the upstream's longest tool time (`max_tool_timeout`), not by its tool timeout.
+    pub fn for_task(upstream: &Upstream) -> Self {
+        let max = upstream.config().policy.max_tool_timeout;
+        let started = Instant::now();
+        Self {
+            tool: None,
+            timeout: max,
+            tool_specific: false,
+            max,
+            started,
+            progressed: false,
+            for_task: true,
+            sleep: Box::pin(tokio::time::sleep_until(started + max)),
         }
     }
 
@@ -66,9 +86,12 @@ impl<'a> Timer<'a> {
     pub fn error(&self, upstream: &Upstream, stage: Stage) -> GatewayError {
         let what = match self.tool {
             Some(tool) => format!("tool `{tool}`"),
+            None if self.for_task => "the task's result".to_owned(),
             None => "the request".to_owned(),
         };
-        let setting = if self.tool_specific {
+        let setting = if self.for_task {
+            "max_tool_timeout_seconds".to_owned()
+        } else if self.tool_specific {
             format!("tool_timeout_seconds.{}", self.tool.unwrap_or_default())
         } else {
             "default_tool_timeout_seconds".to_owned()

@@ -110,6 +110,12 @@ impl SessionSlot {
         let _ = self.renamed.set(Box::new(renamed));
     }
 
+    /// From now on, closing the connection leaves the session to whoever else goes on with it
+    /// (a task lives in it, which any replica may be asked about).
+    pub fn keep(&self) {
+        self.kept.store(true, Ordering::Relaxed);
+    }
+
     /// From now on, closing the connection ends the session upstream (the client's session
     /// has ended).
     pub fn release(&self) {

@@ -179,6 +179,60 @@ async fn tasks_run_over_stdio_as_over_http() {
     client.cancel().await.unwrap();
 }
 
+/// A caller may have 64 tasks running through one upstream connection: the next task-creating
+/// call is refused with a clear error (and creates nothing upstream); once one ends, there is
+/// room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_per_caller_are_bounded() {
+    let everything = Everything::start(Mode::StreamableHttp).await;
+    let gw = gateway_for(&everything, &[]).await;
+    let url = gw.url();
+    let session = raw_session(&url).await;
+    let create = |id: u64| {
+        let (url, session) = (url.clone(), session.clone());
+        async move {
+            let (_, body) = post(
+                &url,
+                Some(&session),
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                    "name": TOOL, "arguments": {"topic": "flood"}, "task": {"ttl": 60000}}}),
+            )
+            .await;
+            data(&body)
+        }
+    };
+    let mut tasks = Vec::new();
+    for id in 0..64 {
+        let created = create(id).await;
+        let task = created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("task {id}: {created}"))
+            .to_owned();
+        tasks.push(task);
+    }
+    let refused = create(64).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("too many tasks"), "{refused}");
+    assert_eq!(
+        metric(
+            &gw,
+            r#"switchyard_tasks_total{event="created",upstream="ev"}"#
+        )
+        .await,
+        64.0
+    );
+
+    let (_, body) = post(
+        &url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 100, "method": "tasks/cancel",
+               "params": {"taskId": tasks[0]}}),
+    )
+    .await;
+    assert_eq!(data(&body)["result"]["status"], "cancelled", "{body}");
+    assert!(create(101).await["result"]["task"]["taskId"].is_string());
+}
+
 /// A client that does not speak tasks calls the task-only tool plainly: one call that returns
 /// the research, with the task's progress on the way. Cancelling such a call cancels the
 /// task upstream.
@@ -278,14 +332,15 @@ fn data(body: &str) -> Value {
     })
 }
 
-/// A task created through one replica is polled and finished through another: the handle
-/// opens on every replica, which asks after the task in the upstream session it lives in.
+/// A task created through one replica is polled and finished through another, after the first
+/// has shut down: the handle opens on every replica, which asks after the task in the upstream
+/// session it lives in (which the leaving replica did not end).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_created_through_one_replica_is_finished_through_another() {
     let redis = RedisServer::start().await;
     let everything = Everything::start(Mode::StreamableHttp).await;
     let url = everything.url();
-    let cluster =
+    let mut cluster =
         Cluster::start_with(&redis, 300, |_| format!("[upstreams.ev]\nurl = {url:?}\n")).await;
     cluster.wait_ready("ev", Duration::from_secs(30)).await;
     let first = format!("http://{}/mcp", cluster.replicas[0].addr);
@@ -305,6 +360,12 @@ async fn a_task_created_through_one_replica_is_finished_through_another() {
         .as_str()
         .unwrap_or_else(|| panic!("a task: {created}"))
         .to_owned();
+    let leaving = cluster.replicas.remove(0);
+    leaving.signal("TERM");
+    assert!(
+        leaving.exit_within(Duration::from_secs(20)).is_some(),
+        "the first replica shuts down"
+    );
 
     let mut statuses = Vec::new();
     for n in 0..60 {

@@ -107,7 +107,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             write: &write_result,
             session: None,
         };
-        let mut wait_timer = Timer::start(upstream, target.tool());
+        let mut wait_timer = Timer::for_task(upstream);
         let outcome = tokio::select! {
             outcome = self.exchange(&waiting, forwarded, &mut wait_timer) => outcome,
             never = following.report(self, poll) => match never {},

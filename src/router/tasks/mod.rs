@@ -160,7 +160,10 @@ impl<S: ConnectionSource> Call<'_, S> {
             session: handle.session.as_deref(),
         };
         let forwarded = upstream.config().forwarded(&self.request.headers);
-        let mut timer = Timer::start(&upstream, None);
+        let mut timer = match method {
+            TaskMethod::Result => Timer::for_task(&upstream),
+            _ => Timer::start(&upstream, None),
+        };
         let _admitted = self.admit(&upstream, &mut timer).await?;
         let (answer, connection) = self.exchange(&request, &forwarded, &mut timer).await?;
         let (id, era) = (self.request.id(), self.request.era);
@@ -229,6 +232,9 @@ impl<S: ConnectionSource> Call<'_, S> {
         if let Some(series) = &series {
             series.task(TaskEvent::Created);
         }
+        // The task lives in the upstream session: it must outlive this connection (a replica
+        // leaving, a connection reaped) for as long as the task may be asked about.
+        connection.session().keep();
         let handle = TaskHandle {
             upstream: upstream.name().clone(),
             session: connection.session().id(),
@@ -533,5 +539,22 @@ mod tests {
         let retagged: Value = serde_json::from_str(&retag(result, &rename).unwrap()).unwrap();
         assert_eq!(retagged["_meta"][META_RELATED_TASK]["taskId"], "handle");
         assert!(retag(r#"{"taskId":"up-9"}"#, &rename).is_none());
+    }
+
+    #[test]
+    fn a_list_cursor_goes_on_only_for_whom_it_was_made() {
+        let sealer = Sealer::new(&[[5; 32]]);
+        let cursor = ListCursor {
+            upstream: UpstreamName::new("ev").unwrap(),
+            cursor: Some("page-2".into()),
+        }
+        .seal(&sealer, "user:alice");
+        let opened = ListCursor::open(&sealer, &cursor, "user:alice").unwrap();
+        assert_eq!(
+            (opened.upstream.as_str(), opened.cursor.as_deref()),
+            ("ev", Some("page-2"))
+        );
+        assert!(ListCursor::open(&sealer, &cursor, "user:bob").is_none());
+        assert!(ListCursor::open(&sealer, "page-2", "user:alice").is_none());
     }
 }

@@ -111,9 +111,9 @@ pub struct Catalog {
     scheme: NameScheme,
     upstreams: Vec<UpstreamName>,
     tools: Vec<ListedTool>,
-    /// The upstreams with a tool shown that may run as a task: per 2025-11-25 (a tool says
-    /// so, `execution.taskSupport`) and per the 2026-07-28 extension (the upstream declared
-    /// it), in config order.
+    /// The upstreams with a tool shown that may run as a task, for clients of each era: per
+    /// 2025-11-25 (a tool says so, `execution.taskSupport`), and for 2026-07-28 clients also
+    /// per the extension (the upstream declared it), in config order.
     task_upstreams: [Vec<UpstreamName>; 2],
     tool_routes: HashMap<String, ToolRoute>,
     prompts: Vec<Prompt>,
@@ -190,8 +190,9 @@ impl Catalog {
                 .tool_routes
                 .values()
                 .any(|route| route.route.upstream == *upstream);
-            if part.task_extension && shows_tools {
-                catalog.task_upstreams[Era::Modern as usize].push(upstream.clone());
+            let modern = &mut catalog.task_upstreams[Era::Modern as usize];
+            if part.task_extension && shows_tools && !modern.contains(upstream) {
+                modern.push(upstream.clone());
             }
             catalog.add_prompts(upstream, &part.prompts);
             catalog.add_resources(upstream, part);
@@ -278,9 +279,13 @@ impl Catalog {
                     index: self.tools.len(),
                 },
             );
-            let legacy = &mut self.task_upstreams[Era::Legacy as usize];
-            if tool.task_support() != TaskSupport::Forbidden && legacy.last() != Some(upstream) {
-                legacy.push(upstream.clone());
+            // A 2026-07-28 client gets such a tool's tasks in its own era's shape.
+            if tool.task_support() != TaskSupport::Forbidden {
+                for list in &mut self.task_upstreams {
+                    if list.last() != Some(upstream) {
+                        list.push(upstream.clone());
+                    }
+                }
             }
             self.tools.push(tool);
         }

@@ -179,6 +179,94 @@ async fn tasks_run_over_stdio_as_over_http() {
     client.cancel().await.unwrap();
 }
 
+/// A 2026-07-28 request: its lifecycle `_meta` (declaring the tasks extension if `tasks`) and
+/// its SEP-2243 headers; the answer's message.
+async fn modern(url: &str, method: &str, name: &str, mut params: Value, tasks: bool) -> Value {
+    let extensions = if tasks {
+        json!({"io.modelcontextprotocol/tasks": {}})
+    } else {
+        json!({})
+    };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions},
+        "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    data(&response.text().await.unwrap())
+}
+
+/// A 2026-07-28 client that declared the tasks extension gets the tasks of a 2025-11-25
+/// upstream in its own era's shape: a `CreateTaskResult`, `tasks/get` with the result inlined
+/// once it ended, `tasks/cancel` acknowledged; `tasks/result` and `tasks/list` are not of its
+/// era. One that did not declare it gets the research in one call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_gets_a_2025_upstreams_tasks_in_its_own_era() {
+    let everything = Everything::start(Mode::StreamableHttp).await;
+    let gw = gateway_for(&everything, &[]).await;
+    let url = gw.url();
+    let call = json!({"name": TOOL, "arguments": {"topic": "eras"}});
+    let created = modern(&url, "tools/call", TOOL, call.clone(), true).await;
+    let result = &created["result"];
+    assert_eq!(result["resultType"], "task", "{created}");
+    assert!(
+        result.get("task").is_none() && result.get("ttl").is_none(),
+        "{created}"
+    );
+    assert!(
+        result["ttlMs"].is_u64() && result["pollIntervalMs"].is_u64(),
+        "{created}"
+    );
+    let task = result["taskId"].as_str().unwrap().to_owned();
+
+    let mut last = Value::Null;
+    for _ in 0..60 {
+        last = modern(&url, "tasks/get", &task, json!({"taskId": task}), true).await;
+        if last["result"]["status"] == "completed" {
+            break;
+        }
+        assert_eq!(last["result"]["status"], "working", "{last}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let done = &last["result"];
+    assert_eq!(done["status"], "completed", "{last}");
+    assert_eq!(done["resultType"], "complete");
+    assert_eq!(done["taskId"], task.as_str());
+    let report = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(report.contains("Research Report: eras"), "{last}");
+    assert!(done["result"].get("_meta").is_none(), "{last}");
+
+    let other = modern(&url, "tools/call", TOOL, call.clone(), true).await;
+    let other = other["result"]["taskId"].as_str().unwrap().to_owned();
+    let ack = modern(&url, "tasks/cancel", &other, json!({"taskId": other}), true).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let cancelled = modern(&url, "tasks/get", &other, json!({"taskId": other}), true).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+
+    let listed = modern(&url, "tasks/list", "", json!({}), true).await;
+    assert_eq!(listed["error"]["code"], -32601, "{listed}");
+    let undeclared = modern(&url, "tasks/get", &task, json!({"taskId": task}), false).await;
+    assert_eq!(undeclared["error"]["code"], -32021, "{undeclared}");
+    let plain = modern(&url, "tools/call", TOOL, call, false).await;
+    let text = plain["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Research Report: eras"), "{plain}");
+}
+
 /// A caller may have 64 tasks running through one upstream connection: the next task-creating
 /// call is refused with a clear error (and creates nothing upstream); once one ends, there is
 /// room again.

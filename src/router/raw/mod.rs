@@ -63,6 +63,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let result = match self.task_mode(target).await {
             Ok(TaskMode::Plain) => self.forward(target, &forwarded).await,
             Ok(TaskMode::Bridged) => self.bridged(target, &forwarded).await,
+            Ok(TaskMode::Translated) => self.translated(target, &forwarded).await,
             Err(error) => Err(error),
         };
         if let Some(tool) = target.tool() {
@@ -80,30 +81,32 @@ impl<S: ConnectionSource> Call<'_, S> {
         }
     }
 
-    /// How a tool call runs: as the client asked, or as a task Switchyard follows for a client
-    /// that called a tool that must run as one without asking for a task.
+    /// How a tool call runs: as the client asked; as a task Switchyard follows for a client
+    /// that called a tool that must run as one without asking for a task; or, for a 2026-07-28
+    /// client of the tasks extension and a 2025-11-25 upstream, as a task in the client's era.
     /// A call that would create a task the caller has no room for is refused.
     async fn task_mode(&self, target: &Target) -> Result<TaskMode, GatewayError> {
         if target.task_support == TaskSupport::Forbidden {
             return Ok(TaskMode::Plain);
         }
-        let asked = self
-            .request
-            .message
+        let message = &self.request.message;
+        let asked = message
             .params()
             .is_some_and(|params| params.get("task").is_some());
-        if !asked && target.task_support == TaskSupport::Optional {
+        let declared =
+            self.request.era == Era::Modern && super::tasks::declares_tasks(message.meta());
+        if !asked && !declared && target.task_support == TaskSupport::Optional {
             return Ok(TaskMode::Plain);
         }
         let connection = self.source.connection(&target.upstream).await?;
         self.check_task_room(&connection)?;
-        // Tasks are created the 2025-11-25 way (`params.task`); the 2026-07-28 extension lets
-        // the server decide, for clients that declared it.
+        // Tasks are created the 2025-11-25 way (`params.task`); a 2026-07-28 upstream decides
+        // itself, for clients that declared the extension.
         let legacy_upstream = connection.raw().is_some_and(|raw| raw.era() == Era::Legacy);
-        Ok(if !asked && legacy_upstream {
-            TaskMode::Bridged
-        } else {
-            TaskMode::Plain
+        Ok(match (legacy_upstream, declared, asked) {
+            (false, _, _) | (true, false, true) => TaskMode::Plain,
+            (true, true, _) => TaskMode::Translated,
+            (true, false, false) => TaskMode::Bridged,
         })
     }
 
@@ -258,6 +261,7 @@ impl<S: ConnectionSource> Call<'_, S> {
 enum TaskMode {
     Plain,
     Bridged,
+    Translated,
 }
 
 /// A request for the raw path: where it goes and how it is written.

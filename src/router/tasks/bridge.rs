@@ -12,11 +12,10 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::Created;
+use super::{Created, without_related_task};
 use crate::{
     error::GatewayError,
     metrics::TaskEvent,
-    protocol::META_RELATED_TASK,
     router::{
         Call, ConnectionSource, Routed, Target,
         raw::{RawRequest, client_answer, relay_error, upstream_request},
@@ -200,19 +199,4 @@ impl Following<'_> {
             }
         });
     }
-}
-
-/// A task's result without the `_meta` that names the upstream's task (the client of a
-/// bridged call knows of no task).
-fn without_related_task(result: &str) -> Option<String> {
-    if !result.contains(META_RELATED_TASK) {
-        return None;
-    }
-    let mut value: Value = serde_json::from_str(result).ok()?;
-    let meta = value.get_mut("_meta")?.as_object_mut()?;
-    meta.remove(META_RELATED_TASK);
-    if meta.is_empty() {
-        value.as_object_mut()?.remove("_meta");
-    }
-    Some(value.to_string())
 }

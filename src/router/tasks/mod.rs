@@ -7,6 +7,7 @@
 //! speak tasks gets `required` tools run for it (`bridge`).
 
 mod bridge;
+mod eras;
 mod handle;
 mod list;
 
@@ -175,6 +176,24 @@ impl<S: ConnectionSource> Call<'_, S> {
             ));
         }
         let handle_text = handle.seal(self.sealer);
+        let legacy_upstream = connection.raw().is_some_and(|raw| raw.era() == Era::Legacy);
+        if era == Era::Modern && legacy_upstream {
+            match method {
+                TaskMethod::Get => {
+                    return self
+                        .modern_status(answer.payload(), &handle, &handle_text, &upstream)
+                        .await;
+                }
+                TaskMethod::Cancel => {
+                    connection
+                        .relay()
+                        .tasks
+                        .ended(&handle.task, TaskEvent::Cancelled);
+                    return Ok(wire::write::response(id, r#"{"resultType":"complete"}"#));
+                }
+                _ => {}
+            }
+        }
         let retagged = retag(answer.payload(), &|task| {
             (task == handle.task).then(|| handle_text.clone())
         });
@@ -272,7 +291,7 @@ impl<S: ConnectionSource> Call<'_, S> {
 
 /// Whether a 2026-07-28 request's `_meta` declares the tasks extension among its client's
 /// capabilities.
-fn declares_tasks(meta: Option<&Fields<'_>>) -> bool {
+pub(in crate::router) fn declares_tasks(meta: Option<&Fields<'_>>) -> bool {
     let Some(capabilities) = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)) else {
         return false;
     };
@@ -360,6 +379,21 @@ fn ended(method: TaskMethod, result: &str) -> Option<TaskEvent> {
             .and_then(TaskEvent::of_status),
         TaskMethod::Update | TaskMethod::List => None,
     }
+}
+
+/// A task's result without the `_meta` that names the upstream's task (the client of a
+/// bridged call knows of no task; one of the 2026-07-28 extension finds its id elsewhere).
+pub(super) fn without_related_task(result: &str) -> Option<String> {
+    if !result.contains(META_RELATED_TASK) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(result).ok()?;
+    let meta = value.get_mut("_meta")?.as_object_mut()?;
+    meta.remove(META_RELATED_TASK);
+    if meta.is_empty() {
+        value.as_object_mut()?.remove("_meta");
+    }
+    Some(value.to_string())
 }
 
 #[cfg(test)]

@@ -15,11 +15,11 @@ use crate::{
     metrics::TaskEvent,
     router::{
         Call, ConnectionSource, Routed, Target,
-        raw::{RawRequest, relay_error, upstream_request},
+        raw::{RawRequest, relay_error},
         timeout::Timer,
     },
     upstream::Upstream,
-    wire::{self, Fields},
+    wire,
 };
 
 impl<S: ConnectionSource> Call<'_, S> {
@@ -33,27 +33,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
         let _admitted = self.admit(upstream, &mut timer).await?;
-        let empty = Fields::default();
-        let params = self.request.message.params().unwrap_or(&empty);
-        let write = |number, rewrite| {
-            upstream_request(
-                Routed::Tool.method(),
-                Routed::Tool.field(),
-                number,
-                &target.original,
-                params,
-                rewrite,
-                &[("task", "{}")],
-            )
-        };
-        let request = RawRequest {
-            upstream,
-            method: Routed::Tool.method(),
-            name: &target.original,
-            write: &write,
-            session: None,
-        };
-        let (answer, connection) = self.exchange(&request, forwarded, &mut timer).await?;
+        let (answer, connection) = self.call_as_task(target, forwarded, &mut timer).await?;
         let id = self.request.id();
         if answer.is_error {
             return Ok(relay_error(

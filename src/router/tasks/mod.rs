@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use self::handle::TaskHandle;
 use super::{
-    Call, ConnectionSource,
+    Call, ConnectionSource, Routed, Target,
     raw::{RawRequest, upstream_request},
     timeout::Timer,
 };
@@ -26,7 +26,7 @@ use crate::{
     error::GatewayError,
     metrics::TaskEvent,
     protocol::{Era, META_CLIENT_CAPABILITIES, META_RELATED_TASK, TASKS_EXTENSION},
-    upstream::{Connection, TaskWatch, Upstream},
+    upstream::{Answer, Connection, TaskWatch, Upstream},
     wire::{self, Fields},
 };
 
@@ -274,6 +274,37 @@ impl<S: ConnectionSource> Call<'_, S> {
             },
         );
         handle
+    }
+
+    /// Calls `target`'s tool asking for a task the 2025-11-25 way (`params.task`), within
+    /// `timer`: the upstream's answer, and the connection it came on.
+    pub(super) async fn call_as_task(
+        &self,
+        target: &Target,
+        forwarded: &[(http::HeaderName, http::HeaderValue)],
+        timer: &mut Timer<'_>,
+    ) -> Result<(Answer, Arc<Connection>), GatewayError> {
+        let empty = Fields::default();
+        let params = self.request.message.params().unwrap_or(&empty);
+        let write = |number, rewrite| {
+            upstream_request(
+                Routed::Tool.method(),
+                Routed::Tool.field(),
+                number,
+                &target.original,
+                params,
+                rewrite,
+                &[("task", "{}")],
+            )
+        };
+        let request = RawRequest {
+            upstream: &target.upstream,
+            method: Routed::Tool.method(),
+            name: &target.original,
+            write: &write,
+            session: None,
+        };
+        self.exchange(&request, forwarded, timer).await
     }
 
     /// Refuses a call that would create one task more than the caller may have through

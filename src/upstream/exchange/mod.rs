@@ -1,11 +1,13 @@
-//! The raw path to a streamable-HTTP upstream: a hot request goes out as the bytes it came in
-//! (only its id and name rewritten), on the upstream session rmcp's worker opened, through a
-//! pooled keep-alive HTTP client; the answer comes back as bytes, from a JSON body or an event
-//! stream. What the upstream sends on the stream besides the answer (progress, log messages,
-//! requests for the client) is handed to the caller one message at a time.
+//! The raw path to an upstream: a hot request goes out as the bytes it came in (only its id and
+//! name rewritten) and its answer comes back as bytes. To a streamable-HTTP upstream it is
+//! posted (`post`) on the upstream session rmcp's worker opened, through a pooled keep-alive
+//! HTTP client, and answered by a JSON body or an event stream; to a stdio upstream it is a
+//! line written between rmcp's (`lines`). What the upstream sends about the request besides
+//! the answer (progress, log messages, requests for the client) is handed to the caller one
+//! message at a time.
 //!
-//! rmcp's worker keeps everything else: the handshake, the standalone stream, notifications,
-//! answers to the upstream's requests, re-initialization, and deleting the session at the end.
+//! rmcp keeps everything else: the handshake, the standalone stream, notifications, answers to
+//! the upstream's requests, re-initialization, and deleting the session at the end.
 
 use std::{
     sync::{
@@ -17,9 +19,13 @@ use std::{
 
 use bytes::Bytes;
 use futures::FutureExt;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Full};
+use http::{HeaderName, HeaderValue, StatusCode, Uri};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
+
+mod post;
+
+use post::HttpRoute;
 
 use super::{
     lines::{Ended, Lines, Waiting},
@@ -27,8 +33,8 @@ use super::{
     session_slot::SessionSlot,
 };
 use crate::{
-    hook::{HookError, RequestHeaders, RequestHook},
-    protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
+    hook::{HookError, RequestHook},
+    protocol::Era,
     wire::{
         self,
         media::{is_event_stream, is_json},
@@ -46,8 +52,6 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(250);
 const FINISH_WAIT: Duration = Duration::from_secs(1);
 /// The most of an error body kept for the error message.
 const ERROR_BODY_PREVIEW: usize = 300;
-const JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Where raw request ids start: past every id rmcp's `u32` counter gives its own requests.
 const RAW_IDS: u64 = 1 << 32;
@@ -98,19 +102,6 @@ enum Route {
     Http(Box<HttpRoute>),
     /// A line written between rmcp's (stdio).
     Lines(Lines),
-}
-
-/// Where and how raw requests are posted to a streamable-HTTP upstream.
-struct HttpRoute {
-    era: Era,
-    client: RawClient,
-    uri: Uri,
-    /// `MCP-Protocol-Version` as agreed with the upstream.
-    version: HeaderValue,
-    session: Arc<SessionSlot>,
-    hook: Arc<dyn RequestHook>,
-    /// An answer stream that brings nothing this long has stalled: resumed, or failed.
-    stream_idle: Duration,
 }
 
 /// One request on its way: where it goes and what it is.
@@ -173,15 +164,7 @@ impl RawLink {
         hook: Arc<dyn RequestHook>,
         stream_idle: Duration,
     ) -> Option<Self> {
-        let route = HttpRoute {
-            era,
-            client,
-            uri,
-            version: HeaderValue::from_str(version).ok()?,
-            session,
-            hook,
-            stream_idle,
-        };
+        let route = HttpRoute::new(era, client, uri, version, session, hook, stream_idle)?;
         Some(Self {
             era,
             next_id: AtomicU64::new(RAW_IDS),
@@ -260,124 +243,6 @@ impl RawLink {
             Route::Http(http) => Some(http),
             Route::Lines(_) => None,
         }
-    }
-}
-
-impl HttpRoute {
-    /// Posts `outgoing` and waits for the answer's headers. A refusal the hook can mend (a
-    /// token renewed) is retried once.
-    async fn start<'l>(
-        &self,
-        link: &'l RawLink,
-        outgoing: &Outgoing<'_>,
-    ) -> Result<Exchange<'l>, ExchangeError> {
-        // A legacy server may keep no sessions (it named none at `initialize`); the id is
-        // known from the answer to `initialize` on, so it is never missing for one that does.
-        let session = match (self.era, outgoing.session) {
-            (Era::Modern, _) => None,
-            (Era::Legacy, Some(id)) => HeaderValue::from_str(id).ok().map(Arc::new),
-            (Era::Legacy, None) => self.session.get(),
-        };
-        let retries = self.hook.retries();
-        let mut sent = RequestHeaders::new();
-        let response = self.post(outgoing, session.as_deref(), &mut sent).await?;
-        let status = response.status();
-        let response = if matches!(status.as_u16(), 401 | 403) {
-            let challenge = www_authenticate(response.headers());
-            // Without a token to renew, the hook still hears of the refusal (it may need a
-            // user's authorization), but the request is not sent again.
-            let sent = if retries { sent } else { RequestHeaders::new() };
-            let renewed = self
-                .hook
-                .rejected(status.as_u16(), challenge.as_deref(), &sent)
-                .await;
-            if !retries || !renewed {
-                return Err(ExchangeError::Refused {
-                    status: status.as_u16(),
-                });
-            }
-            let mut again = RequestHeaders::new();
-            let response = self.post(outgoing, session.as_deref(), &mut again).await?;
-            if matches!(response.status().as_u16(), 401 | 403) {
-                return Err(ExchangeError::Refused {
-                    status: response.status().as_u16(),
-                });
-            }
-            response
-        } else {
-            response
-        };
-        Exchange::begin(link, outgoing.id, session, response).await
-    }
-
-    async fn post(
-        &self,
-        outgoing: &Outgoing<'_>,
-        session: Option<&HeaderValue>,
-        sent: &mut RequestHeaders,
-    ) -> Result<http::Response<Incoming>, ExchangeError> {
-        self.hook.prepare(sent).done().await?;
-        let mut request = Request::new(Full::new(outgoing.body.clone()));
-        *request.method_mut() = Method::POST;
-        *request.uri_mut() = self.uri.clone();
-        let headers = request.headers_mut();
-        headers.reserve(sent.len() + outgoing.forwarded.len() + 8);
-        // What the gateway sets (a token, configured headers) wins over a forwarded header.
-        for (name, value) in outgoing.forwarded {
-            if !sent.contains_key(name) {
-                headers.append(name.clone(), value.clone());
-            }
-        }
-        for (name, value) in sent.iter() {
-            headers.append(name.clone(), value.clone());
-        }
-        headers.insert(header::CONTENT_TYPE, JSON);
-        headers.insert(header::ACCEPT, JSON_AND_SSE);
-        headers.insert(MCP_PROTOCOL_VERSION, self.version.clone());
-        if let Some(session) = session {
-            headers.insert(MCP_SESSION_ID, session.clone());
-        }
-        if self.era == Era::Modern {
-            if let Ok(method) = HeaderValue::from_str(outgoing.method) {
-                headers.insert(MCP_METHOD, method);
-            }
-            if let Ok(name) = HeaderValue::from_str(outgoing.name) {
-                headers.insert(MCP_NAME, name);
-            }
-        }
-        self.client
-            .request(request)
-            .await
-            .map_err(|error| ExchangeError::Transport(describe(&error)))
-    }
-
-    /// Opens the stream `last_event` belongs to again, to read on from there.
-    async fn resume(
-        &self,
-        session: Option<&HeaderValue>,
-        last_event: &str,
-    ) -> Result<http::Response<Incoming>, ExchangeError> {
-        let mut headers = RequestHeaders::new();
-        self.hook.prepare(&mut headers).done().await?;
-        let mut request = Request::new(Full::new(Bytes::new()));
-        *request.uri_mut() = self.uri.clone();
-        let all = request.headers_mut();
-        all.extend(headers);
-        all.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        all.insert(MCP_PROTOCOL_VERSION, self.version.clone());
-        if let Some(session) = session {
-            all.insert(MCP_SESSION_ID, session.clone());
-        }
-        if let Ok(value) = HeaderValue::from_str(last_event) {
-            all.insert(LAST_EVENT_ID, value);
-        }
-        self.client
-            .request(request)
-            .await
-            .map_err(|error| ExchangeError::Transport(describe(&error)))
     }
 }
 
@@ -503,7 +368,7 @@ impl<'a> Exchange<'a> {
             let idle = self
                 .link
                 .http()
-                .map_or(Duration::MAX, |http| http.stream_idle);
+                .map_or(Duration::MAX, HttpRoute::stream_idle);
             match tokio::time::timeout(idle, stream.frame()).await {
                 Ok(Some(Ok(frame))) => {
                     if let Some(data) = frame.data_ref() {
@@ -603,13 +468,6 @@ impl<'a> Exchange<'a> {
 /// Whether `text` (an id as the upstream wrote it) is request id `id`.
 fn is_id(text: &str, id: i64) -> bool {
     text.parse::<i64>() == Ok(id)
-}
-
-fn www_authenticate(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
 }
 
 async fn read_whole(body: Incoming) -> Result<Bytes, ExchangeError> {

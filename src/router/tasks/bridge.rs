@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::{Created, without_related_task};
+use super::{AsTask, without_related_task};
 use crate::{
     error::GatewayError,
     metrics::TaskEvent,
@@ -41,23 +41,12 @@ impl<S: ConnectionSource> Call<'_, S> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
         let _admitted = self.admit(upstream, &mut timer).await?;
-        let (answer, connection) = self.call_as_task(target, forwarded, &mut timer).await?;
-        let (id, era) = (self.request.id(), self.request.era);
-        if answer.is_error {
-            return Ok(relay_error(id, answer.payload(), upstream.name(), era));
-        }
-        let scheme = self.request.view().scheme().clone();
-        let Some(created) = Created::of(answer.payload()) else {
-            // The upstream ran it at once after all.
-            return Ok(client_answer(
-                Routed::Tool,
-                id,
-                answer.payload(),
-                &scheme,
-                upstream.name(),
-                era,
-            ));
+        let (created, connection) = match self.call_as_task(target, forwarded, &mut timer).await? {
+            AsTask::Created(created, connection) => (created, connection),
+            AsTask::Answered(answer) => return Ok(answer),
         };
+        let (id, era) = (self.request.id(), self.request.era);
+        let scheme = self.request.view().scheme().clone();
         // Watched quietly: it counts against the caller's bound and shows in `tasks/list`.
         self.watch(&created, upstream, &connection, false);
         let tasks = &connection.relay().tasks;

@@ -9,15 +9,11 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::{Created, handle::TaskHandle, without_related_task};
+use super::{AsTask, handle::TaskHandle, without_related_task};
 use crate::{
     error::GatewayError,
     metrics::TaskEvent,
-    router::{
-        Call, ConnectionSource, Routed, Target,
-        raw::{RawRequest, relay_error},
-        timeout::Timer,
-    },
+    router::{Call, ConnectionSource, Target, raw::RawRequest, timeout::Timer},
     upstream::Upstream,
     wire,
 };
@@ -33,35 +29,15 @@ impl<S: ConnectionSource> Call<'_, S> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
         let _admitted = self.admit(upstream, &mut timer).await?;
-        let (answer, connection) = self.call_as_task(target, forwarded, &mut timer).await?;
-        let id = self.request.id();
-        if answer.is_error {
-            return Ok(relay_error(
-                id,
-                answer.payload(),
-                upstream.name(),
-                self.request.era,
-            ));
-        }
-        let task = serde_json::from_str::<Value>(answer.payload())
-            .ok()
-            .and_then(|result| result.get("task").cloned());
-        let (Some(created), Some(task)) = (Created::of(answer.payload()), task) else {
-            // It ran at once after all.
-            return Ok(super::super::raw::client_answer(
-                Routed::Tool,
-                id,
-                answer.payload(),
-                self.request.view().scheme(),
-                upstream.name(),
-                self.request.era,
-            ));
+        let (created, connection) = match self.call_as_task(target, forwarded, &mut timer).await? {
+            AsTask::Created(created, connection) => (created, connection),
+            AsTask::Answered(answer) => return Ok(answer),
         };
         let handle = self.watch(&created, upstream, &connection, true);
-        let mut result = modern_task(&task, &handle);
+        let mut result = modern_task(&created.fields, &handle);
         result.insert("resultType".into(), json!("task"));
         Ok(wire::write::response(
-            id,
+            self.request.id(),
             &Value::Object(result).to_string(),
         ))
     }

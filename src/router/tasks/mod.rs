@@ -19,14 +19,14 @@ use serde_json::Value;
 use self::handle::TaskHandle;
 use super::{
     Call, ConnectionSource, Routed, Target,
-    raw::{RawRequest, upstream_request},
+    raw::{RawRequest, client_answer, relay_error, upstream_request},
     timeout::Timer,
 };
 use crate::{
     error::GatewayError,
     metrics::TaskEvent,
     protocol::{Era, META_CLIENT_CAPABILITIES, META_RELATED_TASK, TASKS_EXTENSION},
-    upstream::{Answer, Connection, TaskWatch, Upstream},
+    upstream::{Connection, TaskWatch, Upstream},
     wire::{self, Fields},
 };
 
@@ -277,13 +277,14 @@ impl<S: ConnectionSource> Call<'_, S> {
     }
 
     /// Calls `target`'s tool asking for a task the 2025-11-25 way (`params.task`), within
-    /// `timer`: the upstream's answer, and the connection it came on.
+    /// `timer`: the task it created, with the connection it came on, or the client's answer if
+    /// the upstream refused the call or answered it at once.
     pub(super) async fn call_as_task(
         &self,
         target: &Target,
         forwarded: &[(http::HeaderName, http::HeaderValue)],
         timer: &mut Timer<'_>,
-    ) -> Result<(Answer, Arc<Connection>), GatewayError> {
+    ) -> Result<AsTask, GatewayError> {
         let empty = Fields::default();
         let params = self.request.message.params().unwrap_or(&empty);
         let write = |number, rewrite| {
@@ -304,7 +305,28 @@ impl<S: ConnectionSource> Call<'_, S> {
             write: &write,
             session: None,
         };
-        self.exchange(&request, forwarded, timer).await
+        let (answer, connection) = self.exchange(&request, forwarded, timer).await?;
+        let (id, era, upstream) = (self.request.id(), self.request.era, target.upstream.name());
+        if answer.is_error {
+            return Ok(AsTask::Answered(relay_error(
+                id,
+                answer.payload(),
+                upstream,
+                era,
+            )));
+        }
+        Ok(match Created::of(answer.payload()) {
+            Some(created) => AsTask::Created(created, connection),
+            // The upstream ran it at once after all.
+            None => AsTask::Answered(client_answer(
+                Routed::Tool,
+                id,
+                answer.payload(),
+                self.request.view().scheme(),
+                upstream,
+                era,
+            )),
+        })
     }
 
     /// Refuses a call that would create one task more than the caller may have through
@@ -332,12 +354,22 @@ pub(in crate::router) fn declares_tasks(meta: Option<&Fields<'_>>) -> bool {
         .is_some_and(|declared| declared.is_object())
 }
 
-/// A task a tool call created: the upstream's id for it, and its time to live.
+/// What a call that asked for a task came to.
+pub(super) enum AsTask {
+    Created(Created, Arc<Connection>),
+    /// The client's answer: the upstream's error, or the result it gave at once.
+    Answered(Bytes),
+}
+
+/// A task a tool call created: the upstream's id for it, its time to live, and the task as
+/// the upstream described it.
 pub(super) struct Created {
     pub task: String,
     pub ttl_ms: Option<u64>,
     /// How often the upstream suggests asking how it goes.
     pub poll_ms: Option<u64>,
+    /// The task's fields (a 2025-11-25 `task`, or a 2026-07-28 result's top level).
+    pub fields: Value,
 }
 
 impl Created {
@@ -347,17 +379,18 @@ impl Created {
         if !payload.contains("\"taskId\"") {
             return None;
         }
-        let result: Value = serde_json::from_str(payload).ok()?;
-        let (task, ttl, poll) = if result.get("resultType").and_then(Value::as_str) == Some("task")
-        {
-            (&result, "ttlMs", "pollIntervalMs")
-        } else {
-            (result.get("task")?, "ttl", "pollInterval")
-        };
+        let mut result: Value = serde_json::from_str(payload).ok()?;
+        let (fields, ttl, poll) =
+            if result.get("resultType").and_then(Value::as_str) == Some("task") {
+                (result, "ttlMs", "pollIntervalMs")
+            } else {
+                (result.get_mut("task")?.take(), "ttl", "pollInterval")
+            };
         Some(Self {
-            task: task.get("taskId")?.as_str()?.to_owned(),
-            ttl_ms: task.get(ttl).and_then(Value::as_u64),
-            poll_ms: task.get(poll).and_then(Value::as_u64),
+            task: fields.get("taskId")?.as_str()?.to_owned(),
+            ttl_ms: fields.get(ttl).and_then(Value::as_u64),
+            poll_ms: fields.get(poll).and_then(Value::as_u64),
+            fields,
         })
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::{
     deps,
     fixtures::notes::NotesServer,
-    harness::{GatewayBuilder, TestGateway},
+    harness::{GatewayBuilder, TestGateway, script_steps},
 };
 
 async fn two_upstreams() -> (NotesServer, TestGateway) {
@@ -46,22 +46,7 @@ fn spec() -> Value {
 
 /// Runs a client script and checks that every step passed.
 async fn run_client(command: &mut tokio::process::Command, which: &str) {
-    let output = tokio::time::timeout(std::time::Duration::from_secs(120), command.output())
-        .await
-        .expect("the client finishes in time")
-        .expect("the client runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let summary: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "{which}: no summary\n{stdout}\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-    let steps = summary["steps"].as_object().expect("steps");
+    let (steps, success) = script_steps(command, which).await;
     for step in [
         "connect",
         "list_tools",
@@ -73,7 +58,7 @@ async fn run_client(command: &mut tokio::process::Command, which: &str) {
     ] {
         assert_eq!(steps[step]["ok"], true, "{which} {step}: {}", steps[step]);
     }
-    assert!(output.status.success(), "{which}: {summary}");
+    assert!(success, "{which}: {steps:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

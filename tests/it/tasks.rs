@@ -15,7 +15,9 @@ use crate::{
         everything::{self, Everything, Mode},
         redis::RedisServer,
     },
-    harness::{GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, text},
+    harness::{
+        GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, script_steps, text,
+    },
     replicas::cluster::{Cluster, post, raw_session},
 };
 
@@ -24,29 +26,9 @@ const TOOL: &str = "ev__simulate-research-query";
 /// Runs the TypeScript tasks client against `url` with `spec`: its steps.
 async fn tasks_client(url: &str, spec: Value) -> serde_json::Map<String, Value> {
     let script = deps::node_packages().join("tasks-client.mjs");
-    let output = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(deps::node22())
-            .arg(script)
-            .arg(url)
-            .arg(spec.to_string())
-            .output(),
-    )
-    .await
-    .expect("the client finishes in time")
-    .expect("the client runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let summary: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no summary\n{stdout}\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-    summary["steps"].as_object().expect("steps").clone()
+    let mut command = tokio::process::Command::new(deps::node22());
+    command.arg(script).arg(url).arg(spec.to_string());
+    script_steps(&mut command, "the tasks client").await.0
 }
 
 fn bearer(user: &str) -> Value {

@@ -504,3 +504,28 @@ pub async fn post_mcp(
     }
     request.send().await.unwrap()
 }
+
+/// Runs a client script (`which`, for messages) that prints `{"steps": {NAME: {ok, …}}}` as its
+/// last JSON line: its steps, and whether it exited with success.
+pub async fn script_steps(
+    command: &mut tokio::process::Command,
+    which: &str,
+) -> (serde_json::Map<String, serde_json::Value>, bool) {
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("the client finishes in time")
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{which}: no summary\n{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    let steps = summary["steps"].as_object().expect("steps").clone();
+    (steps, output.status.success())
+}

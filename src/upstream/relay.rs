@@ -134,26 +134,14 @@ impl Relay {
         self.requests.len()
     }
 
-    /// Records that upstream request `id` (a raw one, whose progress token is its id) serves
-    /// `downstream`, for what the upstream asks or tells during it; the entry goes with the
-    /// returned guard, which also hears of the request's progress.
+    /// Records that upstream request `id` serves `downstream`, for what the upstream asks or
+    /// tells during it; the entry goes with the returned guard.
     pub fn register_request(self: &Arc<Self>, id: RequestId, downstream: Arc<Downstream>) -> Entry {
         self.touch();
-        let progressed = Arc::new(Notify::new());
-        let token = ProgressToken(id.clone());
-        self.progress.insert(
-            token.clone(),
-            Tracked {
-                downstream: downstream.clone(),
-                progressed: progressed.clone(),
-            },
-        );
         self.requests.insert(id.clone(), downstream);
         Entry {
             relay: self.clone(),
             id,
-            token,
-            progressed,
         }
     }
 
@@ -386,21 +374,10 @@ impl Drop for Registration {
 pub struct Entry {
     relay: Arc<Relay>,
     id: RequestId,
-    token: ProgressToken,
-    progressed: Arc<Notify>,
-}
-
-impl Entry {
-    /// Resolves at the next progress of the request that came the connection's common way
-    /// (over stdio, all of it; over HTTP, what is not sent on the request's own stream).
-    pub fn progressed(&self) -> Notified<'_> {
-        self.progressed.notified()
-    }
 }
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        self.relay.progress.remove(&self.token);
         self.relay.finish(&self.id);
     }
 }

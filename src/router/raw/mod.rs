@@ -248,7 +248,13 @@ impl<S: ConnectionSource> Call<'_, S> {
             return relay_error(id, answer.payload(), upstream, era);
         }
         let payload = answer.payload();
+        // Only a tool that may run as one, or an upstream of the tasks extension (which
+        // decides itself), can answer with a task.
+        let may_create = target.task_support != TaskSupport::Forbidden
+            || (self.request.era == Era::Modern
+                && (self.request.view().task_upstreams(Era::Modern)).contains(upstream));
         if target.kind == Routed::Tool
+            && may_create
             && let Some(created) = self.task_created(payload, &target.upstream, connection)
         {
             return wire::write::response(id, &created);
@@ -307,7 +313,7 @@ impl Exchanging<'_> {
         outage: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
     ) -> Result<crate::upstream::Answer, Stop> {
         // Registered, so that what the upstream sends about it on other streams finds it.
-        let entry = self
+        let _entry = self
             .connection
             .relay()
             .register_request(self.request_id.clone(), call.downstream.clone());
@@ -326,10 +332,6 @@ impl Exchanging<'_> {
             let step = tokio::select! {
                 biased;
                 step = exchange.next() => step?,
-                _ = entry.progressed() => {
-                    timer.progressed();
-                    continue;
-                }
                 _ = timer.expired() => return Err(Stop::Gateway(timer.error(self.upstream, Stage::Sent))),
                 _ = outage.as_mut() => return Err(Stop::Gateway(unavailable(self.upstream))),
                 _ = call.ct.cancelled() => return Err(Stop::Gateway(GatewayError::Cancelled)),

@@ -102,6 +102,7 @@ pub mod metrics;
 pub mod names;
 pub mod oauth;
 pub mod passthrough;
+pub mod pins;
 pub mod policy;
 pub mod principal;
 pub mod protocol;

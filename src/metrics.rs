@@ -159,6 +159,10 @@ pub struct Metrics {
     tool_calls: IntCounterVec,
     tool_duration: HistogramVec,
     tasks: IntCounterVec,
+    /// Changed definitions of pinned tools, held for approval, by upstream.
+    pub tool_changes: IntCounterVec,
+    /// Cached calls and reads by upstream and outcome (hit, miss, coalesced).
+    pub cache: IntCounterVec,
     pub sessions_active: IntGauge,
     pub sessions_opened: IntCounter,
     pub streams_open: IntGauge,
@@ -250,6 +254,23 @@ impl Metrics {
                 ),
                 &["upstream", "event"],
             )?,
+            tool_changes: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_tool_definition_changes_total",
+                    "Definitions of pinned tools that changed and wait for an operator's \
+                     approval, by upstream",
+                ),
+                &["upstream"],
+            )?,
+            cache: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_cache_total",
+                    "Cacheable tool calls and resource reads by upstream and outcome (hit: \
+                     answered from the cache; miss: sent upstream; coalesced: waited for an \
+                     identical call in flight)",
+                ),
+                &["upstream", "outcome"],
+            )?,
             reloads: IntCounterVec::new(
                 Opts::new(
                     "switchyard_config_reloads_total",
@@ -289,6 +310,8 @@ impl Metrics {
         registry.register(Box::new(metrics.tool_calls.clone()))?;
         registry.register(Box::new(metrics.tool_duration.clone()))?;
         registry.register(Box::new(metrics.tasks.clone()))?;
+        registry.register(Box::new(metrics.tool_changes.clone()))?;
+        registry.register(Box::new(metrics.cache.clone()))?;
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;
         registry.register(Box::new(metrics.streams_open.clone()))?;

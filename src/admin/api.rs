@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::Admin;
 use crate::session::short_hash;
 use crate::{
+    catalog::Rejected,
     clock::unix_seconds,
     config::TransportConfig,
     gateway::{JournalError, Live, ReloadEntry, ReloadOutcome, Trigger},
@@ -52,6 +53,8 @@ pub struct Server {
     retries: u32,
     auth_url: Option<String>,
     counts: Counts,
+    /// Definitions the upstream listed that are not served (unreadable, or a second of a name).
+    rejected: Vec<Rejected>,
     in_flight: usize,
 }
 
@@ -109,6 +112,7 @@ fn server(upstream: &Upstream, live: &Live) -> Server {
             resources: catalog.resources.len(),
             resource_templates: catalog.templates.len(),
         },
+        rejected: catalog.rejected.clone(),
         in_flight: upstream.in_flight(),
     }
 }
@@ -120,6 +124,8 @@ pub struct Status {
     config: ConfigInfo,
     traffic: Traffic,
     servers: Vec<Server>,
+    /// Pinned tools' changes (and new tools) waiting for an operator.
+    held: Vec<crate::pins::Held>,
     recent_errors: Vec<JournalError>,
     reloads: Vec<ReloadEntry>,
 }
@@ -161,6 +167,7 @@ pub async fn status(State(admin): State<Admin>) -> Json<Status> {
             streams: totals.streams,
         },
         servers: live.upstreams.iter().map(|u| server(u, &live)).collect(),
+        held: gateway.pins().held(),
         recent_errors: gateway.journal().errors(),
         reloads: gateway.journal().reloads(),
     })

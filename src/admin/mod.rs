@@ -10,6 +10,7 @@
 
 mod api;
 mod page;
+mod tools;
 mod upstreams;
 
 use std::{future::Future, sync::Arc};
@@ -71,6 +72,9 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
         .route("/api/upstreams/{name}", delete(upstreams::remove))
         .route("/api/upstreams/{name}/authorize", post(api::authorize))
         .route("/api/upstreams/{name}/authorization", delete(api::forget))
+        .route("/api/tools/held", get(tools::held))
+        .route("/api/tools/{upstream}/approve", post(tools::approve_all))
+        .route("/api/tools/{upstream}/{tool}/approve", post(tools::approve))
         .fallback(api::not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)

@@ -7,28 +7,36 @@
 //! Each snapshot serves its lists from JSON prepared once per page (`lists`).
 
 mod access;
+mod arguments;
+mod listed;
 mod lists;
 mod naming;
 mod page;
 mod params;
+mod search;
 mod template;
-mod tool;
 mod view;
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    sync::{Arc, OnceLock},
+};
 
 use bytes::Bytes;
-use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate};
+use rmcp::model::JsonObject;
 
 pub use access::{Access, ViewKey};
+pub use arguments::ArgumentCheck;
 pub use lists::CacheHint;
 
+pub use listed::{
+    Listed, ListedPrompt, ListedResource, ListedTemplate, ListedTool, Rejected, TaskSupport,
+};
 use lists::PreparedList;
 pub use naming::NameScheme;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 use template::TemplatePattern;
-pub use tool::{ListedTool, TaskSupport};
 pub use view::PersonalParts;
 use view::{Lens, Views};
 
@@ -41,14 +49,45 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 #[derive(Debug, Clone, Default)]
 pub struct UpstreamCatalog {
     pub tools: Vec<ListedTool>,
-    pub prompts: Vec<Prompt>,
-    pub resources: Vec<Resource>,
-    pub templates: Vec<ResourceTemplate>,
+    pub prompts: Vec<ListedPrompt>,
+    pub resources: Vec<ListedResource>,
+    pub templates: Vec<ListedTemplate>,
+    /// Definitions left out because they could not be read or used, with why.
+    pub rejected: Vec<Rejected>,
+    /// Each tool's input schema, compiled (see `checked`), by the tool's own name.
+    pub checks: HashMap<String, Arc<ArgumentCheck>>,
     pub instructions: Option<String>,
     /// The caching hints the upstream gave with each list, if it gave any.
     pub hints: ListHints,
     /// The upstream declared the 2026-07-28 tasks extension (its tools may answer with tasks).
     pub task_extension: bool,
+}
+
+impl UpstreamCatalog {
+    /// These lists with every tool's input schema compiled, and the tools whose schema does
+    /// not compile left out (and reported): a call of one could not be checked.
+    pub fn checked(mut self) -> Self {
+        let mut checks = HashMap::with_capacity(self.tools.len());
+        let mut rejected = Vec::new();
+        self.tools
+            .retain(|tool| match ArgumentCheck::compile(&tool.input_schema) {
+                Ok(check) => {
+                    checks.insert(tool.name.to_string(), check);
+                    true
+                }
+                Err(reason) => {
+                    rejected.push(Rejected {
+                        kind: "tool",
+                        name: tool.name.to_string(),
+                        reason,
+                    });
+                    false
+                }
+            });
+        self.rejected.extend(rejected);
+        self.checks = checks;
+        self
+    }
 }
 
 /// The caching hints of an upstream's four lists (`None` where it gave none).
@@ -76,6 +115,8 @@ pub struct ToolRoute {
     pub param_headers: Option<Arc<[ParamHeader]>>,
     /// Whether the tool runs as a task (`execution.taskSupport`).
     pub task_support: TaskSupport,
+    /// Its input schema, compiled.
+    pub check: Option<Arc<ArgumentCheck>>,
     index: usize,
 }
 
@@ -116,10 +157,10 @@ pub struct Catalog {
     /// per the extension (the upstream declared it), in config order.
     task_upstreams: [Vec<UpstreamName>; 2],
     tool_routes: HashMap<String, ToolRoute>,
-    prompts: Vec<Prompt>,
+    prompts: Vec<ListedPrompt>,
     prompt_routes: HashMap<String, Route>,
-    resources: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
+    resources: Vec<ListedResource>,
+    templates: Vec<ListedTemplate>,
     /// Unprefixed only: who listed each exact URI, and whose template matches a URI.
     resource_owners: HashMap<String, UpstreamName>,
     template_owners: Vec<(TemplatePattern, UpstreamName)>,
@@ -136,6 +177,8 @@ pub struct Catalog {
     lens: Lens,
     /// The views of this snapshot that requests asked for (the whole catalog only).
     views: Views,
+    /// The tools' search index, built on first search.
+    search: OnceLock<search::SearchIndex>,
 }
 
 impl Catalog {
@@ -183,9 +226,10 @@ impl Catalog {
             page_size: DEFAULT_PAGE_SIZE,
             lens,
             views: Views::default(),
+            search: OnceLock::new(),
         };
         for (upstream, part) in parts {
-            catalog.add_tools(upstream, &part.tools);
+            catalog.add_tools(upstream, part);
             let shows_tools = catalog
                 .tool_routes
                 .values()
@@ -247,8 +291,8 @@ impl Catalog {
         }
     }
 
-    fn add_tools(&mut self, upstream: &UpstreamName, tools: &[ListedTool]) {
-        for tool in tools {
+    fn add_tools(&mut self, upstream: &UpstreamName, part: &UpstreamCatalog) {
+        for tool in &part.tools {
             if !self.lens.item(Kind::Tool, upstream.as_str(), &tool.name) {
                 continue;
             }
@@ -263,10 +307,11 @@ impl Catalog {
             }
             let mut tool = tool.clone();
             let original = Arc::from(&*tool.name);
-            tool.name = exposed.clone().into();
+            tool.rename(&exposed);
             if let Some(description) = shape.and_then(|shape| shape.description) {
-                tool.description = Some(description.into());
+                tool.describe(&description);
             }
+            let check = part.checks.get(&*original).cloned();
             self.tool_routes.insert(
                 exposed,
                 ToolRoute {
@@ -276,6 +321,7 @@ impl Catalog {
                     },
                     param_headers: params::param_headers(&tool.input_schema),
                     task_support: tool.task_support(),
+                    check,
                     index: self.tools.len(),
                 },
             );
@@ -291,7 +337,7 @@ impl Catalog {
         }
     }
 
-    fn add_prompts(&mut self, upstream: &UpstreamName, prompts: &[Prompt]) {
+    fn add_prompts(&mut self, upstream: &UpstreamName, prompts: &[ListedPrompt]) {
         for prompt in prompts {
             if !self
                 .lens
@@ -305,7 +351,8 @@ impl Catalog {
                 continue;
             }
             let mut prompt = prompt.clone();
-            let original = Arc::from(std::mem::replace(&mut prompt.name, exposed.clone()));
+            let original = Arc::from(prompt.name.as_str());
+            prompt.rename(&exposed);
             self.prompt_routes.insert(
                 exposed,
                 Route {
@@ -332,7 +379,7 @@ impl Catalog {
                     .insert(resource.uri.clone(), upstream.clone());
             }
             let mut resource = resource.clone();
-            resource.uri = self.scheme.expose_uri(upstream, &resource.uri);
+            resource.relocate(&self.scheme.expose_uri(upstream, &resource.uri));
             self.resources.push(resource);
         }
         for template in &part.templates {
@@ -349,7 +396,7 @@ impl Catalog {
                 ));
             }
             let mut template = template.clone();
-            template.uri_template = self.scheme.expose_uri(upstream, &template.uri_template);
+            template.relocate(&self.scheme.expose_uri(upstream, &template.uri_template));
             self.templates.push(template);
         }
     }
@@ -410,15 +457,15 @@ impl Catalog {
             .any(|list| list.contains(upstream))
     }
 
-    pub fn prompts(&self) -> &[Prompt] {
+    pub fn prompts(&self) -> &[ListedPrompt] {
         &self.prompts
     }
 
-    pub fn resources(&self) -> &[Resource] {
+    pub fn resources(&self) -> &[ListedResource] {
         &self.resources
     }
 
-    pub fn templates(&self) -> &[ResourceTemplate] {
+    pub fn templates(&self) -> &[ListedTemplate] {
         &self.templates
     }
 
@@ -444,8 +491,31 @@ impl Catalog {
 
     /// The input schema of an exposed tool; a cheap shared pointer.
     pub fn tool_schema(&self, exposed: &str) -> Option<Arc<JsonObject>> {
-        self.tool_definition(exposed)
-            .map(|t| t.input_schema.clone())
+        self.tool_definition(exposed).map(ListedTool::schema)
+    }
+
+    /// The tools that match `query` best (at most `limit`), best first.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<&ListedTool> {
+        let index = self.search.get_or_init(|| {
+            let mut upstream_of = vec![""; self.tools.len()];
+            for route in self.tool_routes.values() {
+                upstream_of[route.index] = route.route.upstream.as_str();
+            }
+            search::SearchIndex::build(self.tools.iter().zip(upstream_of).map(
+                |(tool, upstream)| search::Document {
+                    name: &tool.name,
+                    title: tool.title.as_deref(),
+                    upstream,
+                    description: tool.description.as_deref(),
+                    parameters: parameters(&tool.input_schema),
+                },
+            ))
+        });
+        index
+            .search(query, limit)
+            .into_iter()
+            .map(|(position, _)| &self.tools[position])
+            .collect()
     }
 
     /// The route of an exposed prompt name.
@@ -487,6 +557,23 @@ impl Catalog {
             original: uri,
         })
     }
+}
+
+/// The top-level parameters of an input schema: each one's name and description.
+fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
+    schema
+        .get("properties")
+        .and_then(|properties| properties.as_object())
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, property)| {
+                    let description = property.get("description").and_then(|d| d.as_str());
+                    (name.as_str(), description)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn warn_shadowed(kind: &str, exposed: &str, loser: &UpstreamName, winner: &UpstreamName) {

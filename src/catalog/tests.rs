@@ -25,13 +25,15 @@ fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalo
         tools: tools.iter().map(|t| tool(t).into()).collect(),
         prompts: tools
             .iter()
-            .map(|t| Prompt::new(format!("{t}_prompt"), Some("p"), None))
+            .map(|t| Prompt::new(format!("{t}_prompt"), Some("p"), None).into())
             .collect(),
-        resources: uris.iter().map(|u| Resource::new(*u, "r")).collect(),
+        resources: uris.iter().map(|u| Resource::new(*u, "r").into()).collect(),
         templates: templates
             .iter()
-            .map(|t| ResourceTemplate::new(*t, "t"))
+            .map(|t| ResourceTemplate::new(*t, "t").into())
             .collect(),
+        rejected: Vec::new(),
+        checks: Default::default(),
         instructions: None,
         task_extension: false,
         hints: Default::default(),
@@ -265,6 +267,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
         name: "gh".into(),
         path: "/servers/github/mcp".into(),
         prefix_mode: None,
+        tool_search: None,
         gate: Gate {
             allow: Items {
                 upstreams: Some(vec![Glob::new("github").unwrap()]),
@@ -285,6 +288,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
         prefix_mode: crate::config::PrefixMode::Conditional,
         separator: "__".into(),
         page_size: 100,
+        ..Default::default()
     };
     let names_of = [up("github"), up("files")];
     let access = Arc::new(Access::new(

@@ -56,6 +56,7 @@ pub struct RawEndpoint {
     pub allow: Option<RawItems>,
     pub deny: Option<RawItems>,
     pub tools: Option<Entries<RawToolShape>>,
+    pub tool_search: Option<String>,
 }
 
 /// `[endpoints.NAME.tools."UPSTREAM:TOOL"]` as written.
@@ -176,6 +177,7 @@ impl Checker<'_> {
         &mut self,
         raw: Option<&Entries<RawEndpoint>>,
         main_path: &str,
+        search_threshold: Option<u64>,
     ) -> Vec<EndpointSettings> {
         let Some(raw) = raw else {
             return Vec::new();
@@ -191,7 +193,7 @@ impl Checker<'_> {
         raw.iter()
             .map(|(name, endpoint)| {
                 let key = format!("endpoints.{}", key_segment(name));
-                self.endpoint(&key, name, endpoint, &mut paths)
+                self.endpoint(&key, name, endpoint, &mut paths, search_threshold)
             })
             .collect()
     }
@@ -202,6 +204,7 @@ impl Checker<'_> {
         name: &str,
         raw: &RawEndpoint,
         paths: &mut HashMap<String, String>,
+        search_threshold: Option<u64>,
     ) -> EndpointSettings {
         if name.is_empty()
             || !name
@@ -254,10 +257,18 @@ impl Checker<'_> {
                 self.tool_shape(&tool_key, item, shape)
             })
             .collect();
+        let tool_search = raw.tool_search.as_deref().and_then(|text| {
+            self.tool_search(
+                &format!("{key}.tool_search"),
+                text,
+                search_threshold.unwrap_or(super::catalog::DEFAULT_SEARCH_THRESHOLD),
+            )
+        });
         EndpointSettings {
             name: name.into(),
             path,
             prefix_mode,
+            tool_search,
             gate,
             tools,
         }

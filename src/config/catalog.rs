@@ -1,14 +1,18 @@
 //! `[catalog]`: how the upstreams' lists are merged into one, as written and as checked: the
-//! prefix mode, the separator between an upstream's name and its items' names, the page size.
+//! prefix mode, the separator between an upstream's name and its items' names, the page size;
+//! whether clients get the tool list or tool search; and whether tool definitions are pinned.
 
 use serde::Deserialize;
 
 use super::{PrefixMode, keys::Checker};
+use crate::policy::ToolSearch;
 
 pub const DEFAULT_SEPARATOR: &str = "__";
 const MAX_SEPARATOR_LEN: usize = 8;
 const DEFAULT_PAGE_SIZE: u64 = 500;
 const MAX_PAGE_SIZE: u64 = 10_000;
+/// With `tool_search = "auto"`, search replaces the tool list above this many tools.
+pub const DEFAULT_SEARCH_THRESHOLD: u64 = 100;
 
 /// `[catalog]`: how upstream names are merged.
 #[derive(Debug, Default, Deserialize)]
@@ -16,6 +20,29 @@ pub struct RawCatalog {
     pub prefix_mode: Option<String>,
     pub separator: Option<String>,
     pub page_size: Option<u64>,
+    pub tool_search: Option<String>,
+    pub tool_search_threshold: Option<u64>,
+    pub pin: Option<bool>,
+    pub pin_new: Option<String>,
+    pub pin_changed: Option<String>,
+}
+
+/// What a pinned upstream's tool that was never approved gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinNew {
+    /// Approved as it is first seen.
+    Approve,
+    /// Hidden until an operator approves it.
+    Hold,
+}
+
+/// What a pinned tool whose definition changed gets until the change is approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinChanged {
+    /// The approved definition keeps being served.
+    ServeApproved,
+    /// The tool is hidden.
+    Hide,
 }
 
 /// How upstream catalogs are merged into one.
@@ -27,6 +54,27 @@ pub struct CatalogSettings {
     pub separator: String,
     /// Most entries in one page of a merged list.
     pub page_size: usize,
+    /// Search instead of the tool list, for the main endpoint (and endpoints that do not say).
+    pub tool_search: ToolSearch,
+    /// Pin tool definitions of upstreams that do not say.
+    pub pin: bool,
+    pub pin_new: PinNew,
+    pub pin_changed: PinChanged,
+}
+
+impl Default for CatalogSettings {
+    /// What `[catalog]` is when the file says nothing.
+    fn default() -> Self {
+        Self {
+            prefix_mode: PrefixMode::Always,
+            separator: DEFAULT_SEPARATOR.into(),
+            page_size: DEFAULT_PAGE_SIZE as usize,
+            tool_search: ToolSearch::Off,
+            pin: false,
+            pin_new: PinNew::Approve,
+            pin_changed: PinChanged::ServeApproved,
+        }
+    }
 }
 
 impl Checker<'_> {
@@ -68,10 +116,63 @@ impl Checker<'_> {
                 format!("must be between 1 and {MAX_PAGE_SIZE}, not {page_size}"),
             );
         }
+        let threshold = raw
+            .tool_search_threshold
+            .unwrap_or(DEFAULT_SEARCH_THRESHOLD);
+        let tool_search = match raw.tool_search.as_deref() {
+            None => ToolSearch::Off,
+            Some(text) => self
+                .tool_search("catalog.tool_search", text, threshold)
+                .unwrap_or(ToolSearch::Off),
+        };
+        let pin_new = match raw.pin_new.as_deref() {
+            None | Some("approve") => PinNew::Approve,
+            Some("hold") => PinNew::Hold,
+            Some(other) => {
+                self.problem(
+                    "catalog.pin_new",
+                    format!("`{other}` is not one of `approve`, `hold`"),
+                );
+                PinNew::Approve
+            }
+        };
+        let pin_changed = match raw.pin_changed.as_deref() {
+            None | Some("serve_approved") => PinChanged::ServeApproved,
+            Some("hide") => PinChanged::Hide,
+            Some(other) => {
+                self.problem(
+                    "catalog.pin_changed",
+                    format!("`{other}` is not one of `serve_approved`, `hide`"),
+                );
+                PinChanged::ServeApproved
+            }
+        };
         CatalogSettings {
             prefix_mode,
             separator,
             page_size: page_size.clamp(1, MAX_PAGE_SIZE) as usize,
+            tool_search,
+            pin: raw.pin.unwrap_or(false),
+            pin_new,
+            pin_changed,
+        }
+    }
+
+    /// A `tool_search` value at `key` (`auto` turns search on above `threshold` tools).
+    pub(super) fn tool_search(
+        &mut self,
+        key: &str,
+        text: &str,
+        threshold: u64,
+    ) -> Option<ToolSearch> {
+        match text {
+            "off" => Some(ToolSearch::Off),
+            "on" => Some(ToolSearch::On),
+            "auto" => Some(ToolSearch::Above(threshold as usize)),
+            other => {
+                self.problem(key, format!("`{other}` is not one of `off`, `on`, `auto`"));
+                None
+            }
         }
     }
 }

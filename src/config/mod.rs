@@ -8,6 +8,7 @@ mod auth;
 mod catalog;
 mod expand;
 mod headers;
+mod items;
 mod keys;
 mod limits;
 mod load;
@@ -29,12 +30,13 @@ pub use auth::{
 };
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
+pub use items::{CacheRule, ItemRules};
 pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use load::{ConfigError, Problem, load, load_overlaid, load_overridden, load_with, parse_str};
 pub use store::{StoreKind, StoreSettings};
 
 pub use crate::names::PrefixMode;
-pub use catalog::{CatalogSettings, DEFAULT_SEPARATOR, check_separator};
+pub use catalog::{CatalogSettings, DEFAULT_SEPARATOR, PinChanged, PinNew, check_separator};
 pub use keys::decode_key;
 pub use keys::{RESERVED_PATHS, is_reserved_path};
 pub use oauth::{AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth};

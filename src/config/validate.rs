@@ -45,7 +45,11 @@ pub fn validate(
     let auth = check.auth(raw.auth.as_ref());
     let limits = check.limits(raw.limits.as_ref(), auth.configured);
     let policy = check.policy_rules(raw.policy.as_deref());
-    let endpoints = check.endpoints(raw.endpoints.as_ref(), &server.endpoint_path);
+    let endpoints = check.endpoints(
+        raw.endpoints.as_ref(),
+        &server.endpoint_path,
+        raw.catalog.tool_search_threshold,
+    );
     let store = check.store(raw.store.as_ref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);

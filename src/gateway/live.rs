@@ -12,7 +12,7 @@ use crate::{
     config::Config,
     error::GatewayError,
     names::UpstreamName,
-    policy::Viewer,
+    policy::{EndpointName, ToolSearch, Viewer},
     protocol::Era,
     upstream::{Upstream, UpstreamState},
 };
@@ -53,6 +53,15 @@ impl std::ops::Deref for Live {
 }
 
 impl Live {
+    /// Whether callers at `endpoint` get tool search (its own setting, else `[catalog]`'s).
+    pub fn tool_search(&self, endpoint: &EndpointName) -> ToolSearch {
+        endpoint
+            .as_virtual()
+            .and_then(|name| self.config.endpoints.iter().find(|e| &*e.name == name))
+            .and_then(|endpoint| endpoint.tool_search)
+            .unwrap_or(self.config.catalog.tool_search)
+    }
+
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.upstreams.iter().find(|u| u.name().as_str() == name)
     }

@@ -6,9 +6,11 @@
 //! upstreams and swaps a new snapshot in. Readers never lock: a request loads the snapshot
 //! once and answers from it.
 
+mod cache;
 mod journal;
 mod live;
 mod personal;
+mod pinned;
 mod reload;
 mod scrape;
 mod subscriptions;
@@ -31,12 +33,14 @@ use crate::{
     metrics::Metrics,
     names::UpstreamName,
     oauth::{Link, OAuth},
+    pins::Pins,
     principal::Principal,
     protocol::Era,
     store::Store,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
 
+pub use cache::ResultCache;
 pub use journal::{Journal, JournalError, ReloadEntry, ReloadOutcome, Trigger};
 pub use live::{Live, Setup};
 pub use subscriptions::{OUTBOX_CAPACITY, Outbox, Subscription, Subscriptions};
@@ -71,6 +75,10 @@ pub struct Gateway {
     oauth: Arc<OAuth>,
     /// Where state shared beyond this process lives (`[store]`; fixed until a restart).
     store: Arc<Store>,
+    /// The approved definitions of pinned tools.
+    pins: Arc<Pins>,
+    /// Results of cacheable calls and reads, and identical ones in flight.
+    cache: ResultCache,
     shutdown: CancellationToken,
 }
 
@@ -92,6 +100,8 @@ impl Gateway {
         let store = Store::new(&config.store, &config.oauth.state_dir, &metrics);
         let oauth = OAuth::new(config.oauth.clone(), public_url, &store);
         oauth.set_users_authenticate(config.auth.configured);
+        let pins = Arc::new(Pins::new(store.clone(), metrics.clone(), &config.catalog));
+        let cache = ResultCache::new(store.clone(), metrics.clone());
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 setup: Setup {
@@ -114,9 +124,14 @@ impl Gateway {
             subscriptions: Arc::default(),
             oauth,
             store,
+            pins,
+            cache,
             shutdown: CancellationToken::new(),
         });
         gateway.store.listen(gateway.shutdown.child_token());
+        gateway
+            .store
+            .hear(Arc::new(pinned::PinEars(Arc::downgrade(&gateway))));
         let mut setup = gateway.live.load().setup.clone();
         setup.upstreams = setup
             .config
@@ -131,7 +146,7 @@ impl Gateway {
 
     /// Creates the upstream for `config` and starts its supervisor.
     fn launch(self: &Arc<Self>, config: crate::config::UpstreamConfig) -> Arc<Upstream> {
-        let (upstream, events) = Upstream::new(config, &self.oauth);
+        let (upstream, events) = Upstream::new(config, &self.oauth, &self.pins);
         let hooks: Hooks = Arc::new(GatewayHooks(Arc::downgrade(self)));
         let stop = self.shutdown.child_token();
         // A replaced upstream's supervisor stops here.
@@ -237,6 +252,14 @@ impl Gateway {
     /// The shared store (`[store]`), or the embedded one.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    pub fn pins(&self) -> &Arc<Pins> {
+        &self.pins
+    }
+
+    pub fn cache(&self) -> &ResultCache {
+        &self.cache
     }
 
     /// Every live resource subscription.

@@ -104,6 +104,22 @@ impl Gateway {
             || next.auth != old.auth
             || next.limits != old.limits;
         let access_changed = next.policy != old.policy || next.endpoints != old.endpoints;
+        let pinning = |c: &Config| (c.catalog.pin, c.catalog.pin_new, c.catalog.pin_changed);
+        if pinning(&next) != pinning(old) {
+            self.pins.configure(&next.catalog);
+            // The upstreams kept serve their lists as the new settings pin them.
+            let kept: Vec<String> = upstreams
+                .iter()
+                .filter(|kept| live.upstreams.iter().any(|old| Arc::ptr_eq(kept, old)))
+                .map(|kept| kept.name().to_string())
+                .collect();
+            let gateway = self.clone();
+            tokio::spawn(async move {
+                for name in kept {
+                    gateway.resettle(&name).await;
+                }
+            });
+        }
         if added.is_empty()
             && changed.is_empty()
             && removed.is_empty()

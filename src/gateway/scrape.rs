@@ -55,6 +55,16 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
         "What an upstream lists, by kind",
         &["upstream", "kind"],
     );
+    let rejected = gauge(
+        "switchyard_catalog_rejected",
+        "Definitions an upstream listed that are left out (unreadable, or a second of a name)",
+        &["upstream"],
+    );
+    let held = gauge(
+        "switchyard_tools_held",
+        "Pinned tools whose changed (or new) definition waits for an operator's approval",
+        &["upstream"],
+    );
     let restarts = counter(
         "switchyard_upstream_restarts_total",
         "Times an upstream was connected again after a failure",
@@ -95,6 +105,11 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
         ] {
             items.with_label_values(&[name, kind]).set(count as f64);
         }
+        rejected
+            .with_label_values(&[name])
+            .set(catalog.rejected.len() as f64);
+        held.with_label_values(&[name])
+            .set(gateway.pins().held_count(name) as f64);
         let (restarted, unhealthy) = upstream.restart_counts();
         restarts.with_label_values(&[name]).inc_by(restarted);
         health.with_label_values(&[name]).inc_by(unhealthy);
@@ -114,6 +129,8 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
     families.extend(in_flight.collect());
     families.extend(queued.collect());
     families.extend(items.collect());
+    families.extend(rejected.collect());
+    families.extend(held.collect());
     families.extend(restarts.collect());
     families.extend(health.collect());
     families.extend(refreshes.collect());

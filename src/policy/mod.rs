@@ -157,6 +157,28 @@ pub struct EndpointSettings {
     pub gate: Gate,
     /// By (upstream, the upstream's tool name).
     pub tools: HashMap<(String, String), ToolShape>,
+    /// `None`: as `[catalog] tool_search`.
+    pub tool_search: Option<ToolSearch>,
+}
+
+/// Whether clients get the tools themselves in `tools/list`, or tools to search them with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolSearch {
+    Off,
+    On,
+    /// On when the caller sees more tools than this.
+    Above(usize),
+}
+
+impl ToolSearch {
+    /// Whether a caller who sees `tools` tools gets search.
+    pub fn applies(self, tools: usize) -> bool {
+        match self {
+            ToolSearch::Off => false,
+            ToolSearch::On => true,
+            ToolSearch::Above(threshold) => tools > threshold,
+        }
+    }
 }
 
 /// The endpoint a request came to: the main one, or a virtual one by name.

@@ -1,11 +1,12 @@
 //! Where a routed request goes, found once: the name or URI in its params, looked up in what
 //! the caller sees of the request's snapshot, and the upstream that owns it, found serving.
-//! Both paths (raw and typed) forward to the target found here.
+//! A tool call's arguments are checked against the tool's input schema here, so that on either
+//! path (raw and typed, which forward to the target found here) an invalid call never leaves.
 
 use std::sync::Arc;
 
 use crate::{
-    catalog::{NameScheme, ParamHeader, TaskSupport},
+    catalog::{ArgumentCheck, NameScheme, ParamHeader, TaskSupport},
     error::GatewayError,
     protocol::Era,
     request::Request,
@@ -64,6 +65,28 @@ pub struct Target {
     pub task_support: TaskSupport,
 }
 
+/// Checks the arguments of tool call `request` (of tool `name`) against the tool's schema:
+/// a call that breaks it never leaves the gateway.
+fn check_arguments(
+    request: &Request,
+    check: &ArgumentCheck,
+    name: &str,
+) -> Result<(), GatewayError> {
+    let arguments = request
+        .message
+        .params()
+        .and_then(|params| params.get("arguments"));
+    let parsed: Option<serde_json::Value> = match arguments {
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|error| {
+            GatewayError::InvalidParams(format!("`arguments` cannot be read: {error}"))
+        })?),
+        None => None,
+    };
+    check.check(parsed.as_ref()).map_err(|reason| {
+        GatewayError::InvalidParams(format!("invalid arguments for tool `{name}`: {reason}"))
+    })
+}
+
 impl Target {
     /// The target of `request`, a routed request of `kind`: unknown names, and names the
     /// caller may not see, are the same error; an owner that cannot serve now says why.
@@ -76,9 +99,11 @@ impl Target {
             .and_then(wire::string)
             .ok_or_else(|| GatewayError::InvalidParams(format!("`{field}` must be a string")))?;
         let (view, live) = (request.view(), &request.live);
+        let mut check = None;
         let (owner, original, param_headers, task_support) = match kind {
             Routed::Tool => {
                 let route = live.tool_route(view, &name)?;
+                check = route.check.clone();
                 (
                     route.route.upstream.clone(),
                     route.route.original.to_string(),
@@ -101,9 +126,13 @@ impl Target {
                 (owner, original, None, TaskSupport::Forbidden)
             }
         };
+        let upstream = live.serving_upstream(&owner)?;
+        if let Some(check) = check.filter(|_| upstream.config().items.validate_arguments) {
+            check_arguments(request, &check, &name)?;
+        }
         Ok(Self {
             kind,
-            upstream: live.serving_upstream(&owner)?,
+            upstream,
             original,
             scheme: view.scheme().clone(),
             param_headers,

@@ -14,6 +14,7 @@ mod handler;
 mod id;
 mod listen;
 mod notify;
+mod search;
 mod serve;
 mod subscribed;
 mod table;
@@ -72,6 +73,9 @@ pub struct Session {
     closed: CancellationToken,
     /// When the client initialized it.
     opened: std::time::SystemTime,
+    /// With tool search: the tools its client found, which its own tool list shows (by the
+    /// name clients call them), oldest first, at most `search::MAX_FOUND`.
+    found: Mutex<Vec<Arc<str>>>,
 }
 
 /// Eight hex digits of the SHA-256 of a session id: enough to tell sessions apart in logs and
@@ -118,7 +122,36 @@ impl Session {
             lists: [lists.tools, lists.prompts, lists.resources].map(AtomicU64::new),
             closed: CancellationToken::new(),
             opened: std::time::SystemTime::now(),
+            found: Mutex::default(),
         })
+    }
+
+    /// The tools its client found with tool search.
+    pub fn found(&self) -> Vec<Arc<str>> {
+        self.found
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Adds tools its client found; whether any was new to it. The oldest are forgotten past
+    /// `search::MAX_FOUND`.
+    pub fn find<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> bool {
+        let mut found = self
+            .found
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let before = found.len();
+        let mut grew = false;
+        for name in names {
+            if !found.iter().any(|known| &**known == name) {
+                found.push(name.into());
+                grew = true;
+            }
+        }
+        let excess = found.len().saturating_sub(search::MAX_FOUND);
+        found.drain(..excess);
+        grew || found.len() != before
     }
 
     /// When the client initialized the session.

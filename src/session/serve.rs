@@ -20,9 +20,15 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Session, handler::SessionHandler, upstreams::Source};
+use super::{
+    Session,
+    handler::SessionHandler,
+    search::{self, GatewayTool},
+    upstreams::Source,
+};
 use crate::{
     catalog::ListKind,
+    config::CacheRule,
     downstream::{Downstream, LogLevel, Outlet, PipeReceiver, pipe},
     error::GatewayError,
     gateway::Gateway,
@@ -140,6 +146,28 @@ impl Serving<'_> {
             downstream: self.downstream(outlet),
             ct: self.ct,
         };
+        if search::searching(request) {
+            match fast {
+                Fast::List(ListKind::Tools) => return search::list(request, self.session),
+                Fast::Routed(Routed::Tool) => match search::gateway_tool(request) {
+                    Some(GatewayTool::Search) => return search::search(request, self.session),
+                    Some(GatewayTool::Call) => {
+                        let inner = match search::unwrap_call(request) {
+                            Ok(inner) => Arc::new(inner),
+                            Err(answer) => return answer,
+                        };
+                        let serving = Serving {
+                            request: &inner,
+                            ..*self
+                        };
+                        return Box::pin(serving.answer(None, call.downstream.outlet.clone()))
+                            .await;
+                    }
+                    None => {}
+                },
+                _ => {}
+            }
+        }
         let kind = match fast {
             Fast::List(kind) => return list_page(request, kind),
             Fast::Task(method) => return call.task(method).await,
@@ -149,11 +177,23 @@ impl Serving<'_> {
             Ok(target) => target,
             Err(error) => return call.failed(error),
         };
-        if target.takes_raw(request.era) {
-            call.routed(&target).await
-        } else {
-            let downstream = call.downstream.clone();
-            Box::pin(self.typed(downstream, Some(target))).await
+        let cached = cached_as(request, &target);
+        let upstream = target.upstream.clone();
+        let dispatch = async {
+            if target.takes_raw(request.era) {
+                call.routed(&target).await
+            } else {
+                let downstream = call.downstream.clone();
+                Box::pin(self.typed(downstream, Some(target))).await
+            }
+        };
+        match cached {
+            Some((rule, key)) => {
+                let cache = self.gateway.cache();
+                let name = upstream.name().as_str();
+                cache.answer(name, &key, request.id(), rule, dispatch).await
+            }
+            None => dispatch.await,
         }
     }
 
@@ -309,6 +349,71 @@ fn check_modern_meta(meta: Option<&Fields<'_>>) -> Result<(), MetaError> {
         });
     }
     Ok(())
+}
+
+/// How `request` to `target` is cached, and under what key, if its upstream's rules cache it:
+/// a tool call or a resource read, not one that asks for a task. The key names the upstream,
+/// the item, the arguments (whatever their order), the endpoint and era (which shape the
+/// answer) and, unless the rule shares results, the principal.
+fn cached_as(request: &Request, target: &Target) -> Option<(CacheRule, String)> {
+    let items = &target.upstream.config().items;
+    let rule = match target.kind {
+        Routed::Tool => items.tool_cache(&target.original)?,
+        Routed::Resource => items.cache?,
+        Routed::Prompt => return None,
+    };
+    let params = request.message.params();
+    if params.is_some_and(|params| params.get("task").is_some()) {
+        return None;
+    }
+    let arguments = params
+        .and_then(|params| params.get("arguments"))
+        .and_then(|arguments| serde_json::from_str::<serde_json::Value>(arguments.get()).ok())
+        .map(|arguments| canonical(&arguments))
+        .unwrap_or_default();
+    let principal = if rule.shared {
+        ""
+    } else {
+        request.caller.principal.as_str()
+    };
+    let key = [
+        target.upstream.name().as_str(),
+        target.kind.method(),
+        &target.original,
+        &arguments,
+        request.caller.endpoint.as_virtual().unwrap_or_default(),
+        if request.era == Era::Modern {
+            "modern"
+        } else {
+            "legacy"
+        },
+        principal,
+    ]
+    .join("\n");
+    Some((rule, key))
+}
+
+/// `value` as JSON text with every object's keys in order.
+fn canonical(value: &serde_json::Value) -> String {
+    fn sorted(value: &serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(object) => {
+                let mut entries: Vec<_> = object.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                serde_json::Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(key, value)| (key.clone(), sorted(value)))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(sorted).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 /// A page of one of the merged lists, from the catalog's prepared bytes.

@@ -46,6 +46,7 @@ const EVENT_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("event_cou
 const SEEN: TableDefinition<&str, &str> = TableDefinition::new("seen");
 const UPSTREAMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("upstreams");
 const SUBSCRIPTIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("subscriptions");
+const PINS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("pins");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const NEXT_EVENT: &str = "next_event";
 
@@ -76,6 +77,8 @@ enum Slot {
 pub(super) enum Records {
     Upstreams,
     Subscriptions,
+    /// Approved tool definitions, by upstream (never swept: they belong to no session).
+    Pins,
 }
 
 impl Records {
@@ -83,6 +86,7 @@ impl Records {
         match self {
             Records::Upstreams => UPSTREAMS,
             Records::Subscriptions => SUBSCRIPTIONS,
+            Records::Pins => PINS,
         }
     }
 }
@@ -375,6 +379,31 @@ impl StoreFile {
                 .range((hash.as_str(), "")..)?
                 .map_while(|entry| match entry {
                     Ok((key, value)) => (key.value().0 == hash).then(|| Ok(value.value().to_vec())),
+                    Err(error) => Some(Err(error.into())),
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// The records of `records` under `hash`, each with its field.
+    pub(super) async fn fields(
+        &self,
+        records: Records,
+        hash: String,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.run(move |db| {
+            let txn = db.begin_read()?;
+            let table = match txn.open_table(records.table()) {
+                Ok(table) => table,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(error) => return Err(error.into()),
+            };
+            table
+                .range((hash.as_str(), "")..)?
+                .map_while(|entry| match entry {
+                    Ok((key, value)) => (key.value().0 == hash)
+                        .then(|| Ok((key.value().1.to_owned(), value.value().to_vec()))),
                     Err(error) => Some(Err(error.into())),
                 })
                 .collect()

@@ -16,6 +16,7 @@
 //! renewed from the session table, not kept only in the store).
 
 mod file;
+mod pins;
 pub mod private;
 mod records;
 mod redis;
@@ -24,6 +25,7 @@ mod seal;
 mod subscriptions;
 mod upstreams;
 
+pub use pins::PIN_KIND;
 pub use records::{Lease, record_hash};
 pub use replicas::{BEAT, STALE};
 pub use seal::Sealer;

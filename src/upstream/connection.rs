@@ -124,6 +124,8 @@ impl Connection {
         relay: Arc<Relay>,
     ) -> Result<Self, UpstreamError> {
         let era = opening.era;
+        let context =
+            (era == Era::Modern).then(|| client_context(&rmcp::ClientHandler::get_info(&handler)));
         // Held until the service loop ends (not until the last `Arc` is dropped), so that a
         // process that exited or was reaped frees its place under `max_processes` at once.
         let slot = opening.slot;
@@ -200,6 +202,10 @@ impl Connection {
             ),
             _ => None,
         };
+        let raw = raw.map(|raw| match context {
+            Some(context) => raw.with_context(context),
+            None => raw,
+        });
         let stop = Mutex::new(Some(service.cancellation_token()));
         let done = CancellationToken::new();
         let signal = done.clone();
@@ -350,6 +356,20 @@ impl Drop for Connection {
         if let Some(stop) = stop {
             stop.cancel();
         }
+    }
+}
+
+/// The `_meta` keys a 2026-07-28 upstream wants on every request, for the gateway's client
+/// `info`.
+fn client_context(info: &rmcp::model::ClientInfo) -> serde_json::Map<String, serde_json::Value> {
+    let meta = rmcp::model::RequestMetaObject::with_client_context(
+        rmcp::model::ProtocolVersion::V_2026_07_28,
+        info.client_info.clone(),
+        info.capabilities.clone(),
+    );
+    match serde_json::to_value(meta) {
+        Ok(serde_json::Value::Object(meta)) => meta,
+        _ => serde_json::Map::new(),
     }
 }
 

@@ -61,6 +61,7 @@ use crate::{
     config::{FailureMode, HttpProtocol, SessionMode, TransportConfig, UpstreamConfig},
     names::UpstreamName,
     oauth::{Authorizer, Link, Need, OAuth},
+    pins::Pins,
     principal::Principal,
 };
 
@@ -165,6 +166,10 @@ pub struct Upstream {
     by_principal: principals::Connections,
     /// With `discovery = "per_user"`: each user's own lists.
     personal: personal::PersonalLists,
+    /// The approved definitions of pinned tools.
+    pins: Arc<Pins>,
+    /// What the upstream listed last, before pinning (settled again after an approval).
+    discovered: ArcSwapOption<UpstreamCatalog>,
 }
 
 /// A request counted in flight to an upstream (and its place under the upstream's limit, if it
@@ -188,6 +193,7 @@ impl Upstream {
     pub fn new(
         config: UpstreamConfig,
         oauth: &Arc<OAuth>,
+        pins: &Arc<Pins>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<UpstreamEvent>) {
         let (events, receiver) = mpsc::unbounded_channel();
         let auth = match &config.transport {
@@ -240,6 +246,8 @@ impl Upstream {
             service: ArcSwap::from_pointee(Principal::anonymous()),
             by_principal: Default::default(),
             personal: Default::default(),
+            pins: pins.clone(),
+            discovered: ArcSwapOption::empty(),
         });
         (upstream, receiver)
     }
@@ -283,6 +291,37 @@ impl Upstream {
         } else {
             None
         }
+    }
+
+    /// What of `discovered` (lists this upstream gave) is served: pinned tools as approved,
+    /// and every tool's input schema compiled (those whose schema does not compile left out).
+    pub async fn settle(
+        &self,
+        discovered: UpstreamCatalog,
+    ) -> Result<UpstreamCatalog, UpstreamError> {
+        let name = self.name().as_str();
+        let settled = self
+            .pins
+            .settle(name, self.config.items.pin, discovered)
+            .await
+            .map_err(|error| UpstreamError::Discovery {
+                what: "pinned tool definitions",
+                reason: error.to_string(),
+            })?;
+        Ok(settled.checked())
+    }
+
+    /// Settles the shared lists last discovered again (an operator approved a pinned tool's
+    /// change), and forgets users' own lists, so that they are found again. Whether the
+    /// served lists changed.
+    pub async fn resettle(&self) -> Result<bool, UpstreamError> {
+        self.forget_personal();
+        let Some(discovered) = self.discovered.load_full() else {
+            return Ok(false);
+        };
+        let settled = self.settle((*discovered).clone()).await?;
+        self.catalog.store(Some(Arc::new(settled)));
+        Ok(true)
     }
 
     /// The shared connection, if it is up.

@@ -74,7 +74,7 @@ impl Upstream {
         }
         let connection = self.connection_for(principal, false).await?;
         let timeout = self.config.policy.discovery_timeout;
-        tokio::time::timeout(
+        let discovered = tokio::time::timeout(
             timeout,
             discover(connection.peer(), connection.raw(), connection.server()),
         )
@@ -82,7 +82,8 @@ impl Upstream {
         .map_err(|_| UpstreamError::DiscoveryTimeout {
             what: "a user's own tools, prompts and resources",
             timeout,
-        })?
+        })??;
+        self.settle(discovered).await
     }
 
     /// Forgets every user's lists (the upstream reconnected: they may all be different).

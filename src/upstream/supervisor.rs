@@ -316,6 +316,15 @@ async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), 
         what: "tools, prompts and resources",
         timeout,
     })??;
+    upstream.discovered.store(Some(Arc::new(catalog.clone())));
+    let catalog = upstream.settle(catalog).await?;
+    for left_out in &catalog.rejected {
+        tracing::warn!(
+            upstream = %upstream.name(), kind = left_out.kind, name = %left_out.name,
+            reason = %left_out.reason,
+            "a definition the upstream listed is left out; the rest are served"
+        );
+    }
     upstream.catalog.store(Some(Arc::new(catalog)));
     Ok(())
 }

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["request"],
     &["gateway"],
     &["upstream"],
+    &["pins"],
     &["catalog", "downstream", "oauth"],
     &["error", "store"],
     &["config", "hook", "metrics", "protocol", "wire"],

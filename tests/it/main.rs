@@ -26,6 +26,7 @@ mod replicas;
 mod resilience;
 mod restart;
 mod routing;
+mod search;
 mod sessions;
 mod tasks;
 mod transports;

@@ -238,6 +238,49 @@
     return li;
   }
 
+  function heldItem(h) {
+    const li = el("li");
+    li.append(setTime(el("time"), h.since), el("span", "tag", h.upstream + " / " + h.tool),
+      el("span", "tag", h.kind === "new" ? "new tool" : "changed"));
+    li.append(el("pre", "diff", String(h.diff || "")));
+    const button = el("button", null, "Approve");
+    button.type = "button";
+    const out = el("span", "message");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      const path = "api/tools/" + encodeURIComponent(h.upstream) + "/" + encodeURIComponent(h.tool) + "/approve";
+      try {
+        const res = await api("POST", path);
+        if (isAuthFailure(res.status)) showAuthNotice(true);
+        setText(out, res.status === 200 ? "approved" : ((res.body && res.body.error) || "HTTP " + res.status));
+      } catch (_) {
+        setText(out, "admin API unreachable");
+      } finally {
+        button.disabled = false;
+        poll();
+      }
+    });
+    li.append(button, out);
+    return li;
+  }
+
+  function rejectedItems(servers) {
+    const items = [];
+    for (const s of servers) {
+      for (const r of Array.isArray(s.rejected) ? s.rejected : []) {
+        items.push({ upstream: s.name, kind: r.kind, name: r.name, reason: r.reason });
+      }
+    }
+    return items;
+  }
+
+  function rejectedItem(r) {
+    const li = el("li");
+    li.append(el("span", "tag", r.upstream), el("span", "tag", r.kind + " " + (r.name || "(no name)")),
+      el("span", "message", r.reason));
+    return li;
+  }
+
   function render(s) {
     const config = s.config || {};
     setText(byId("version"), s.version ? "v" + s.version : "");
@@ -246,6 +289,8 @@
     setText(byId("uptime"), Number.isFinite(s.started) ? human(nowSeconds() - s.started, false) : "–");
     renderTraffic(s.traffic || {});
     renderServers(Array.isArray(s.servers) ? s.servers : []);
+    renderList("held", Array.isArray(s.held) ? s.held : [], heldItem);
+    renderList("rejected", rejectedItems(Array.isArray(s.servers) ? s.servers : []), rejectedItem);
     renderList("errors", Array.isArray(s.recent_errors) ? s.recent_errors : [], errorItem);
     renderList("reloads", Array.isArray(s.reloads) ? s.reloads : [], reloadItem);
   }

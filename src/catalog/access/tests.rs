@@ -42,6 +42,7 @@ fn catalog_settings() -> CatalogSettings {
         prefix_mode: PrefixMode::Conditional,
         separator: "__".into(),
         page_size: 100,
+        ..Default::default()
     }
 }
 
@@ -109,6 +110,7 @@ fn an_endpoint_narrows_what_rules_allow_and_names_on_its_own() {
         name: "readonly".into(),
         path: "/profiles/readonly/mcp".into(),
         prefix_mode: None,
+        tool_search: None,
         gate: Gate {
             allow: items(Some(&["github"]), Some(&["*:get_*"])),
             deny: Items::default(),

@@ -229,6 +229,13 @@ impl Checker<'_> {
             policy.tool_timeouts.insert(tool.to_owned(), timeout);
         }
         let roots = self.roots(key, raw.roots.as_deref().unwrap_or_default());
+        let items = self.item_rules(
+            key,
+            raw.validate_arguments,
+            raw.pin,
+            raw.cache.as_ref(),
+            raw.tool_cache.as_ref(),
+        );
         Some(UpstreamConfig {
             name: name?,
             transport,
@@ -236,6 +243,7 @@ impl Checker<'_> {
             discovery,
             roots,
             policy,
+            items,
         })
     }
 

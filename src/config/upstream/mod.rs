@@ -11,6 +11,7 @@ use url::Url;
 
 use super::{
     UserHeader,
+    items::{ItemRules, RawCache},
     keys::Entries,
     oauth::{RawUpstreamOAuth, UpstreamOAuth},
 };
@@ -30,6 +31,8 @@ pub struct UpstreamConfig {
     /// request is in flight on (its own, at start).
     pub roots: Vec<String>,
     pub policy: UpstreamPolicy,
+    /// Argument checks, pinning and caching of its items.
+    pub items: ItemRules,
 }
 
 /// Whose lists (tools, prompts, resources) of an upstream clients see.
@@ -243,6 +246,10 @@ pub struct RawUpstream {
     pub discovery: Option<String>,
     pub roots: Option<Vec<String>>,
     pub tool_timeout_seconds: Option<Entries<f64>>,
+    pub validate_arguments: Option<bool>,
+    pub pin: Option<bool>,
+    pub cache: Option<RawCache>,
+    pub tool_cache: Option<Entries<RawCache>>,
     // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,
     pub discovery_timeout_seconds: Option<f64>,

@@ -117,8 +117,8 @@ impl Following<'_> {
         self.connection.raw()
     }
 
-    fn params(&self) -> String {
-        serde_json::json!({ "taskId": self.task }).to_string()
+    fn params(&self) -> Value {
+        serde_json::json!({ "taskId": self.task })
     }
 
     /// Asks how the task goes every `poll`, and tells the client as progress if it asked for
@@ -139,7 +139,7 @@ impl Following<'_> {
             let (Some(token), Some(link)) = (&token, self.link()) else {
                 continue;
             };
-            let Ok(answer) = link.request("tasks/get", &self.params(), |_| {}).await else {
+            let Ok(answer) = link.request("tasks/get", self.params(), |_| {}).await else {
                 continue;
             };
             if answer.is_error {
@@ -164,7 +164,7 @@ impl Following<'_> {
         let params = self.params();
         tokio::spawn(async move {
             if let Some(link) = connection.raw() {
-                let _ = link.request("tasks/cancel", &params, |_| {}).await;
+                let _ = link.request("tasks/cancel", params, |_| {}).await;
             }
         });
     }

@@ -94,6 +94,9 @@ pub struct RawLink {
     era: Era,
     next_id: AtomicU64,
     route: Route,
+    /// What a 2026-07-28 upstream wants in every request's `_meta` (the protocol version and
+    /// the client's identity and capabilities), for the gateway's own requests.
+    context: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The way a raw request goes.
@@ -169,6 +172,7 @@ impl RawLink {
             era,
             next_id: AtomicU64::new(RAW_IDS),
             route: Route::Http(Box::new(route)),
+            context: None,
         })
     }
 
@@ -178,7 +182,15 @@ impl RawLink {
             era,
             next_id: AtomicU64::new(RAW_IDS),
             route: Route::Lines(lines),
+            context: None,
         }
+    }
+
+    /// This link, putting `context` in the `_meta` of the gateway's own requests (a
+    /// 2026-07-28 upstream's lifecycle keys).
+    pub fn with_context(mut self, context: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.context = Some(context);
+        self
     }
 
     pub fn era(&self) -> Era {
@@ -196,10 +208,19 @@ impl RawLink {
     pub async fn request(
         &self,
         method: &str,
-        params: &str,
+        mut params: serde_json::Value,
         mut on_message: impl FnMut(Bytes),
     ) -> Result<Answer, ExchangeError> {
+        if let (Some(context), Some(params)) = (&self.context, params.as_object_mut()) {
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.extend(context.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
         let id = self.next_id();
+        let params = params.to_string();
         let body = wire::write::request(
             itoa::Buffer::new().format(id),
             method,

@@ -1,0 +1,244 @@
+//! Tool search: a BM25 index over the tools of one catalog (or view), built on first use and
+//! kept with it, so that a snapshot is indexed once. A tool is one document whose fields
+//! weigh differently: its name (split on `_`, `-`, `.` and camelCase, the prefix too), its
+//! title, its upstream's name, its description, and its parameters' names and descriptions.
+//! Words are lowercased, common English words dropped and plural and verb endings taken off,
+//! so that "listing files" finds `list_file`.
+
+use std::collections::HashMap;
+
+/// BM25's term-frequency saturation and length normalization.
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+
+/// How much a word counts in each field.
+const NAME: f32 = 3.0;
+const TITLE: f32 = 2.0;
+const UPSTREAM: f32 = 1.5;
+const DESCRIPTION: f32 = 1.0;
+const PARAMETER: f32 = 1.0;
+const PARAMETER_DESCRIPTION: f32 = 0.5;
+
+/// What one tool offers to be found by.
+pub struct Document<'a> {
+    pub name: &'a str,
+    pub title: Option<&'a str>,
+    pub upstream: &'a str,
+    pub description: Option<&'a str>,
+    /// Its input schema's top-level properties: name and description.
+    pub parameters: Vec<(&'a str, Option<&'a str>)>,
+}
+
+/// The index of a list of tools.
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    /// Word → (tool's position, weighted count of the word in it).
+    postings: HashMap<Box<str>, Vec<(u32, f32)>>,
+    /// Each tool's weighted length.
+    lengths: Vec<f32>,
+    average: f32,
+}
+
+impl SearchIndex {
+    pub fn build<'a>(documents: impl IntoIterator<Item = Document<'a>>) -> Self {
+        let mut postings: HashMap<Box<str>, Vec<(u32, f32)>> = HashMap::new();
+        let mut lengths = Vec::new();
+        let mut counts: HashMap<String, f32> = HashMap::new();
+        for (position, document) in documents.into_iter().enumerate() {
+            counts.clear();
+            let mut add = |text: &str, weight: f32| {
+                for word in words(text) {
+                    *counts.entry(word).or_default() += weight;
+                }
+            };
+            add(document.name, NAME);
+            add(document.title.unwrap_or_default(), TITLE);
+            add(document.upstream, UPSTREAM);
+            add(document.description.unwrap_or_default(), DESCRIPTION);
+            for (parameter, description) in &document.parameters {
+                add(parameter, PARAMETER);
+                add(description.unwrap_or_default(), PARAMETER_DESCRIPTION);
+            }
+            lengths.push(counts.values().sum());
+            for (word, count) in counts.drain() {
+                postings
+                    .entry(word.into_boxed_str())
+                    .or_default()
+                    .push((position as u32, count));
+            }
+        }
+        let average = if lengths.is_empty() {
+            1.0
+        } else {
+            (lengths.iter().sum::<f32>() / lengths.len() as f32).max(1.0)
+        };
+        Self {
+            postings,
+            lengths,
+            average,
+        }
+    }
+
+    /// The positions of the `limit` tools that match `query` best, best first, with their
+    /// scores; tools that share no word with it are not returned.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<(usize, f32)> {
+        let mut query_words = words(query);
+        query_words.sort_unstable();
+        query_words.dedup();
+        let total = self.lengths.len() as f32;
+        let mut scores: HashMap<u32, f32> = HashMap::new();
+        for word in &query_words {
+            let Some(posting) = self.postings.get(word.as_str()) else {
+                continue;
+            };
+            let found_in = posting.len() as f32;
+            let idf = ((total - found_in + 0.5) / (found_in + 0.5) + 1.0).ln();
+            for &(position, count) in posting {
+                let length = self.lengths[position as usize];
+                let norm = K1 * (1.0 - B + B * length / self.average);
+                *scores.entry(position).or_default() += idf * count * (K1 + 1.0) / (count + norm);
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = scores
+            .into_iter()
+            .map(|(position, score)| (position as usize, score))
+            .collect();
+        let by_score =
+            |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+        if ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit, by_score);
+            ranked.truncate(limit);
+        }
+        ranked.sort_unstable_by(by_score);
+        ranked
+    }
+}
+
+/// The words of `text` as they are indexed: split at anything but letters and digits and at
+/// camelCase humps, lowercased, without common words, with endings taken off.
+pub fn words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut previous: Option<char> = None;
+    let flush = |current: &mut String, words: &mut Vec<String>| {
+        if !current.is_empty() {
+            let word = std::mem::take(current);
+            if !STOP_WORDS.contains(&word.as_str()) {
+                words.push(stem(&word));
+            }
+        }
+    };
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            flush(&mut current, &mut words);
+            previous = None;
+            continue;
+        }
+        let hump = previous.is_some_and(|p| {
+            (p.is_lowercase() && c.is_uppercase())
+                || (p.is_alphabetic() && c.is_numeric())
+                || (p.is_numeric() && c.is_alphabetic())
+        });
+        if hump {
+            flush(&mut current, &mut words);
+        }
+        current.extend(c.to_lowercase());
+        previous = Some(c);
+    }
+    flush(&mut current, &mut words);
+    words
+}
+
+/// `word` without a plural or verb ending (a light stemmer: enough for tool vocabulary).
+fn stem(word: &str) -> String {
+    let n = word.len();
+    if n <= 3 || !word.is_ascii() {
+        return word.to_owned();
+    }
+    for (ending, replacement, keep) in [
+        ("ies", "y", 2),
+        ("sses", "ss", 2),
+        ("ing", "", 3),
+        ("ed", "", 3),
+        ("es", "", 3),
+        ("s", "", 3),
+    ] {
+        if let Some(stem) = word.strip_suffix(ending)
+            && stem.len() >= keep
+            && !(ending == "s" && (stem.ends_with('s') || stem.ends_with('u')))
+            && !(ending == "es" && !ends_in_sibilant(stem))
+        {
+            return format!("{stem}{replacement}");
+        }
+    }
+    word.to_owned()
+}
+
+/// Whether a plural of `stem` takes `-es` (boxes, matches, pushes, passes).
+fn ends_in_sibilant(stem: &str) -> bool {
+    ["x", "ch", "sh", "ss", "z"]
+        .iter()
+        .any(|ending| stem.ends_with(ending))
+}
+
+/// Words too common to tell tools apart.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "has", "have",
+    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that",
+    "the", "their", "them", "then", "there", "these", "this", "to", "use", "was", "we", "what",
+    "when", "where", "which", "who", "will", "with", "you", "your",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document<'a>(name: &'a str, description: &'a str) -> Document<'a> {
+        Document {
+            name,
+            title: None,
+            upstream: "up",
+            description: Some(description),
+            parameters: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_split_on_separators_humps_and_digits() {
+        assert_eq!(
+            words("fs__readFile list-dirs get_issue2 HTTPServer"),
+            [
+                "fs",
+                "read",
+                "file",
+                "list",
+                "dir",
+                "get",
+                "issue",
+                "2",
+                "httpserver"
+            ]
+        );
+        assert_eq!(
+            words("Searches the boxes, matching queries"),
+            ["search", "box", "match", "query"]
+        );
+    }
+
+    #[test]
+    fn the_tool_that_matches_best_comes_first() {
+        let index = SearchIndex::build([
+            document("fs__read_file", "Read the contents of a file"),
+            document("fs__list_directory", "List the files in a directory"),
+            document(
+                "web__fetch",
+                "Fetch a URL and return its content as markdown",
+            ),
+        ]);
+        assert_eq!(index.search("read a file", 3)[0].0, 0);
+        assert_eq!(index.search("listing directories", 3)[0].0, 1);
+        assert_eq!(index.search("download a web page url", 3)[0].0, 2);
+        assert!(index.search("weather", 3).is_empty());
+        assert_eq!(index.search("file", 1).len(), 1);
+    }
+}

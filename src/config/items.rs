@@ -1,0 +1,108 @@
+//! What the gateway does with an upstream's items on their way through, as written and as
+//! checked: whether tool arguments are checked against their schemas (`validate_arguments`),
+//! whether tool definitions are pinned (`pin`, over `[catalog] pin`), and which tool calls and
+//! resource reads are cached (`cache`, `tool_cache`).
+
+use std::{collections::HashMap, time::Duration};
+
+use serde::Deserialize;
+
+use super::keys::{Checker, Entries, key_segment};
+
+/// The longest a result may be cached.
+const MAX_CACHE_SECONDS: f64 = 24.0 * 3600.0;
+
+/// `cache = { … }` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCache {
+    pub seconds: Option<f64>,
+    pub shared: Option<bool>,
+}
+
+/// How long results are kept, and for whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheRule {
+    pub ttl: Duration,
+    /// One entry for every caller (the result does not depend on who asks); otherwise one
+    /// per principal.
+    pub shared: bool,
+}
+
+/// An upstream's item rules, checked.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ItemRules {
+    /// Check tool arguments against the tool's input schema (on unless turned off).
+    pub validate_arguments: bool,
+    /// Pin tool definitions: `None` follows `[catalog] pin`.
+    pub pin: Option<bool>,
+    /// Calls of every tool, and every resource read, cached like this.
+    pub cache: Option<CacheRule>,
+    /// Calls of single tools (by the upstream's name) cached like this, over `cache`.
+    pub tool_cache: HashMap<String, CacheRule>,
+}
+
+impl ItemRules {
+    /// How calls of `tool` (the upstream's name) are cached, if at all.
+    pub fn tool_cache(&self, tool: &str) -> Option<CacheRule> {
+        self.tool_cache.get(tool).copied().or(self.cache)
+    }
+}
+
+impl Checker<'_> {
+    /// The item rules of the upstream at `key`.
+    pub(super) fn item_rules(
+        &mut self,
+        key: &str,
+        validate_arguments: Option<bool>,
+        pin: Option<bool>,
+        cache: Option<&RawCache>,
+        tool_cache: Option<&Entries<RawCache>>,
+    ) -> ItemRules {
+        let cache = cache.map(|raw| self.cache_rule(&format!("{key}.cache"), raw));
+        let mut tools = HashMap::new();
+        let tools_key = format!("{key}.tool_cache");
+        for dup in tool_cache.iter().flat_map(|t| &t.duplicates) {
+            self.problem(
+                format!("{tools_key}.{}", key_segment(dup)),
+                "is given more than once",
+            );
+        }
+        for (tool, raw) in tool_cache.into_iter().flat_map(Entries::iter) {
+            let rule = self.cache_rule(&format!("{tools_key}.{}", key_segment(tool)), raw);
+            tools.insert(tool.to_owned(), rule);
+        }
+        ItemRules {
+            validate_arguments: validate_arguments.unwrap_or(true),
+            pin,
+            cache,
+            tool_cache: tools,
+        }
+    }
+
+    fn cache_rule(&mut self, key: &str, raw: &RawCache) -> CacheRule {
+        let ttl = match raw.seconds {
+            Some(s) if s.is_finite() && s > 0.0 && s <= MAX_CACHE_SECONDS => {
+                Duration::from_secs_f64(s)
+            }
+            Some(s) => {
+                self.problem(
+                    format!("{key}.seconds"),
+                    format!("must be a number of seconds above 0 and at most {MAX_CACHE_SECONDS}, not {s}"),
+                );
+                Duration::from_secs(1)
+            }
+            None => {
+                self.problem(
+                    format!("{key}.seconds"),
+                    "is required: how long a result is kept",
+                );
+                Duration::from_secs(1)
+            }
+        };
+        CacheRule {
+            ttl,
+            shared: raw.shared.unwrap_or(false),
+        }
+    }
+}

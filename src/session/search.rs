@@ -1,0 +1,234 @@
+//! Tool search, where an endpoint serves it instead of the tool list (`tool_search`): a client
+//! lists two tools of the gateway's own, `search_tools` (a query → the best matching tools the
+//! caller may see, each with its name, description and input schema) and `call_tool` (a name
+//! and arguments, for clients that call only what they listed). The tools a session found join
+//! its own tool list, and its client is told the list changed, so that clients that follow
+//! list changes call them directly. Any tool the caller may see can be called by its name,
+//! listed or not.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::Session;
+use crate::{
+    catalog::ListedTool,
+    protocol::Era,
+    request::Request,
+    wire::{self, Parsed},
+};
+
+/// The gateway's tools, by name.
+pub const SEARCH_TOOL: &str = "search_tools";
+pub const CALL_TOOL: &str = "call_tool";
+/// The most tools a session's list keeps from its searches.
+pub const MAX_FOUND: usize = 128;
+/// Results of a search, unless the caller asks for another number (up to `MAX_RESULTS`).
+const DEFAULT_RESULTS: usize = 5;
+const MAX_RESULTS: usize = 20;
+
+/// Which of the gateway's tools a call is of.
+pub enum GatewayTool {
+    Search,
+    Call,
+}
+
+/// Whether `request`'s caller gets search instead of the tool list.
+pub fn searching(request: &Request) -> bool {
+    request
+        .live
+        .tool_search(&request.caller.endpoint)
+        .applies(request.view().tools().len())
+}
+
+/// The gateway tool a `tools/call` names, if it names one.
+pub fn gateway_tool(request: &Request) -> Option<GatewayTool> {
+    let name = request.message.params()?.get("name")?;
+    match wire::string(name)?.as_ref() {
+        SEARCH_TOOL => Some(GatewayTool::Search),
+        CALL_TOOL => Some(GatewayTool::Call),
+        _ => None,
+    }
+}
+
+/// The tool list of a searching caller: the gateway's two tools, then what the session found
+/// that the caller still sees.
+pub fn list(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
+    let view = request.view();
+    let found = session.map(|session| session.found()).unwrap_or_default();
+    let mut tools: Vec<Value> = vec![search_definition(), call_definition()];
+    tools.extend(
+        found
+            .iter()
+            .filter_map(|name| view.tool_definition(name))
+            .filter_map(|tool| serde_json::to_value(tool).ok()),
+    );
+    let mut result = json!({ "tools": tools });
+    if request.era == Era::Modern {
+        result["resultType"] = json!("complete");
+        result["ttlMs"] = json!(0);
+        result["cacheScope"] = json!("private");
+    }
+    wire::write::response(request.id(), &result.to_string())
+}
+
+/// Answers a `search_tools` call: the best matches among the tools the caller sees. The
+/// session's own list grows by what was found, and its client is told.
+pub fn search(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
+    let id = request.id();
+    let arguments = arguments(request);
+    let Some(query) = arguments
+        .as_ref()
+        .and_then(|arguments| arguments.get("query"))
+        .and_then(Value::as_str)
+        .filter(|query| !query.trim().is_empty())
+    else {
+        return invalid(id, "`query` must be a string that is not empty");
+    };
+    let limit = match arguments
+        .as_ref()
+        .and_then(|arguments| arguments.get("limit"))
+    {
+        None | Some(Value::Null) => DEFAULT_RESULTS,
+        Some(limit) => match limit.as_u64() {
+            Some(n @ 1..) if n as usize <= MAX_RESULTS => n as usize,
+            _ => {
+                return invalid(
+                    id,
+                    &format!("`limit` must be an integer from 1 to {MAX_RESULTS}"),
+                );
+            }
+        },
+    };
+    let view = request.view();
+    let matches = view.search_tools(query, limit);
+    let names: Vec<&str> = matches.iter().map(|tool| &*tool.name).collect();
+    if let Some(session) = session
+        && session.find(names.iter().copied())
+    {
+        let changed =
+            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
+        let _ = session.home().outlet.offer(changed);
+    }
+    let found: Vec<Value> = matches.iter().map(|tool| summary(tool)).collect();
+    let structured = json!({ "tools": found });
+    let text = if found.is_empty() {
+        format!("No tool matches `{query}`. Try other words.")
+    } else {
+        structured.to_string()
+    };
+    let mut result = json!({
+        "content": [{ "type": "text", "text": text }],
+        "structuredContent": structured,
+        "isError": false,
+    });
+    if request.era == Era::Modern {
+        result["resultType"] = json!("complete");
+    }
+    wire::write::response(id, &result.to_string())
+}
+
+/// The `tools/call` a `call_tool` call stands for: the named tool with the given arguments,
+/// and the call's `_meta` and `task`; or the error answer if it names none.
+pub fn unwrap_call(request: &Request) -> Result<Request, Bytes> {
+    let id = request.id();
+    let arguments = arguments(request);
+    let Some(name) = arguments
+        .as_ref()
+        .and_then(|arguments| arguments.get("name"))
+        .and_then(Value::as_str)
+    else {
+        return Err(invalid(id, "`name` must be the name of a tool to call"));
+    };
+    if name == CALL_TOOL || name == SEARCH_TOOL {
+        return Err(invalid(
+            id,
+            "`name` must be a tool found with `search_tools`",
+        ));
+    }
+    let inner_arguments = match arguments.as_ref().and_then(|a| a.get("arguments")) {
+        None | Some(Value::Null) => json!({}),
+        Some(object @ Value::Object(_)) => object.clone(),
+        Some(_) => return Err(invalid(id, "`arguments` must be an object")),
+    };
+    let mut params = json!({ "name": name, "arguments": inner_arguments });
+    let outer = request.message.params();
+    for key in ["_meta", "task"] {
+        if let Some(value) = outer.and_then(|params| params.get(key)) {
+            params[key] = serde_json::from_str(value.get()).unwrap_or(Value::Null);
+        }
+    }
+    let body = wire::write::request(id, "tools/call", Some(params.to_string().as_bytes()));
+    let message = Parsed::read(body.into())
+        .ok()
+        .and_then(|parsed| parsed.into_request().ok())
+        .ok_or_else(|| invalid(id, "the call cannot be read"))?;
+    Ok(Request::new(
+        request.live.clone(),
+        request.caller.clone(),
+        request.era,
+        message,
+        request.headers.clone(),
+    ))
+}
+
+fn arguments(request: &Request) -> Option<Value> {
+    let arguments = request.message.params()?.get("arguments")?;
+    serde_json::from_str(arguments.get()).ok()
+}
+
+fn invalid(id: &str, message: &str) -> Bytes {
+    wire::write::error(Some(id), -32602, message, None)
+}
+
+/// What a search shows of a tool.
+fn summary(tool: &ListedTool) -> Value {
+    let mut shown = json!({
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+    });
+    if let Some(title) = &tool.title {
+        shown["title"] = json!(title);
+    }
+    shown
+}
+
+fn search_definition() -> Value {
+    json!({
+        "name": SEARCH_TOOL,
+        "title": "Search tools",
+        "description": "Finds tools of the servers behind this gateway by what they do. \
+            Give a few words (for example \"read a file\" or \"create a GitHub issue\"); \
+            the best matches come back with their names, descriptions and input schemas. \
+            Found tools are added to this session's tool list, and can be called by name \
+            directly or through call_tool.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What the tool should do, in a few words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "How many tools to return (5 unless given)"}
+            },
+            "required": ["query"]
+        },
+        "annotations": {"readOnlyHint": true, "openWorldHint": false}
+    })
+}
+
+fn call_definition() -> Value {
+    json!({
+        "name": CALL_TOOL,
+        "title": "Call a tool",
+        "description": "Calls a tool found with search_tools, by its name, with its arguments \
+            (as its input schema describes them).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name, as search_tools gave it"},
+                "arguments": {"type": "object", "description": "The tool's arguments"}
+            },
+            "required": ["name"]
+        }
+    })
+}

@@ -1,0 +1,271 @@
+//! Tool search: a catalog of 2,000 tools from 40 upstreams served as two tools, with which an
+//! SDK client finds a tool it was not listed and calls it, directly and through `call_tool`,
+//! and sees its session's own list grow; policy hides a tool from search as from lists. And
+//! the quality of the ranking, measured on real servers' recorded tools with 111
+//! natural-language queries (`search-queries.json`), kept from dropping.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use switchyard::{
+    catalog::{Catalog, ListedTool, NameScheme, UpstreamCatalog},
+    config::PrefixMode,
+    names::UpstreamName,
+};
+
+use crate::{
+    fixtures::scripted::Scripted,
+    harness::{GatewayBuilder, Recorder, api_key, api_keys_section, text},
+};
+
+const VERBS: [&str; 10] = [
+    "get", "list", "update", "delete", "archive", "sync", "export", "import", "count", "watch",
+];
+const NOUNS: [&str; 10] = [
+    "user", "project", "ticket", "order", "report", "metric", "alert", "device", "contract",
+    "shipment",
+];
+
+/// Fifty tools of upstream `n`; upstream 17 has the invoice tool among them.
+fn generated(n: usize) -> Vec<Value> {
+    let mut tools: Vec<Value> = (0..50)
+        .map(|i| {
+            let (verb, noun) = (VERBS[i % 10], NOUNS[(i / 10 + n) % 10]);
+            json!({
+                "name": format!("{verb}_{noun}_{i}"),
+                "description": format!("{verb} {noun} records of system {n}"),
+                "inputSchema": {"type": "object", "properties": {
+                    "id": {"type": "string", "description": format!("The {noun}'s id")}
+                }}
+            })
+        })
+        .collect();
+    if n == 17 {
+        tools[49] = json!({
+            "name": "create_invoice",
+            "description": "Create a new invoice for a customer with line items and a due date",
+            "inputSchema": {"type": "object", "properties": {
+                "customer": {"type": "string"}, "amount": {"type": "number"}
+            }, "required": ["customer"]}
+        });
+    }
+    tools
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        unreachable!()
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn names(found: &rmcp::model::CallToolResult) -> Vec<String> {
+    let structured = found
+        .structured_content
+        .as_ref()
+        .expect("structured results");
+    structured["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_finds_and_calls_one_tool_among_two_thousand() {
+    let servers =
+        futures::future::join_all((0..40).map(|n| Scripted::start(json!({"tools": generated(n)}))))
+            .await;
+    let mut builder = GatewayBuilder::new()
+        .section("[catalog]\ntool_search = \"auto\"")
+        .section(&api_keys_section(&["alice", "bob"]))
+        .section(
+            "[[policy]]\nwho.principals = [\"user:key:bob\"]\ndeny.tools = [\"u17:create_invoice\"]",
+        );
+    for (n, server) in servers.iter().enumerate() {
+        builder = builder.http_with(&format!("u{n:02}"), &server.url(), "session = \"shared\"");
+    }
+    let gw = builder.start().await;
+    assert_eq!(gw.gateway.live().catalog.tools().len(), 2000);
+
+    let alice = Recorder::plain("alice");
+    let client = alice.clone().connect_as(&gw.url(), &api_key("alice")).await;
+    let listed: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert_eq!(listed, ["search_tools", "call_tool"]);
+
+    let found = client
+        .call_tool(call(
+            "search_tools",
+            json!({"query": "make an invoice for a customer"}),
+        ))
+        .await
+        .unwrap();
+    let found = names(&found);
+    assert_eq!(found[0], "u17__create_invoice", "{found:?}");
+    assert!(found.len() <= 5);
+
+    // Her session's own list now holds what she found, and she was told.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while alice.seen().tools_changed == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no list_changed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let listed: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert!(
+        listed.contains(&"u17__create_invoice".to_owned()),
+        "{listed:?}"
+    );
+    assert_eq!(listed.len(), 2 + found.len());
+
+    let direct = client
+        .call_tool(call(
+            "u17__create_invoice",
+            json!({"customer": "acme", "amount": 12}),
+        ))
+        .await
+        .unwrap();
+    assert!(text(&direct).starts_with("create_invoice"), "{direct:?}");
+    let through = client
+        .call_tool(call(
+            "call_tool",
+            json!({"name": "u17__create_invoice", "arguments": {"customer": "globex"}}),
+        ))
+        .await
+        .unwrap();
+    assert!(text(&through).contains("globex"), "{through:?}");
+    assert_eq!(servers[17].calls("create_invoice").len(), 2);
+
+    // Bob's policy hides the tool: search does not show it, and he cannot call it.
+    let bob = Recorder::plain("bob")
+        .connect_as(&gw.url(), &api_key("bob"))
+        .await;
+    let his = bob
+        .call_tool(call(
+            "search_tools",
+            json!({"query": "make an invoice for a customer", "limit": 20}),
+        ))
+        .await
+        .unwrap();
+    assert!(!names(&his).iter().any(|name| name.contains("invoice")));
+    let refused = bob
+        .call_tool(call(
+            "call_tool",
+            json!({"name": "u17__create_invoice", "arguments": {"customer": "x"}}),
+        ))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(servers[17].calls("create_invoice").len(), 2);
+
+    // A bad search is a clear error.
+    let bad = client
+        .call_tool(call("search_tools", json!({"query": ""})))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("query"), "{bad}");
+}
+
+/// The real servers' recorded tools, as one catalog.
+fn recorded_catalog() -> Catalog {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/recorded");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    let parts: Vec<(UpstreamName, Arc<UpstreamCatalog>)> = files
+        .iter()
+        .map(|path| {
+            let recorded: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            let tools = recorded["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|tool| ListedTool::from_value(tool.clone()).unwrap())
+                .collect();
+            let name = path.file_stem().unwrap().to_str().unwrap();
+            let part = UpstreamCatalog {
+                tools,
+                ..UpstreamCatalog::default()
+            };
+            (UpstreamName::new(name).unwrap(), Arc::new(part))
+        })
+        .collect();
+    Catalog::build(
+        NameScheme::new(PrefixMode::Always, "__", parts.len()),
+        &parts,
+    )
+}
+
+/// Recall@5 and mean reciprocal rank of the recorded queries (each names the one tool that
+/// answers it); the README quotes the figures this prints.
+#[test]
+fn search_finds_the_right_real_tool_for_natural_language_queries() {
+    let catalog = recorded_catalog();
+    let queries: Vec<(String, String)> = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/search-queries.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(queries.len() >= 100);
+    let (mut top5, mut reciprocal, mut misses) = (0, 0.0, Vec::new());
+    for (query, expected) in &queries {
+        assert!(
+            catalog.tool(expected).is_some(),
+            "`{expected}` is not a recorded tool"
+        );
+        let ranked: Vec<String> = catalog
+            .search_tools(query, 10)
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        match ranked.iter().position(|name| name == expected) {
+            Some(rank) => {
+                reciprocal += 1.0 / (rank + 1) as f64;
+                if rank < 5 {
+                    top5 += 1;
+                } else {
+                    misses.push(format!("{query} → {expected} at {}", rank + 1));
+                }
+            }
+            None => misses.push(format!(
+                "{query} → {expected} not in the top 10: {ranked:?}"
+            )),
+        }
+    }
+    let recall = top5 as f64 / queries.len() as f64;
+    let mrr = reciprocal / queries.len() as f64;
+    println!(
+        "search quality over {} tools, {} queries: recall@5 {recall:.3}, MRR {mrr:.3}",
+        catalog.tools().len(),
+        queries.len()
+    );
+    for miss in &misses {
+        println!("  missed: {miss}");
+    }
+    assert!(
+        recall >= RECALL_AT_5,
+        "recall@5 {recall:.3} dropped:\n{misses:#?}"
+    );
+    assert!(mrr >= MRR, "MRR {mrr:.3} dropped:\n{misses:#?}");
+}
+
+/// The figures the ranking keeps (measured, less a little).
+const RECALL_AT_5: f64 = 0.97;
+const MRR: f64 = 0.92;

@@ -38,6 +38,12 @@ use crate::{
 
 pub use crate::protocol::Era;
 
+/// What a transport's raw path was taken from, where it has one of its own.
+enum Tapped {
+    Lines(lines::Lines),
+    Sse(super::sse::SseTap),
+}
+
 /// How rmcp opens a session of `era`.
 fn lifecycle(era: Era) -> ClientLifecycleMode {
     match era {
@@ -142,7 +148,7 @@ impl Connection {
                     let (read, write) = tokio::io::split(pipe);
                     let transport = AsyncRwTransport::new_client(read, write);
                     let service = serve(handler, transport, &relay, injected, era).await?;
-                    Ok((service, Some(taken)))
+                    Ok((service, Some(Tapped::Lines(taken))))
                 }
                 Dial::StreamableHttp(config) => {
                     let transport = http::transport(
@@ -168,14 +174,15 @@ impl Connection {
                         let cause = crate::error::cause(&e);
                         UpstreamError::Initialize(format!("opening the event stream: {cause}"))
                     })?;
+                    let tap = transport.tap();
                     Ok((
                         serve(handler, transport, &relay, injected, era).await?,
-                        None,
+                        Some(Tapped::Sse(tap)),
                     ))
                 }
             }
         };
-        let (service, lines) = tokio::time::timeout(opening.timeout, handshake)
+        let (service, tapped) = tokio::time::timeout(opening.timeout, handshake)
             .await
             .map_err(|_| UpstreamError::ConnectTimeout(opening.timeout))??;
 
@@ -189,8 +196,9 @@ impl Connection {
         let server = peer
             .peer_info()
             .ok_or_else(|| UpstreamError::Initialize("no initialize result".into()))?;
-        let raw = match (opening.dial, opening.raw, lines) {
-            (Dial::Stdio(_), _, Some(lines)) => Some(RawLink::lines(era, lines)),
+        let raw = match (opening.dial, opening.raw, tapped) {
+            (Dial::Stdio(_), _, Some(Tapped::Lines(lines))) => Some(RawLink::lines(era, lines)),
+            (Dial::Sse(_), _, Some(Tapped::Sse(tap))) => Some(RawLink::sse(era, tap)),
             (Dial::StreamableHttp(_), Some((client, uri)), _) => RawLink::new(
                 client.clone(),
                 uri.clone(),

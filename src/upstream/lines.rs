@@ -44,18 +44,57 @@ pub struct Lines {
     pending: Arc<Pending>,
 }
 
-/// The requests waiting for their answers, until the child's output ends.
+/// The requests of the gateway's own waiting for their answers, until the upstream's output
+/// ends; shared with the legacy SSE transport, whose stream brings answers the same way.
 #[derive(Default)]
-struct Pending {
+pub struct Pending {
     waiters: DashMap<i64, mpsc::UnboundedSender<Bytes>>,
-    /// The child's output ended: nothing more will be answered.
+    /// The upstream's output ended: nothing more will be answered.
     ended: AtomicBool,
 }
 
 impl Pending {
-    fn end(&self) {
+    pub fn end(&self) {
         self.ended.store(true, Ordering::Release);
         self.waiters.clear();
+    }
+
+    /// Waits for what concerns request `id`: its progress, then its answer.
+    pub fn wait(self: &Arc<Self>, id: i64) -> Result<Waiting, Ended> {
+        let (sender, lines) = mpsc::unbounded_channel();
+        self.waiters.insert(id, sender);
+        let waiting = Waiting {
+            id,
+            pending: self.clone(),
+            lines,
+        };
+        if self.ended.load(Ordering::Acquire) {
+            return Err(Ended);
+        }
+        Ok(waiting)
+    }
+
+    /// Hands `message` to the request it concerns, if one of the gateway's own waits for it;
+    /// whether it was taken.
+    pub fn deliver(&self, message: &[u8]) -> bool {
+        if self.waiters.is_empty() {
+            return false;
+        }
+        let Some((id, answer)) = concerns(message) else {
+            return false;
+        };
+        let waiter = if answer {
+            self.waiters.remove(&id).map(|(_, waiter)| waiter)
+        } else {
+            self.waiters.get(&id).map(|waiter| waiter.clone())
+        };
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(Bytes::copy_from_slice(message));
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -93,16 +132,7 @@ impl Drop for Waiting {
 impl Lines {
     /// Writes request `body` (one JSON-RPC request of id `id`, without a line end) to the child.
     pub fn send(&self, id: i64, body: &Bytes) -> Result<Waiting, Ended> {
-        let (sender, lines) = mpsc::unbounded_channel();
-        self.pending.waiters.insert(id, sender);
-        let waiting = Waiting {
-            id,
-            pending: self.pending.clone(),
-            lines,
-        };
-        if self.pending.ended.load(Ordering::Acquire) {
-            return Err(Ended);
-        }
+        let waiting = self.pending.wait(id)?;
         let mut line = Vec::with_capacity(body.len() + 1);
         line.extend_from_slice(body);
         line.push(b'\n');
@@ -141,18 +171,8 @@ pub fn tap(mut child: Child, tasks: &TaskTracker) -> std::io::Result<(DuplexStre
                 );
                 continue;
             }
-            if !waiters.waiters.is_empty()
-                && let Some((id, answer)) = concerns(&line)
-            {
-                let waiter = if answer {
-                    waiters.waiters.remove(&id).map(|(_, waiter)| waiter)
-                } else {
-                    waiters.waiters.get(&id).map(|waiter| waiter.clone())
-                };
-                if let Some(waiter) = waiter {
-                    let _ = waiter.send(Bytes::copy_from_slice(&line));
-                    continue;
-                }
+            if waiters.deliver(&line) {
+                continue;
             }
             if to_rmcp.write_all(&line).await.is_err() {
                 break;

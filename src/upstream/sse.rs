@@ -9,6 +9,9 @@
 //! the session goes on. If it gives another, or never numbered its events (most 2024-11-05
 //! servers end the session with its stream), the session is gone: the transport ends at once, so
 //! that the connection is re-established from `initialize` rather than posting into a void.
+//!
+//! The gateway's own requests may take a raw path (`SseTap`): posted as bytes, their answers
+//! (and progress) taken off the stream before rmcp reads it, as the stdio tap does.
 
 use std::{sync::Arc, time::Duration};
 
@@ -24,6 +27,7 @@ use sse_stream::{Sse, SseStream};
 use tokio::{sync::mpsc, task::JoinHandle};
 use url::Url;
 
+use super::lines::{Pending, Waiting};
 use crate::hook::{HookError, RequestHeaders, RequestHook};
 
 /// Reconnection attempts after the stream breaks, before the transport gives up.
@@ -54,6 +58,8 @@ pub enum SseError {
     Serialize(#[from] serde_json::Error),
     #[error("{0}")]
     Hook(#[from] HookError),
+    #[error("the event stream ended")]
+    Ended,
 }
 
 type Events = std::pin::Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
@@ -67,7 +73,11 @@ struct Poster {
 
 impl Poster {
     async fn post(&self, message: ClientJsonRpcMessage) -> Result<(), SseError> {
-        let body = bytes::Bytes::from(serde_json::to_vec(&message)?);
+        self.post_bytes(bytes::Bytes::from(serde_json::to_vec(&message)?))
+            .await
+    }
+
+    async fn post_bytes(&self, body: bytes::Bytes) -> Result<(), SseError> {
         let url = (**self.endpoint.load()).clone();
         let request = |headers| {
             self.http
@@ -131,6 +141,25 @@ pub struct SseTransport {
     poster: Arc<Poster>,
     incoming: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: JoinHandle<()>,
+    /// The gateway's own requests waiting for what the stream brings about them.
+    pending: Arc<Pending>,
+}
+
+/// The raw path of an SSE session: the gateway's own requests are posted as bytes (with ids
+/// rmcp never uses), and what the stream brings about them is taken off before rmcp reads
+/// the rest, as on a stdio upstream (`lines`).
+pub struct SseTap {
+    poster: Arc<Poster>,
+    pending: Arc<Pending>,
+}
+
+impl SseTap {
+    /// Posts request `body` (of id `id`) and waits for what concerns it.
+    pub async fn send(&self, id: i64, body: bytes::Bytes) -> Result<Waiting, SseError> {
+        let waiting = self.pending.wait(id).map_err(|_| SseError::Ended)?;
+        self.poster.post_bytes(body).await?;
+        Ok(waiting)
+    }
 }
 
 impl SseTransport {
@@ -148,28 +177,40 @@ impl SseTransport {
         });
         let (sender, incoming) = mpsc::channel(INCOMING_CAPACITY);
         let reader_poster = poster.clone();
+        let pending: Arc<Pending> = Arc::default();
+        let taken = pending.clone();
         let reader = tokio::spawn(async move {
             let mut last_event_id = None;
             loop {
-                read(&mut events, &sender, &mut last_event_id).await;
+                read(&mut events, &sender, &taken, &mut last_event_id).await;
                 if sender.is_closed() {
-                    return;
+                    break;
                 }
                 if last_event_id.is_none() {
                     tracing::debug!(%url, "the SSE stream ended and cannot be resumed");
-                    return;
+                    break;
                 }
                 match reconnect(&reader_poster, &url, last_event_id.clone()).await {
                     Some(resumed) => events = resumed,
-                    None => return,
+                    None => break,
                 }
             }
+            taken.end();
         });
         Ok(Self {
             poster,
             incoming,
             reader,
+            pending,
         })
+    }
+
+    /// The raw path of this session.
+    pub fn tap(&self) -> SseTap {
+        SseTap {
+            poster: self.poster.clone(),
+            pending: self.pending.clone(),
+        }
     }
 }
 
@@ -214,6 +255,7 @@ async fn open(
 async fn read(
     events: &mut Events,
     sender: &mpsc::Sender<ServerJsonRpcMessage>,
+    pending: &Pending,
     last_event_id: &mut Option<String>,
 ) {
     while let Some(Ok(event)) = events.next().await {
@@ -226,6 +268,9 @@ async fn read(
         let Some(data) = event.data else {
             continue;
         };
+        if pending.deliver(data.as_bytes()) {
+            continue;
+        }
         match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
             Ok(message) => {
                 if sender.send(message).await.is_err() {

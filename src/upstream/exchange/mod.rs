@@ -2,7 +2,8 @@
 //! name rewritten) and its answer comes back as bytes. To a streamable-HTTP upstream it is
 //! posted (`post`) on the upstream session rmcp's worker opened, through a pooled keep-alive
 //! HTTP client, and answered by a JSON body or an event stream; to a stdio upstream it is a
-//! line written between rmcp's (`lines`). What the upstream sends about the request besides
+//! line written between rmcp's (`lines`); to a legacy SSE upstream it is posted beside rmcp's
+//! messages and answered on the session's stream (`sse::SseTap`). What the upstream sends about the request besides
 //! the answer (progress, log messages, requests for the client) is handed to the caller one
 //! message at a time.
 //!
@@ -31,6 +32,7 @@ use super::{
     lines::{Ended, Lines, Waiting},
     raw_client::RawClient,
     session_slot::SessionSlot,
+    sse::SseTap,
 };
 use crate::{
     hook::{HookError, RequestHook},
@@ -105,6 +107,8 @@ enum Route {
     Http(Box<HttpRoute>),
     /// A line written between rmcp's (stdio).
     Lines(Lines),
+    /// A message posted beside rmcp's, answered on the session's event stream (legacy SSE).
+    Sse(SseTap),
 }
 
 /// One request on its way: where it goes and what it is.
@@ -186,6 +190,16 @@ impl RawLink {
         }
     }
 
+    /// The raw path of a legacy SSE connection, through the `tap` on its event stream.
+    pub fn sse(era: Era, tap: SseTap) -> Self {
+        Self {
+            era,
+            next_id: AtomicU64::new(RAW_IDS),
+            route: Route::Sse(tap),
+            context: None,
+        }
+    }
+
     /// This link, putting `context` in the `_meta` of the gateway's own requests (a
     /// 2026-07-28 upstream's lifecycle keys).
     pub fn with_context(mut self, context: serde_json::Map<String, serde_json::Value>) -> Self {
@@ -256,13 +270,28 @@ impl RawLink {
                 outgoing.id,
                 lines.send(outgoing.id, &outgoing.body).map_err(ended)?,
             )),
+            Route::Sse(tap) => {
+                let waiting = tap.send(outgoing.id, outgoing.body.clone()).await.map_err(
+                    |error| match error {
+                        super::SseError::Status { status, .. }
+                            if matches!(status.as_u16(), 401 | 403) =>
+                        {
+                            ExchangeError::Refused {
+                                status: status.as_u16(),
+                            }
+                        }
+                        other => ExchangeError::Transport(crate::error::cause(&other)),
+                    },
+                )?;
+                Ok(Exchange::waiting(self, outgoing.id, waiting))
+            }
         }
     }
 
     fn http(&self) -> Option<&HttpRoute> {
         match &self.route {
             Route::Http(http) => Some(http),
-            Route::Lines(_) => None,
+            Route::Lines(_) | Route::Sse(_) => None,
         }
     }
 }

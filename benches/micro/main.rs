@@ -1,12 +1,14 @@
 //! Micro-benchmarks of the hot path's parts, each in its own file with the question it
 //! answers: reading a request and writing the upstream's (`envelope`), finding a tool's route
-//! (`catalog`), serving a merged list (`lists`), finding a session (`sessions`).
+//! (`catalog`), serving a merged list (`lists`), finding a session (`sessions`), searching
+//! tools and checking a call's arguments (`search`).
 //!
 //! Run with `cargo bench --bench micro` (or `-- envelope` for one group).
 
 mod catalog;
 mod envelope;
 mod lists;
+mod search;
 mod sessions;
 
 use criterion::{criterion_group, criterion_main};
@@ -16,7 +18,8 @@ criterion_group!(
     envelope::request_and_answer,
     catalog::route_lookup,
     lists::merged_tools_list,
-    sessions::session_lookup
+    sessions::session_lookup,
+    search::tool_search
 );
 criterion_main!(benches);
 

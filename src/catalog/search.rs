@@ -86,7 +86,9 @@ impl SearchIndex {
         query_words.sort_unstable();
         query_words.dedup();
         let total = self.lengths.len() as f32;
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+        // Scores by position, and the positions scored (fewer than all, usually).
+        let mut scores = vec![0f32; self.lengths.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for word in &query_words {
             let Some(posting) = self.postings.get(word.as_str()) else {
                 continue;
@@ -96,12 +98,16 @@ impl SearchIndex {
             for &(position, count) in posting {
                 let length = self.lengths[position as usize];
                 let norm = K1 * (1.0 - B + B * length / self.average);
-                *scores.entry(position).or_default() += idf * count * (K1 + 1.0) / (count + norm);
+                let score = &mut scores[position as usize];
+                if *score == 0.0 {
+                    touched.push(position);
+                }
+                *score += idf * count * (K1 + 1.0) / (count + norm);
             }
         }
-        let mut ranked: Vec<(usize, f32)> = scores
+        let mut ranked: Vec<(usize, f32)> = touched
             .into_iter()
-            .map(|(position, score)| (position as usize, score))
+            .map(|position| (position as usize, scores[position as usize]))
             .collect();
         let by_score =
             |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
@@ -166,7 +172,7 @@ fn stem(word: &str) -> String {
         if let Some(stem) = word.strip_suffix(ending)
             && stem.len() >= keep
             && !(ending == "s" && (stem.ends_with('s') || stem.ends_with('u')))
-            && !(ending == "es" && !ends_in_sibilant(stem))
+            && (ending != "es" || ends_in_sibilant(stem))
         {
             return format!("{stem}{replacement}");
         }

@@ -104,8 +104,13 @@ impl Pins {
             self.held.remove(upstream);
             return Ok(discovered);
         }
-        let settings = **self.settings.load();
+        let mut settings = **self.settings.load();
         let mut records = self.records(upstream).await?;
+        if records.is_empty() {
+            // An upstream pinned for the first time is trusted as it is; what it adds later
+            // is new.
+            settings.new = PinNew::Approve;
+        }
         let mut held = Vec::new();
         let mut served = Vec::with_capacity(discovered.tools.len());
         for tool in std::mem::take(&mut discovered.tools) {
@@ -114,6 +119,12 @@ impl Pins {
             let record = match records.remove(&name) {
                 Some(record) => record,
                 None => {
+                    if settings.new == PinNew::Hold {
+                        tracing::warn!(
+                            upstream, tool = %name,
+                            "a pinned upstream lists a new tool; it waits for an operator's approval"
+                        );
+                    }
                     let record = Record::first(&name, &definition, settings.new);
                     if self.write(upstream, &name, &record, false).await? {
                         record
@@ -126,22 +137,22 @@ impl Pins {
                     }
                 }
             };
-            let (record, outcome) = record.seeing(&definition);
-            if let Some(record) = record {
-                if outcome.is_new_change() {
-                    self.metrics
-                        .tool_changes
-                        .with_label_values(&[upstream])
-                        .inc();
-                    tracing::warn!(
-                        upstream, tool = %name,
-                        "a pinned tool's definition changed; the change is held until an operator approves it"
-                    );
-                }
-                self.write(upstream, &name, &record, true).await?;
-                if let Some(waiting) = record.held(upstream) {
-                    held.push(waiting);
-                }
+            let (updated, outcome) = record.seeing(&definition);
+            if outcome.is_new_change() {
+                self.metrics
+                    .tool_changes
+                    .with_label_values(&[upstream])
+                    .inc();
+                tracing::warn!(
+                    upstream, tool = %name,
+                    "a pinned tool's definition changed; the change is held until an operator approves it"
+                );
+            }
+            if let Some(updated) = &updated {
+                self.write(upstream, &name, updated, true).await?;
+            }
+            if let Some(waiting) = updated.as_ref().unwrap_or(&record).held(upstream) {
+                held.push(waiting);
             }
             match outcome.serve(settings.changed) {
                 Serve::Current => served.push(tool),

@@ -82,7 +82,7 @@ impl Record {
 
     /// The record after the upstream listed the tool as `definition` (`None` if it is
     /// unchanged), and what that means for serving it.
-    pub fn seeing(self, definition: &Value) -> (Option<Self>, Outcome) {
+    pub fn seeing(&self, definition: &Value) -> (Option<Self>, Outcome) {
         let Some(approved) = &self.approved else {
             if self.pending.as_ref().is_some_and(|p| same(p, definition)) {
                 return (None, Outcome::New);
@@ -90,7 +90,7 @@ impl Record {
             let record = Self {
                 pending: Some(definition.clone()),
                 since: Some(now()),
-                ..self
+                ..self.clone()
             };
             return (Some(record), Outcome::New);
         };
@@ -109,7 +109,7 @@ impl Record {
         let record = Self {
             pending: Some(definition.clone()),
             since: Some(now()),
-            ..self
+            ..self.clone()
         };
         (Some(record), Outcome::Changed(approved, true))
     }
@@ -154,7 +154,7 @@ mod tests {
     fn a_change_is_held_and_the_approved_definition_served_until_approval() {
         let first = json!({"name": "t", "description": "Adds", "inputSchema": {"type": "object"}});
         let record = Record::first("t", &first, PinNew::Approve);
-        let (unchanged, outcome) = record.clone().seeing(&first);
+        let (unchanged, outcome) = record.seeing(&first);
         assert!(unchanged.is_none());
         assert!(matches!(
             outcome.serve(PinChanged::ServeApproved),
@@ -187,7 +187,7 @@ mod tests {
         );
 
         // Seen again, the same change is not a new one.
-        let (again, outcome) = held.clone().seeing(&pulled);
+        let (again, outcome) = held.seeing(&pulled);
         assert!(again.is_none());
         assert!(!outcome.is_new_change());
         assert!(matches!(outcome.serve(PinChanged::Hide), Serve::Nothing));
@@ -200,7 +200,7 @@ mod tests {
     fn a_new_tool_held_waits_hidden() {
         let definition = json!({"name": "n", "inputSchema": {"type": "object"}});
         let record = Record::first("n", &definition, PinNew::Hold);
-        let (_, outcome) = record.clone().seeing(&definition);
+        let (_, outcome) = record.seeing(&definition);
         assert!(matches!(
             outcome.serve(PinChanged::ServeApproved),
             Serve::Nothing

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::Session;
 use crate::{
     catalog::ListedTool,
+    policy::ToolSearch,
     protocol::Era,
     request::Request,
     wire::{self, Parsed},
@@ -36,10 +37,10 @@ pub enum GatewayTool {
 
 /// Whether `request`'s caller gets search instead of the tool list.
 pub fn searching(request: &Request) -> bool {
-    request
-        .live
-        .tool_search(&request.caller.endpoint)
-        .applies(request.view().tools().len())
+    match request.live.tool_search(&request.caller.endpoint) {
+        ToolSearch::Off => false,
+        mode => mode.applies(request.view().tools().len()),
+    }
 }
 
 /// The gateway tool a `tools/call` names, if it names one.
@@ -102,7 +103,15 @@ pub fn search(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
         },
     };
     let view = request.view();
-    let matches = view.search_tools(query, limit);
+    // The first search of a snapshot builds its index (a third of a second for 50,000 tools):
+    // the worker's other tasks move to other threads meanwhile.
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let matches = if multi_threaded {
+        tokio::task::block_in_place(|| view.search_tools(query, limit))
+    } else {
+        view.search_tools(query, limit)
+    };
     let names: Vec<&str> = matches.iter().map(|tool| &*tool.name).collect();
     if let Some(session) = session
         && session.find(names.iter().copied())

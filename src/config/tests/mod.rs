@@ -556,3 +556,86 @@ fn roots_are_uris_or_absolute_paths() {
     );
     assert_has(&found, "upstreams.a.roots[0]: is not a URI");
 }
+
+#[test]
+fn search_pinning_checks_and_caching_are_read_and_their_mistakes_named() {
+    let config = load(
+        "s.toml",
+        r#"
+[catalog]
+tool_search = "auto"
+tool_search_threshold = 40
+pin = true
+pin_new = "hold"
+pin_changed = "hide"
+
+[endpoints.small]
+tool_search = "off"
+
+[upstreams.docs]
+url = "https://docs.example.com/mcp"
+validate_arguments = false
+pin = false
+cache = { seconds = 60 }
+
+[upstreams.docs.tool_cache]
+rates = { seconds = 5, shared = true }
+"#,
+    )
+    .unwrap();
+    let catalog = &config.catalog;
+    assert_eq!(catalog.tool_search, crate::policy::ToolSearch::Above(40));
+    assert!(catalog.pin);
+    assert_eq!(catalog.pin_new, super::PinNew::Hold);
+    assert_eq!(catalog.pin_changed, super::PinChanged::Hide);
+    assert_eq!(
+        config.endpoints[0].tool_search,
+        Some(crate::policy::ToolSearch::Off)
+    );
+    let items = &config.upstreams[0].items;
+    assert!(!items.validate_arguments);
+    assert_eq!(items.pin, Some(false));
+    assert_eq!(
+        items.tool_cache("search").unwrap().ttl,
+        Duration::from_secs(60)
+    );
+    let rates = items.tool_cache("rates").unwrap();
+    assert_eq!((rates.ttl, rates.shared), (Duration::from_secs(5), true));
+
+    let found = problems(
+        "bad.toml",
+        r#"
+[catalog]
+tool_search = "sometimes"
+pin_new = "ask"
+pin_changed = "keep"
+
+[upstreams.docs]
+url = "https://docs.example.com/mcp"
+cache = { seconds = -1 }
+
+[upstreams.docs.tool_cache]
+rates = { shared = true }
+"#,
+    );
+    assert_has(
+        &found,
+        "catalog.tool_search: `sometimes` is not one of `off`, `on`, `auto`",
+    );
+    assert_has(
+        &found,
+        "catalog.pin_new: `ask` is not one of `approve`, `hold`",
+    );
+    assert_has(
+        &found,
+        "catalog.pin_changed: `keep` is not one of `serve_approved`, `hide`",
+    );
+    assert_has(
+        &found,
+        "upstreams.docs.cache.seconds: must be a number of seconds above 0",
+    );
+    assert_has(
+        &found,
+        "upstreams.docs.tool_cache.rates.seconds: is required",
+    );
+}

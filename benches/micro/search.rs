@@ -1,0 +1,82 @@
+//! How long does a tool search take among 50,000 tools (the real servers' recorded tools,
+//! under 440 upstream names), once the snapshot's index is built? And how long does checking
+//! one call's arguments against its tool's schema take (reading them, then validating)?
+
+use std::{hint::black_box, path::Path, sync::Arc};
+
+use criterion::Criterion;
+use serde_json::Value;
+use switchyard::{
+    catalog::{ArgumentCheck, Catalog, ListedTool, NameScheme, UpstreamCatalog},
+    names::UpstreamName,
+};
+
+fn recorded_tools() -> Vec<ListedTool> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/recorded");
+    let mut tools = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let recorded: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+        for tool in recorded["tools"].as_array().unwrap() {
+            let tool = ListedTool::from_value(tool.clone()).unwrap();
+            // One upstream name holds them all: a name two servers share is kept once.
+            if !tools.iter().any(|kept: &ListedTool| kept.name == tool.name) {
+                tools.push(tool);
+            }
+        }
+    }
+    tools
+}
+
+pub fn tool_search(c: &mut Criterion) {
+    let tools = recorded_tools();
+    let copies = 50_000_usize.div_ceil(tools.len());
+    let parts: Vec<_> = (0..copies)
+        .map(|u| {
+            let part = UpstreamCatalog {
+                tools: tools.clone(),
+                ..UpstreamCatalog::default()
+            };
+            (
+                UpstreamName::new(&format!("server-{u}")).unwrap(),
+                Arc::new(part),
+            )
+        })
+        .collect();
+    let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
+    // The index is built on the first search, once per snapshot.
+    let started = std::time::Instant::now();
+    black_box(catalog.search_tools("warm up", 5));
+    println!(
+        "search index of {} tools built in {:?}",
+        catalog.tools().len(),
+        started.elapsed()
+    );
+    let mut group = c.benchmark_group("search");
+    for query in [
+        "open a new issue on GitHub",
+        "read the contents of a text file",
+        "what time is it now in Tokyo",
+    ] {
+        group.bench_function(
+            format!("among_{}_tools/{query}", catalog.tools().len()),
+            |b| b.iter(|| black_box(catalog.search_tools(black_box(query), 5))),
+        );
+    }
+    group.finish();
+
+    let schema = tools
+        .iter()
+        .find(|tool| tool.name == "create_issue")
+        .unwrap()
+        .input_schema
+        .clone();
+    let check = ArgumentCheck::compile(&schema).unwrap();
+    let arguments = r#"{"owner":"octo","repo":"hello","title":"It breaks","body":"Steps: run it.","labels":["bug"]}"#;
+    c.bench_function("arguments/read_and_check_create_issue", |b| {
+        b.iter(|| {
+            let parsed: Value = serde_json::from_str(black_box(arguments)).unwrap();
+            black_box(check.check(Some(&parsed)))
+        })
+    });
+}

@@ -285,11 +285,14 @@ async fn the_soak_reports_memory_per_round() {
     assert_eq!(gw.health().await["sessions"], 0, "{}", gw.health().await);
 }
 
-/// The gateway configuration the bench README starts.
+/// The gateway configurations the bench README starts.
 #[test]
-fn the_bench_gateway_configuration_loads() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/gateway.toml");
-    let config = switchyard::config::load(&path).unwrap();
+fn the_bench_gateway_configurations_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches");
+    let config = switchyard::config::load(&dir.join("gateway.toml")).unwrap();
     let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["demo"]);
+    assert!(config.upstreams[0].items.validate_arguments);
+    let unchecked = switchyard::config::load(&dir.join("gateway-unchecked.toml")).unwrap();
+    assert!(!unchecked.upstreams[0].items.validate_arguments);
 }

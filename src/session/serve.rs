@@ -21,14 +21,13 @@ use rmcp::{
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Session,
+    Session, cached,
     handler::SessionHandler,
     search::{self, GatewayTool},
     upstreams::Source,
 };
 use crate::{
     catalog::ListKind,
-    config::CacheRule,
     downstream::{Downstream, LogLevel, Outlet, PipeReceiver, pipe},
     error::GatewayError,
     gateway::Gateway,
@@ -177,7 +176,7 @@ impl Serving<'_> {
             Ok(target) => target,
             Err(error) => return call.failed(error),
         };
-        let cached = cached_as(request, &target);
+        let cached = cached::cached_as(request, &target);
         let upstream = target.upstream.clone();
         let dispatch = async {
             if target.takes_raw(request.era) {
@@ -349,71 +348,6 @@ fn check_modern_meta(meta: Option<&Fields<'_>>) -> Result<(), MetaError> {
         });
     }
     Ok(())
-}
-
-/// How `request` to `target` is cached, and under what key, if its upstream's rules cache it:
-/// a tool call or a resource read, not one that asks for a task. The key names the upstream,
-/// the item, the arguments (whatever their order), the endpoint and era (which shape the
-/// answer) and, unless the rule shares results, the principal.
-fn cached_as(request: &Request, target: &Target) -> Option<(CacheRule, String)> {
-    let items = &target.upstream.config().items;
-    let rule = match target.kind {
-        Routed::Tool => items.tool_cache(&target.original)?,
-        Routed::Resource => items.cache?,
-        Routed::Prompt => return None,
-    };
-    let params = request.message.params();
-    if params.is_some_and(|params| params.get("task").is_some()) {
-        return None;
-    }
-    let arguments = params
-        .and_then(|params| params.get("arguments"))
-        .and_then(|arguments| serde_json::from_str::<serde_json::Value>(arguments.get()).ok())
-        .map(|arguments| canonical(&arguments))
-        .unwrap_or_default();
-    let principal = if rule.shared {
-        ""
-    } else {
-        request.caller.principal.as_str()
-    };
-    let key = [
-        target.upstream.name().as_str(),
-        target.kind.method(),
-        &target.original,
-        &arguments,
-        request.caller.endpoint.as_virtual().unwrap_or_default(),
-        if request.era == Era::Modern {
-            "modern"
-        } else {
-            "legacy"
-        },
-        principal,
-    ]
-    .join("\n");
-    Some((rule, key))
-}
-
-/// `value` as JSON text with every object's keys in order.
-fn canonical(value: &serde_json::Value) -> String {
-    fn sorted(value: &serde_json::Value) -> serde_json::Value {
-        match value {
-            serde_json::Value::Object(object) => {
-                let mut entries: Vec<_> = object.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                serde_json::Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(key, value)| (key.clone(), sorted(value)))
-                        .collect(),
-                )
-            }
-            serde_json::Value::Array(items) => {
-                serde_json::Value::Array(items.iter().map(sorted).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
 }
 
 /// A page of one of the merged lists, from the catalog's prepared bytes.

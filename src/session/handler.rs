@@ -14,8 +14,8 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
         GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
-        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject,
+        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
         UnsubscribeRequestParams,
     },
     service::{RequestContext, SubscriptionContext},
@@ -127,11 +127,12 @@ impl ServerHandler for SessionHandler {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let source = self.source();
         let call = self.call(&source, &context);
+        with_client_meta(&mut request.meta, &context);
         call.call_tool(request, self.target()?)
             .await
             .map_err(Into::into)
@@ -147,11 +148,12 @@ impl ServerHandler for SessionHandler {
 
     async fn get_prompt(
         &self,
-        request: GetPromptRequestParams,
+        mut request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let source = self.source();
         let call = self.call(&source, &context);
+        with_client_meta(&mut request.meta, &context);
         call.get_prompt(request, self.target()?)
             .await
             .map_err(Into::into)
@@ -175,11 +177,12 @@ impl ServerHandler for SessionHandler {
 
     async fn read_resource(
         &self,
-        request: ReadResourceRequestParams,
+        mut request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let source = self.source();
         let call = self.call(&source, &context);
+        with_client_meta(&mut request.meta, &context);
         call.read_resource(request, self.target()?)
             .await
             .map_err(Into::into)
@@ -314,4 +317,12 @@ pub fn announce_tasks(answer: bytes::Bytes, catalog: &Catalog) -> bytes::Bytes {
         );
     }
     serde_json::to_vec(&message).map_or(answer, bytes::Bytes::from)
+}
+
+/// Gives back to `meta` (a request's params' `_meta`) what rmcp took out of them into the
+/// request's context, so that the client's keys go on upstream as they do on the raw path.
+fn with_client_meta(meta: &mut Option<RequestMetaObject>, context: &RequestContext<RoleServer>) {
+    if meta.is_none() && !context.meta.0.is_empty() {
+        *meta = Some(context.meta.clone());
+    }
 }

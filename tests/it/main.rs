@@ -16,6 +16,7 @@ mod import;
 mod interop;
 mod layers;
 mod limits;
+mod meta;
 mod notifications;
 mod oauth;
 mod operate;

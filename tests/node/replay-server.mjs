@@ -1,5 +1,6 @@
 // A stdio MCP server that lists what a recorded file holds, as JSON exactly as recorded
-// (no SDK in between to drop what it does not model). Usage: node replay-server.mjs FILE
+// (no SDK in between to drop what it does not model), and answers a tool call with the _meta
+// it received. Usage: node replay-server.mjs FILE
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
@@ -27,6 +28,10 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       capabilities, serverInfo: { name: "replay", version: "1.0.0" } } });
   } else if (method === "ping") {
     send({ jsonrpc: "2.0", id, result: {} });
+  } else if (method === "tools/call") {
+    // What the call's _meta held, so that a test can see what reached the server.
+    const text = JSON.stringify(params?._meta ?? null);
+    send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text }] } });
   } else if (lists[method]) {
     const [field, entries] = lists[method];
     send({ jsonrpc: "2.0", id, result: { [field]: entries ?? [] } });

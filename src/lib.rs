@@ -86,6 +86,7 @@
 //!   snapshot of each request.
 
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod catalog;
 pub mod clock;

@@ -111,6 +111,11 @@ enum Command {
     /// Cursor, VS Code, Windsurf, Zed) and write one Switchyard configuration with each once;
     /// optionally point a client at the gateway instead (--connect, --undo).
     Import(switchyard::import::ImportArgs),
+    /// The audit log (`[audit]`).
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Print the `sha256 = "…"` line of `[auth.api_keys.NAME]` for an API key read from
     /// standard input (one line; keep the key itself out of the configuration).
     HashKey,
@@ -144,6 +149,17 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check that audit files are one unbroken hash chain; exits 1 naming the first record
+    /// that was altered, removed or reordered. Give rotated files oldest first:
+    /// `audit.log.2 audit.log.1 audit.log`.
+    Verify {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
@@ -166,6 +182,9 @@ fn main() -> ExitCode {
             Some(Command::Run(args)) => run(args.or(cli.run), cli.log_format).await,
             Some(Command::Check { config }) => check(config),
             Some(Command::HashKey) => hash_key(),
+            Some(Command::Audit {
+                command: AuditCommand::Verify { files },
+            }) => verify_audit(&files),
             Some(Command::Import(args)) => switchyard::import::run(&args),
             Some(Command::DemoServer { http: None, .. }) => {
                 demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
@@ -186,6 +205,17 @@ fn main() -> ExitCode {
         };
         exit_code(result)
     })
+}
+
+/// `switchyard audit verify FILE…`.
+fn verify_audit(files: &[PathBuf]) -> anyhow::Result<()> {
+    let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+    let verified = switchyard::audit::verify(&files).map_err(|reason| anyhow::anyhow!(reason))?;
+    println!(
+        "{} records verified: one unbroken chain, ending at {}",
+        verified.records, verified.head
+    );
+    Ok(())
 }
 
 fn exit_code(result: anyhow::Result<()>) -> ExitCode {
@@ -298,6 +328,7 @@ async fn run(args: RunArgs, log_format: LogFormat) -> anyhow::Result<()> {
     let metrics = Metrics::new(prometheus::Registry::new())
         .map(std::sync::Arc::new)
         .context("cannot register the metrics")?;
+    switchyard::audit::Audit::check(&config.audit).context("cannot open the audit log")?;
     let gateway = Gateway::start_with(config, metrics);
     open_store(&gateway, args.upgrade).await?;
     gateway.set_written(written).await;

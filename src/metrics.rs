@@ -163,6 +163,8 @@ pub struct Metrics {
     pub tool_changes: IntCounterVec,
     /// Cached calls and reads by upstream and outcome (hit, miss, coalesced).
     pub cache: IntCounterVec,
+    /// Audit records by outcome (written, dropped, failed).
+    pub audit: IntCounterVec,
     pub sessions_active: IntGauge,
     pub sessions_opened: IntCounter,
     pub streams_open: IntGauge,
@@ -271,6 +273,14 @@ impl Metrics {
                 ),
                 &["upstream", "outcome"],
             )?,
+            audit: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_audit_records_total",
+                    "Audit records by outcome (written; dropped: the queue was full; failed: \
+                     the write failed)",
+                ),
+                &["outcome"],
+            )?,
             reloads: IntCounterVec::new(
                 Opts::new(
                     "switchyard_config_reloads_total",
@@ -312,6 +322,7 @@ impl Metrics {
         registry.register(Box::new(metrics.tasks.clone()))?;
         registry.register(Box::new(metrics.tool_changes.clone()))?;
         registry.register(Box::new(metrics.cache.clone()))?;
+        registry.register(Box::new(metrics.audit.clone()))?;
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;
         registry.register(Box::new(metrics.streams_open.clone()))?;

@@ -315,7 +315,10 @@ pub async fn forget(State(admin): State<Admin>, Path(name): Path<String>) -> Res
         Ok(upstream) => upstream,
         Err(response) => return *response,
     };
-    match admin.gateway.oauth().forget(upstream.name()).await {
+    let forgotten = admin.gateway.oauth().forget(upstream.name()).await;
+    let outcome = if forgotten.is_some() { "ok" } else { "error" };
+    super::audit_change(&admin, "forget OAuth tokens", &name, outcome);
+    match forgotten {
         Some(tokens) => Json(json!({ "forgotten": true, "tokens": tokens })).into_response(),
         None => error(
             StatusCode::CONFLICT,

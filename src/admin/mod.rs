@@ -169,6 +169,18 @@ fn cross_origin(headers: &HeaderMap) -> Option<&'static str> {
     (!same).then_some("cross-origin requests to the admin API are refused")
 }
 
+/// Records an admin API change in the audit log: `action` on `subject`, and how it ended.
+fn audit_change(admin: &Admin, action: &str, subject: &str, outcome: &str) {
+    admin.gateway.audit().record(&crate::audit::Record {
+        kind: "admin",
+        principal: "admin",
+        item: Some(subject),
+        outcome,
+        detail: Some(action),
+        ..Default::default()
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,12 +24,22 @@ pub async fn approve(
     State(admin): State<Admin>,
     Path((upstream, tool)): Path<(String, String)>,
 ) -> Response {
-    answer(admin.gateway.approve_tools(&upstream, Some(&tool)).await)
+    let approved = admin.gateway.approve_tools(&upstream, Some(&tool)).await;
+    let subject = format!("{upstream}/{tool}");
+    audited(&admin, &subject, &approved);
+    answer(approved)
 }
 
 /// `POST /api/tools/{upstream}/approve`: serves every pending definition of the upstream.
 pub async fn approve_all(State(admin): State<Admin>, Path(upstream): Path<String>) -> Response {
-    answer(admin.gateway.approve_tools(&upstream, None).await)
+    let approved = admin.gateway.approve_tools(&upstream, None).await;
+    audited(&admin, &upstream, &approved);
+    answer(approved)
+}
+
+fn audited(admin: &Admin, subject: &str, approved: &Result<Vec<String>, ApproveError>) {
+    let outcome = if approved.is_ok() { "ok" } else { "error" };
+    super::audit_change(admin, "approve tool definitions", subject, outcome);
 }
 
 fn answer(approved: Result<Vec<String>, ApproveError>) -> Response {

@@ -54,6 +54,8 @@ pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
     }
     let added = name.clone();
     let answer = edit(&admin, &config, move |overlay| overlay.add(&added, entry)).await;
+    let outcome = if answer.is_ok() { "ok" } else { "error" };
+    super::audit_change(&admin, "add upstream", &name, outcome);
     match answer {
         Ok(reload) => (
             StatusCode::CREATED,
@@ -76,7 +78,10 @@ pub async fn remove(State(admin): State<Admin>, Path(name): Path<String>) -> Res
         );
     }
     let removed = name.clone();
-    match edit(&admin, &config, move |overlay| overlay.remove(&removed)).await {
+    let answer = edit(&admin, &config, move |overlay| overlay.remove(&removed)).await;
+    let outcome = if answer.is_ok() { "ok" } else { "error" };
+    super::audit_change(&admin, "remove upstream", &name, outcome);
+    match answer {
         Ok(reload) => Json(json!({ "name": name, "reload": reload })).into_response(),
         Err(response) => response,
     }

@@ -39,6 +39,18 @@ pub enum Denial {
     Unavailable(String),
 }
 
+impl Denial {
+    /// Why, in a few words (never the credentials).
+    pub fn reason(&self) -> &str {
+        match self {
+            Denial::Missing => "no credentials",
+            Denial::Invalid(reason) => reason,
+            Denial::Scope => "a required scope is missing",
+            Denial::Unavailable(_) => "the credentials cannot be checked now",
+        }
+    }
+}
+
 /// The endpoint's authentication, as of one configuration.
 pub struct Authenticator {
     /// `[auth]` as configured (without it, every request is anonymous, no header is read).

@@ -1,13 +1,17 @@
 //! What the gateway does with an upstream's items on their way through, as written and as
 //! checked: whether tool arguments are checked against their schemas (`validate_arguments`),
-//! whether tool definitions are pinned (`pin`, over `[catalog] pin`), and which tool calls and
-//! resource reads are cached (`cache`, `tool_cache`).
+//! whether tool definitions are pinned (`pin`, over `[catalog] pin`), which tool calls and
+//! resource reads are cached (`cache`, `tool_cache`), and how arguments are audited
+//! (`audit_arguments`).
 
 use std::{collections::HashMap, time::Duration};
 
 use serde::Deserialize;
 
-use super::keys::{Checker, Entries, key_segment};
+use super::{
+    audit::AuditArguments,
+    keys::{Checker, Entries, key_segment},
+};
 
 /// The longest a result may be cached.
 const MAX_CACHE_SECONDS: f64 = 24.0 * 3600.0;
@@ -40,6 +44,8 @@ pub struct ItemRules {
     pub cache: Option<CacheRule>,
     /// Calls of single tools (by the upstream's name) cached like this, over `cache`.
     pub tool_cache: HashMap<String, CacheRule>,
+    /// How its calls' arguments appear in audit records: `None` follows `[audit] arguments`.
+    pub audit_arguments: Option<AuditArguments>,
 }
 
 impl ItemRules {
@@ -56,8 +62,8 @@ impl Checker<'_> {
         key: &str,
         validate_arguments: Option<bool>,
         pin: Option<bool>,
-        cache: Option<&RawCache>,
-        tool_cache: Option<&Entries<RawCache>>,
+        (cache, tool_cache): (Option<&RawCache>, Option<&Entries<RawCache>>),
+        audit_arguments: Option<&str>,
     ) -> ItemRules {
         let cache = cache.map(|raw| self.cache_rule(&format!("{key}.cache"), raw));
         let mut tools = HashMap::new();
@@ -72,11 +78,14 @@ impl Checker<'_> {
             let rule = self.cache_rule(&format!("{tools_key}.{}", key_segment(tool)), raw);
             tools.insert(tool.to_owned(), rule);
         }
+        let audit_arguments = audit_arguments
+            .and_then(|text| self.audit_arguments(&format!("{key}.audit_arguments"), text));
         ItemRules {
             validate_arguments: validate_arguments.unwrap_or(true),
             pin,
             cache,
             tool_cache: tools,
+            audit_arguments,
         }
     }
 

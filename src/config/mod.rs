@@ -4,6 +4,7 @@
 //! reported at once, each with the file and the key path, and the caller keeps what it had.
 
 mod access;
+mod audit;
 mod auth;
 mod catalog;
 mod expand;
@@ -25,6 +26,7 @@ mod validate;
 
 use std::path::PathBuf;
 
+pub use audit::{AuditArguments, AuditOutput, AuditSettings};
 pub use auth::{
     ApiKey, AuthSettings, JwtKeys, JwtSettings, SignInClient, hash_api_key, pem_public_key,
 };
@@ -72,6 +74,8 @@ pub struct Config {
     pub endpoints: Vec<crate::policy::EndpointSettings>,
     /// `[store]`: where state shared beyond one request lives.
     pub store: StoreSettings,
+    /// `[audit]`: the audit log.
+    pub audit: AuditSettings,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
 }

@@ -29,4 +29,5 @@ pub struct RawConfig {
     pub policy: Option<Vec<super::access::RawRule>>,
     pub endpoints: Option<Entries<super::access::RawEndpoint>>,
     pub store: Option<super::store::RawStore>,
+    pub audit: Option<super::audit::RawAudit>,
 }

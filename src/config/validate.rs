@@ -51,6 +51,7 @@ pub fn validate(
         raw.catalog.tool_search_threshold,
     );
     let store = check.store(raw.store.as_ref());
+    let audit = check.audit(raw.audit.as_ref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -134,6 +135,7 @@ pub fn validate(
         policy,
         endpoints,
         store,
+        audit,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay

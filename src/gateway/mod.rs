@@ -27,6 +27,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    audit::Audit,
     catalog::{Access, Catalog, ListChanges, NameScheme},
     config::Config,
     error::GatewayError,
@@ -79,6 +80,8 @@ pub struct Gateway {
     pins: Arc<Pins>,
     /// Results of cacheable calls and reads, and identical ones in flight.
     cache: ResultCache,
+    /// The audit log (`[audit]`; fixed until a restart).
+    audit: Audit,
     shutdown: CancellationToken,
 }
 
@@ -102,6 +105,10 @@ impl Gateway {
         oauth.set_users_authenticate(config.auth.configured);
         let pins = Arc::new(Pins::new(store.clone(), metrics.clone(), &config.catalog));
         let cache = ResultCache::new(store.clone(), metrics.clone());
+        let audit = Audit::start(&config.audit, metrics.clone()).unwrap_or_else(|error| {
+            tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
+            Audit::off(metrics.clone())
+        });
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 setup: Setup {
@@ -126,6 +133,7 @@ impl Gateway {
             store,
             pins,
             cache,
+            audit,
             shutdown: CancellationToken::new(),
         });
         gateway.store.listen(gateway.shutdown.child_token());
@@ -260,6 +268,10 @@ impl Gateway {
 
     pub fn cache(&self) -> &ResultCache {
         &self.cache
+    }
+
+    pub fn audit(&self) -> &Audit {
+        &self.audit
     }
 
     /// Every live resource subscription.

@@ -55,6 +55,13 @@ impl Gateway {
         if entry.outcome == ReloadOutcome::Rejected {
             self.journal.error(None, entry.errors.join("; "));
         }
+        self.audit.record(&crate::audit::Record {
+            kind: "reload",
+            principal: trigger_name(entry.trigger),
+            outcome: entry.outcome.as_str(),
+            detail: Some(&entry.summary),
+            ..Default::default()
+        });
         self.journal.reload(entry.clone());
         entry
     }
@@ -280,5 +287,14 @@ fn log(entry: &ReloadEntry) {
             settings = %entry.needs_restart.join(", "),
             "these settings changed in the file but take effect only after a restart"
         );
+    }
+}
+
+/// Who asked for a reload, as audit records name them.
+fn trigger_name(trigger: Trigger) -> &'static str {
+    match trigger {
+        Trigger::File => "the configuration file",
+        Trigger::Signal => "SIGHUP",
+        Trigger::Admin => "admin",
     }
 }

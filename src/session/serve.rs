@@ -21,7 +21,7 @@ use rmcp::{
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Session, cached,
+    Session, audited, cached,
     handler::SessionHandler,
     search::{self, GatewayTool},
     upstreams::Source,
@@ -115,6 +115,7 @@ impl Serving<'_> {
     /// The answer: a list from the catalog's pages, a routed request on the raw path or the
     /// typed one (decided here, once), or anything else through rmcp's handler.
     async fn answer(&self, found: Option<Result<Target, GatewayError>>, outlet: Outlet) -> Bytes {
+        let started = std::time::Instant::now();
         let request = self.request;
         let method = request.method();
         let fast = ListKind::of_method(method)
@@ -172,10 +173,24 @@ impl Serving<'_> {
             Fast::Task(method) => return call.task(method).await,
             Fast::Routed(kind) => kind,
         };
+        let audit = self.gateway.audit();
         let target = match found.unwrap_or_else(|| Target::of(request, kind)) {
             Ok(target) => target,
-            Err(error) => return call.failed(error),
+            Err(error) => {
+                let answer = call.failed(error);
+                audited::record(audit, request, self.session, None, &answer, started);
+                return answer;
+            }
         };
+        if audit.refuses() {
+            return wire::write::error(
+                Some(request.id()),
+                -32603,
+                "the audit log cannot keep up, and calls are refused until it does (fail_closed)",
+                None,
+            );
+        }
+        let subject = audit.is_on().then(|| audited::Subject::of(&target));
         let cached = cached::cached_as(request, &target);
         let upstream = target.upstream.clone();
         let dispatch = async {
@@ -186,14 +201,25 @@ impl Serving<'_> {
                 Box::pin(self.typed(downstream, Some(target))).await
             }
         };
-        match cached {
+        let answer = match cached {
             Some((rule, key)) => {
                 let cache = self.gateway.cache();
                 let name = upstream.name().as_str();
                 cache.answer(name, &key, request.id(), rule, dispatch).await
             }
             None => dispatch.await,
+        };
+        if let Some(subject) = &subject {
+            audited::record(
+                audit,
+                request,
+                self.session,
+                Some(subject),
+                &answer,
+                started,
+            );
         }
+        answer
     }
 
     /// The downstream side of the request: where its messages go, what its client can do and

@@ -295,4 +295,6 @@ fn the_bench_gateway_configurations_load() {
     assert!(config.upstreams[0].items.validate_arguments);
     let unchecked = switchyard::config::load(&dir.join("gateway-unchecked.toml")).unwrap();
     assert!(!unchecked.upstreams[0].items.validate_arguments);
+    let audited = switchyard::config::load(&dir.join("gateway-audited.toml")).unwrap();
+    assert!(audited.audit.output.is_some());
 }

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["upstream"],
     &["pins"],
     &["catalog", "downstream", "oauth"],
-    &["error", "store"],
+    &["audit", "error", "store"],
     &["config", "hook", "metrics", "protocol", "wire"],
     &["policy"],
     &["clock", "names", "principal"],

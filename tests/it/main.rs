@@ -1,6 +1,7 @@
 //! Switchyard's integration tests: one binary, real upstream servers, real clients.
 
 mod attacks;
+mod audit;
 mod auth;
 mod bench;
 mod browser;

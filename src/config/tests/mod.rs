@@ -639,3 +639,68 @@ rates = { shared = true }
         "upstreams.docs.tool_cache.rates.seconds: is required",
     );
 }
+
+#[test]
+fn the_audit_log_is_read_and_its_mistakes_named() {
+    let config = load(
+        "/etc/sy/a.toml",
+        r#"
+[audit]
+file = "logs/audit.log"
+max_file_bytes = 65536
+max_files = 3
+arguments = "none"
+fail_closed = true
+
+[upstreams.docs]
+url = "https://docs.example.com/mcp"
+audit_arguments = "full"
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.audit.output,
+        Some(super::AuditOutput::File {
+            path: "/etc/sy/logs/audit.log".into(),
+            max_bytes: 65536,
+            keep: 3,
+        })
+    );
+    assert_eq!(config.audit.arguments, super::AuditArguments::None);
+    assert!(config.audit.fail_closed);
+    assert_eq!(
+        config.upstreams[0].items.audit_arguments,
+        Some(super::AuditArguments::Full)
+    );
+    assert!(load("off.toml", "").unwrap().audit.output.is_none());
+
+    let found = problems(
+        "bad.toml",
+        r#"
+[audit]
+file = "a.log"
+stdout = true
+arguments = "some"
+
+[upstreams.docs]
+url = "https://docs.example.com/mcp"
+audit_arguments = "maybe"
+"#,
+    );
+    assert_has(
+        &found,
+        "audit.stdout: give `file` or `stdout = true`, not both",
+    );
+    assert_has(
+        &found,
+        "audit.arguments: `some` is not one of `none`, `sha256`, `full`",
+    );
+    assert_has(
+        &found,
+        "upstreams.docs.audit_arguments: `maybe` is not one of",
+    );
+    assert_has(
+        &problems("none.toml", "[audit]\nqueue = 5\n"),
+        "audit: names no output",
+    );
+}

@@ -233,8 +233,8 @@ impl Checker<'_> {
             key,
             raw.validate_arguments,
             raw.pin,
-            raw.cache.as_ref(),
-            raw.tool_cache.as_ref(),
+            (raw.cache.as_ref(), raw.tool_cache.as_ref()),
+            raw.audit_arguments.as_deref(),
         );
         Some(UpstreamConfig {
             name: name?,

@@ -250,6 +250,7 @@ pub struct RawUpstream {
     pub pin: Option<bool>,
     pub cache: Option<RawCache>,
     pub tool_cache: Option<Entries<RawCache>>,
+    pub audit_arguments: Option<String>,
     // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,
     pub discovery_timeout_seconds: Option<f64>,

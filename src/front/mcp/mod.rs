@@ -287,7 +287,17 @@ impl Endpoint {
     ) -> Response<Body> {
         let principal = match settings.auth.authenticate(request.headers()).await {
             Ok(principal) => principal,
-            Err(denial) => return settings.auth.refuse(&denial),
+            Err(denial) => {
+                self.gateway.audit().record(&crate::audit::Record {
+                    kind: "auth",
+                    principal: "",
+                    endpoint: endpoint.as_virtual(),
+                    outcome: "refused",
+                    detail: Some(denial.reason()),
+                    ..Default::default()
+                });
+                return settings.auth.refuse(&denial);
+            }
         };
         let post = request.method() == Method::POST;
         // A GET holds no place: its stream stays open as long as the session.

@@ -287,11 +287,13 @@ async fn metrics_count_calls_and_feed_the_dashboard() {
         .filter_map(|rest| rest.split(' ').next())
         .collect();
     // The pass-through's series are checked where it serves (tests/it/passthrough.rs), the
-    // cache's where calls are cached (tests/it/definitions.rs).
+    // cache's where calls are cached (tests/it/definitions.rs), the audit log's where it
+    // writes (tests/it/audit.rs).
     let missing: Vec<_> = dashboard_metrics()
         .into_iter()
         .filter(|name| !name.starts_with("switchyard_passthrough_"))
         .filter(|name| !name.starts_with("switchyard_cache_"))
+        .filter(|name| !name.starts_with("switchyard_audit_"))
         .filter(|name| !exposed.contains(name.as_str()))
         .collect();
     assert!(

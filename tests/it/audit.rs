@@ -196,26 +196,12 @@ async fn an_audit_log_written_under_load_verifies_and_names_what_was_tampered_wi
             .iter()
             .any(|line| line.contains("not-a-key"))
     );
-    let metrics = gw
-        .admin_request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     assert!(
         metrics.contains("switchyard_audit_records_total{outcome=\"written\"} 202"),
         "{metrics}"
     );
-    for name in crate::operate::dashboard_metrics() {
-        if name.starts_with("switchyard_audit_") {
-            assert!(
-                metrics.contains(&format!("# TYPE {name} ")),
-                "the dashboard's {name}"
-            );
-        }
-    }
+    crate::operate::assert_dashboard_series(&metrics, "switchyard_audit_");
 
     // Tampering, each on a copy: a changed byte, a removed record, two records swapped.
     let copy = |edit: &dyn Fn(&mut Vec<String>)| -> (bool, String) {

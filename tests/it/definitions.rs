@@ -277,14 +277,7 @@ async fn a_broken_definition_leaves_the_rest_of_its_upstream_served() {
             .iter()
             .any(|(name, why)| *name == "walk" && why.contains("before"))
     );
-    let metrics = gw
-        .admin_request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     assert!(
         metrics.contains("switchyard_catalog_rejected{upstream=\"up\"} 4"),
         "{metrics}"
@@ -440,14 +433,7 @@ async fn cached_calls_reach_the_upstream_once() {
     assert_eq!(a.unwrap().content, b.unwrap().content);
     assert_eq!(server.calls(&format!("{SLOW}report")).len(), 1, "coalesced");
 
-    let metrics = gw
-        .admin_request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     let count = |outcome: &str| {
         metrics
             .lines()
@@ -459,14 +445,7 @@ async fn cached_calls_reach_the_upstream_once() {
             .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
             .unwrap_or_default()
     };
-    for name in crate::operate::dashboard_metrics() {
-        if name.starts_with("switchyard_cache_") {
-            assert!(
-                metrics.contains(&format!("# TYPE {name} ")),
-                "the dashboard's {name}"
-            );
-        }
-    }
+    crate::operate::assert_dashboard_series(&metrics, "switchyard_cache_");
     assert!(count("hit") >= 4.0, "{metrics}");
     assert!(count("miss") >= 5.0, "{metrics}");
     assert!(count("coalesced") + count("hit") >= 5.0, "{metrics}");

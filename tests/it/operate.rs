@@ -183,6 +183,19 @@ async fn policy_and_endpoints_reload_live() {
 }
 
 /// The metric names in every query of the Grafana dashboard.
+/// Asserts that `scrape` exposes every series of the dashboard whose name starts with `prefix`
+/// (families that have series only once something happened, checked where it does).
+pub fn assert_dashboard_series(scrape: &str, prefix: &str) {
+    for name in dashboard_metrics() {
+        if name.starts_with(prefix) {
+            assert!(
+                scrape.contains(&format!("# TYPE {name} ")),
+                "the dashboard's {name}"
+            );
+        }
+    }
+}
+
 pub fn dashboard_metrics() -> BTreeSet<String> {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -246,14 +259,7 @@ async fn metrics_count_calls_and_feed_the_dashboard() {
     let unknown = call(&client, "demo__nonexistent", serde_json::json!({})).await;
     assert!(unknown.is_err());
     gw.gateway.reload_from_file(Trigger::Admin).await;
-    let scrape = gw
-        .admin_request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let scrape = gw.metrics_text().await;
     let line = |prefix: &str| {
         scrape
             .lines()

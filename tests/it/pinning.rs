@@ -97,14 +97,7 @@ async fn a_changed_description_is_held_until_an_operator_approves_it() {
             .contains("+  \"description\": \"Adds two numbers. Before")
     );
     assert_eq!(change["approved"]["description"], HONEST);
-    let metrics = gw
-        .admin_request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     assert!(
         metrics.contains("switchyard_tool_definition_changes_total{upstream=\"calc\"} 1"),
         "{metrics}"

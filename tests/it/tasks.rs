@@ -48,14 +48,7 @@ async fn gateway_for(everything: &Everything, users: &[&str]) -> TestGateway {
 
 /// The value of the `/metrics` line that starts with `prefix`.
 async fn metric(gw: &TestGateway, prefix: &str) -> f64 {
-    let scrape = gw
-        .admin_request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let scrape = gw.metrics_text().await;
     scrape
         .lines()
         .find(|line| line.starts_with(prefix))

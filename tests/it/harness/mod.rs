@@ -205,6 +205,17 @@ impl TestGateway {
         format!("http://{}{path}", self.admin)
     }
 
+    /// What `/metrics` on the admin listener serves now.
+    pub async fn metrics_text(&self) -> String {
+        self.admin_request(reqwest::Method::GET, "/metrics")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// A request to the admin listener, with its token.
     pub fn admin_request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let token = self.gateway.live().config.admin.token.clone();

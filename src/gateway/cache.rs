@@ -172,11 +172,8 @@ impl ResultCache {
 fn keep(answer: &Bytes) -> Option<Kept> {
     match wire::parse(answer).ok()? {
         wire::Message::Response { result, .. } => {
-            let failed = wire::Fields::of(result)
-                .and_then(|fields| fields.get("isError"))
-                .is_some_and(|flag| flag.get() == "true");
             let text = Bytes::copy_from_slice(result.get().as_bytes());
-            Some(Kept::Result(text, !failed))
+            Some(Kept::Result(text, !wire::reports_failure(result)))
         }
         wire::Message::Error { error, .. } => {
             Some(Kept::Error(Bytes::copy_from_slice(error.get().as_bytes())))

@@ -46,12 +46,10 @@ pub(super) fn record(
         return;
     }
     let (outcome, code) = match wire::parse(answer) {
-        Ok(wire::Message::Response { result, .. }) => {
-            let failed = wire::Fields::of(result)
-                .and_then(|fields| fields.get("isError"))
-                .is_some_and(|flag| flag.get() == "true");
-            (if failed { "tool_error" } else { "ok" }, None)
+        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
+            ("tool_error", None)
         }
+        Ok(wire::Message::Response { .. }) => ("ok", None),
         Ok(wire::Message::Error { error, .. }) => {
             let code = wire::Fields::of(error)
                 .and_then(|fields| fields.get("code"))

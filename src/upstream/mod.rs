@@ -26,6 +26,7 @@ mod principals;
 mod raw_client;
 mod relay;
 mod session_slot;
+mod settle;
 mod sse;
 mod status;
 mod stdio;
@@ -291,37 +292,6 @@ impl Upstream {
         } else {
             None
         }
-    }
-
-    /// What of `discovered` (lists this upstream gave) is served: pinned tools as approved,
-    /// and every tool's input schema compiled (those whose schema does not compile left out).
-    pub async fn settle(
-        &self,
-        discovered: UpstreamCatalog,
-    ) -> Result<UpstreamCatalog, UpstreamError> {
-        let name = self.name().as_str();
-        let settled = self
-            .pins
-            .settle(name, self.config.items.pin, discovered)
-            .await
-            .map_err(|error| UpstreamError::Discovery {
-                what: "pinned tool definitions",
-                reason: error.to_string(),
-            })?;
-        Ok(settled.checked())
-    }
-
-    /// Settles the shared lists last discovered again (an operator approved a pinned tool's
-    /// change), and forgets users' own lists, so that they are found again. Whether the
-    /// served lists changed.
-    pub async fn resettle(&self) -> Result<bool, UpstreamError> {
-        self.forget_personal();
-        let Some(discovered) = self.discovered.load_full() else {
-            return Ok(false);
-        };
-        let settled = self.settle((*discovered).clone()).await?;
-        self.catalog.store(Some(Arc::new(settled)));
-        Ok(true)
     }
 
     /// The shared connection, if it is up.

@@ -38,5 +38,12 @@ pub fn is_error_answer(answer: &[u8]) -> bool {
     }
 }
 
+/// Whether a tool call's `result` says the tool failed (its own `isError: true`).
+pub fn reports_failure(result: &serde_json::value::RawValue) -> bool {
+    Fields::of(result)
+        .and_then(|fields| fields.get("isError"))
+        .is_some_and(|flag| flag.get() == "true")
+}
+
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,7 @@
 //! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
 //! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
 //! | `store`      | what outlives the process and what replicas share: which sessions are alive, their stream events, upstream sessions and subscriptions (in the embedded file, or in Redis with which replicas are alive and the news between them); private files (keys, tokens) |
+//! | `telemetry` | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
 //! | `hook`, `config`, `wire`, `protocol`, `error`, `policy`, `clock`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, identifier newtypes, whom a request is for |
 //!
 //! Beside the path: `passthrough` (`/servers/{name}/mcp`: one upstream proxied byte for byte
@@ -67,6 +68,10 @@
 //!
 //! # Where more attaches
 //!
+//! - Traces: `request::Request` decides whether a request is traced as it is built
+//!   (`telemetry::Trace`); `session::serve` runs it in its server span, `router` adds the
+//!   routing, connection and upstream-call spans and passes the call's context on (a header on
+//!   HTTP, `params._meta.traceparent` everywhere); OAuth refreshes and store calls add theirs.
 //! - Metrics: `front::mcp` (requests by method and outcome, sessions, streams), `router::raw`
 //!   and the typed `Call::send` (calls by upstream, tool and outcome), the supervisor (states,
 //!   restarts) and the gateway's catalog rebuilds.
@@ -113,6 +118,7 @@ pub mod router;
 pub mod session;
 pub mod startup;
 pub mod store;
+pub mod telemetry;
 pub mod upstream;
 pub mod wire;
 

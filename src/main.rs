@@ -162,7 +162,35 @@ enum AuditCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format);
+    // A gateway's configuration is read before logging starts: its `[telemetry]` adds the
+    // exporter of traces to the logs' subscriber.
+    let run_args = match &cli.command {
+        None => Some(cli.run.clone()),
+        Some(Command::Run(args)) => Some(args.clone().or(cli.run.clone())),
+        Some(_) => None,
+    };
+    let loaded = match run_args.map(Loaded::read).transpose() {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            let _ = init_logging(cli.log_format, None);
+            return exit_code(Err(error));
+        }
+    };
+    let exporter = match init_logging(
+        cli.log_format,
+        loaded.as_ref().map(|loaded| &loaded.config.telemetry),
+    ) {
+        Ok(exporter) => exporter,
+        Err(error) => return exit_code(Err(error)),
+    };
+    let code = run_command(cli, loaded);
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
+    code
+}
+
+fn run_command(cli: Cli, loaded: Option<Loaded>) -> ExitCode {
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     if let Some(threads) = cli.worker_threads {
@@ -176,32 +204,40 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async {
-        let result = match cli.command {
-            None => run(cli.run, cli.log_format).await,
+        let result = match (cli.command, loaded) {
             // `switchyard -c FILE run` and `switchyard run -c FILE` mean the same.
-            Some(Command::Run(args)) => run(args.or(cli.run), cli.log_format).await,
-            Some(Command::Check { config }) => check(config),
-            Some(Command::HashKey) => hash_key(),
-            Some(Command::Audit {
-                command: AuditCommand::Verify { files },
-            }) => verify_audit(&files),
-            Some(Command::Import(args)) => switchyard::import::run(&args),
-            Some(Command::DemoServer { http: None, .. }) => {
+            (None | Some(Command::Run(_)), Some(loaded)) => run(loaded, cli.log_format).await,
+            (None | Some(Command::Run(_)), None) => {
+                unreachable!("a gateway's config is read first")
+            }
+            (Some(Command::Check { config }), _) => check(config),
+            (Some(Command::HashKey), _) => hash_key(),
+            (
+                Some(Command::Audit {
+                    command: AuditCommand::Verify { files },
+                }),
+                _,
+            ) => verify_audit(&files),
+            (Some(Command::Import(args)), _) => switchyard::import::run(&args),
+            (Some(Command::DemoServer { http: None, .. }), _) => {
                 demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
             }
-            Some(Command::DemoServer {
-                http: Some(listen),
-                servers,
-                extra_tools,
-            }) => {
+            (
+                Some(Command::DemoServer {
+                    http: Some(listen),
+                    servers,
+                    extra_tools,
+                }),
+                _,
+            ) => {
                 let fleet = demo::Fleet {
                     servers,
                     extra_tools,
                 };
                 serve_demo_http(listen, fleet).await
             }
-            Some(Command::Bench(args)) => return run_bench(&args).await,
-            Some(Command::BareHop { listen, upstream }) => bare_hop(listen, &upstream).await,
+            (Some(Command::Bench(args)), _) => return run_bench(&args).await,
+            (Some(Command::BareHop { listen, upstream }), _) => bare_hop(listen, &upstream).await,
         };
         exit_code(result)
     })
@@ -232,20 +268,31 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
 /// rmcp's HTTP client and transport worker log their failures with the upstream's URL, whose
 /// query may hold a secret, and Switchyard reports those failures itself: their lines are off
 /// unless `RUST_LOG` names rmcp.
-fn init_logging(format: LogFormat) {
+fn init_logging(
+    format: LogFormat,
+    telemetry: Option<&config::TelemetrySettings>,
+) -> anyhow::Result<Option<switchyard::telemetry::Exporter>> {
+    use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
     const QUIET: &str = "rmcp::transport::streamable_http_client=off,rmcp::transport::worker=off";
     let filter = match std::env::var("RUST_LOG") {
         Ok(asked) if asked.contains("rmcp") => EnvFilter::new(asked),
         Ok(asked) if !asked.trim().is_empty() => EnvFilter::new(format!("{asked},{QUIET}")),
         _ => EnvFilter::new(format!("info,rmcp=warn,{QUIET}")),
     };
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().flatten_event(true).init(),
-    }
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => logs.with_filter(filter).boxed(),
+        LogFormat::Json => logs.json().flatten_event(true).with_filter(filter).boxed(),
+    };
+    let (traces, exporter) = match telemetry {
+        Some(settings) => switchyard::telemetry::layer(settings)?.unzip(),
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(traces)
+        .init();
+    Ok(exporter)
 }
 
 fn hash_key() -> anyhow::Result<()> {
@@ -263,14 +310,42 @@ fn hash_key() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(args: RunArgs, log_format: LogFormat) -> anyhow::Result<()> {
-    let path = args.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
-    let overrides = config::Overrides {
-        listen: args.listen,
-        admin_listen: args.admin_listen,
-        passthrough_listen: args.passthrough_listen,
-    };
-    let mut config = config::load_overridden(&path, &overrides)?;
+/// A gateway's configuration, read as the command line says.
+struct Loaded {
+    args: RunArgs,
+    path: PathBuf,
+    overrides: config::Overrides,
+    config: config::Config,
+}
+
+impl Loaded {
+    fn read(args: RunArgs) -> anyhow::Result<Self> {
+        let path = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+        let overrides = config::Overrides {
+            listen: args.listen,
+            admin_listen: args.admin_listen,
+            passthrough_listen: args.passthrough_listen,
+        };
+        let config = config::load_overridden(&path, &overrides)?;
+        Ok(Self {
+            args,
+            path,
+            overrides,
+            config,
+        })
+    }
+}
+
+async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result<()> {
+    let Loaded {
+        args,
+        path,
+        overrides,
+        mut config,
+    } = loaded;
     let written = written_in_file(&path, &config, &overrides);
     let (admin_token, origin) = AdminToken::for_config(&config).context(
         "cannot read or make the admin token ([admin] token, or admin.token in [oauth] state_dir)",

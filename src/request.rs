@@ -11,7 +11,8 @@ use crate::{
     gateway::Live,
     policy::{EndpointName, Viewer},
     principal::Principal,
-    protocol::Era,
+    protocol::{Era, MODERN},
+    telemetry::{Arriving, Trace},
     wire::ParsedRequest,
 };
 
@@ -42,6 +43,8 @@ pub struct Request {
     pub message: ParsedRequest,
     /// The client's HTTP headers (some are forwarded to upstreams that ask for them).
     pub headers: http::HeaderMap,
+    /// Whether it is traced, its span, and the trace context its upstream calls pass on.
+    pub trace: Trace,
     /// What the caller sees of `live`'s catalog, found on first use.
     view: OnceLock<Arc<Catalog>>,
 }
@@ -54,12 +57,45 @@ impl Request {
         message: ParsedRequest,
         headers: http::HeaderMap,
     ) -> Self {
+        let version = match era {
+            Era::Modern => Some(MODERN.as_str()),
+            // The version the session agreed on, which its client repeats in a header.
+            Era::Legacy => headers
+                .get("mcp-protocol-version")
+                .and_then(|version| version.to_str().ok()),
+        };
+        let trace = Trace::of(
+            &headers,
+            message.meta(),
+            &Arriving {
+                method: message.method(),
+                era: version,
+                id: message.id(),
+                principal: caller.principal.as_str(),
+                endpoint: caller.endpoint.as_virtual().unwrap_or("main"),
+            },
+        );
         Self {
             live,
             caller,
             era,
             message,
             headers,
+            trace,
+            view: OnceLock::new(),
+        }
+    }
+
+    /// A request made of `outer`'s, with `message` (a gateway tool's inner call): the same
+    /// caller, snapshot and trace.
+    pub fn within(outer: &Self, message: ParsedRequest) -> Self {
+        Self {
+            live: outer.live.clone(),
+            caller: outer.caller.clone(),
+            era: outer.era,
+            message,
+            headers: outer.headers.clone(),
+            trace: outer.trace.nested(),
             view: OnceLock::new(),
         }
     }

@@ -43,6 +43,7 @@ fn raw_round_trip(request: &[u8], answer: &[u8], upstream: &UpstreamName) -> usi
     let rewrite = Rewrite {
         era: Era::Legacy,
         has_progress: false,
+        trace: None,
     };
     let sent = upstream_request(
         Routed::Tool.method(),

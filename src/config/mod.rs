@@ -21,6 +21,7 @@ mod parse;
 mod raw;
 mod server;
 mod store;
+mod telemetry;
 mod upstream;
 mod validate;
 
@@ -36,6 +37,7 @@ pub use items::{CacheRule, ItemRules};
 pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use load::{ConfigError, Problem, load, load_overlaid, load_overridden, load_with, parse_str};
 pub use store::{StoreKind, StoreSettings};
+pub use telemetry::TelemetrySettings;
 
 pub use crate::names::PrefixMode;
 pub use catalog::{CatalogSettings, DEFAULT_SEPARATOR, PinChanged, PinNew, check_separator};
@@ -76,6 +78,8 @@ pub struct Config {
     pub store: StoreSettings,
     /// `[audit]`: the audit log.
     pub audit: AuditSettings,
+    /// `[telemetry]`: OpenTelemetry traces (applied at start).
+    pub telemetry: TelemetrySettings,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
 }

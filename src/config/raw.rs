@@ -30,4 +30,5 @@ pub struct RawConfig {
     pub endpoints: Option<Entries<super::access::RawEndpoint>>,
     pub store: Option<super::store::RawStore>,
     pub audit: Option<super::audit::RawAudit>,
+    pub telemetry: Option<super::telemetry::RawTelemetry>,
 }

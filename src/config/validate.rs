@@ -52,6 +52,7 @@ pub fn validate(
     );
     let store = check.store(raw.store.as_ref());
     let audit = check.audit(raw.audit.as_ref());
+    let telemetry = check.telemetry(raw.telemetry.as_ref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -136,6 +137,7 @@ pub fn validate(
         endpoints,
         store,
         audit,
+        telemetry,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay

@@ -259,6 +259,10 @@ fn keep_fixed(old: &Config, next: &mut Config, written: &Option<Written>) -> Vec
         needs_restart.push("store".to_owned());
         next.store = old.store.clone();
     }
+    if next.telemetry != old.telemetry {
+        needs_restart.push("telemetry".to_owned());
+        next.telemetry = old.telemetry.clone();
+    }
     if next.admin != old.admin {
         needs_restart.push("admin".to_owned());
         next.admin = old.admin.clone();

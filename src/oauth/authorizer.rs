@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use dashmap::DashMap;
+use tracing::Instrument;
 use url::Url;
 
 use super::{
@@ -349,6 +350,7 @@ impl Authorizer {
         let refreshed = self
             .exchange(&token.endpoint, &token.client)
             .refresh(refresh_token, &token.scopes)
+            .instrument(crate::telemetry::child("oauth refresh"))
             .await;
         self.refreshes[usize::from(refreshed.is_err())]
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

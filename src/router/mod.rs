@@ -30,12 +30,14 @@ use rmcp::{
     service::PeerRequestOptions,
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use self::{
     mrtr::Answerable,
     timeout::{Stage, Timer},
 };
 use crate::{
+    config::TransportConfig,
     downstream::Downstream,
     error::{GatewayError, Side},
     gateway::{authorization_required, unavailable},
@@ -44,6 +46,7 @@ use crate::{
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
     request::Request,
     store::Sealer,
+    telemetry,
     upstream::{Connection, InFlight, Upstream},
 };
 
@@ -274,12 +277,26 @@ impl<S: ConnectionSource> Call<'_, S> {
         tool: Option<&str>,
         meta: Option<&RequestMetaObject>,
     ) -> Result<ServerResult, GatewayError> {
+        let call = self.upstream_call(upstream);
+        self.send_in_span(upstream, request, tool, meta)
+            .instrument(call)
+            .await
+    }
+
+    async fn send_in_span(
+        &self,
+        upstream: &Arc<Upstream>,
+        request: ClientRequest,
+        tool: Option<&str>,
+        meta: Option<&RequestMetaObject>,
+    ) -> Result<ServerResult, GatewayError> {
         let mut timer = Timer::start(upstream, tool);
         // Created first, so that an outage declared from now on ends this request.
         let outage = upstream.outage();
         tokio::pin!(outage);
         let _admitted = self.admit(upstream, &mut timer).await?;
         let connection = self.connect(upstream, &mut timer).await?;
+        let trace = self.request.trace.passed();
         let failed = |error| {
             if is_transport_failure(&error) {
                 upstream.suspect();
@@ -288,7 +305,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         };
         let peer = connection.peer();
         let handle = match peer
-            .send_request_with_option(request, options(meta, connection.era()))
+            .send_request_with_option(request, options(meta, connection.era(), trace))
             .await
         {
             Ok(handle) => handle,
@@ -359,14 +376,29 @@ impl<S: ConnectionSource> Call<'_, S> {
         upstream: &Arc<Upstream>,
         timer: &mut Timer<'_>,
     ) -> Result<Arc<Connection>, GatewayError> {
-        tokio::select! {
-            connection = self.source.connection(upstream) => match connection {
-                Ok(connection) => Ok(connection),
-                Err(error) => Err(self.or_authorization(upstream, error).await),
-            },
-            _ = timer.expired() => Err(timer.error(upstream, Stage::Connecting)),
-            _ = self.ct.cancelled() => Err(GatewayError::Cancelled),
-        }
+        let waiting = async {
+            tokio::select! {
+                connection = self.source.connection(upstream) => match connection {
+                    Ok(connection) => Ok(connection),
+                    Err(error) => Err(self.or_authorization(upstream, error).await),
+                },
+                _ = timer.expired() => Err(timer.error(upstream, Stage::Connecting)),
+                _ = self.ct.cancelled() => Err(GatewayError::Cancelled),
+            }
+        };
+        waiting.instrument(telemetry::child("connection")).await
+    }
+
+    /// The span of this request's call to `upstream`, in which its trace context is handed
+    /// on (see `telemetry::Trace::upstream_call`).
+    fn upstream_call(&self, upstream: &Upstream) -> tracing::Span {
+        let transport = match upstream.config().transport {
+            TransportConfig::Stdio(_) => "pipe",
+            TransportConfig::Http(_) => "tcp",
+        };
+        self.request
+            .trace
+            .upstream_call(self.request.method(), upstream.name().as_str(), transport)
     }
 }
 
@@ -448,21 +480,30 @@ fn is_transport_failure(error: &rmcp::ServiceError) -> bool {
 /// token (rmcp assigns its own and the relay maps it back), and for the 2026-07-28 keys
 /// (protocol version, client info and capabilities) when the upstream session is a legacy one,
 /// which announced those at `initialize`.
-fn options(meta: Option<&RequestMetaObject>, era: Era) -> PeerRequestOptions {
-    let Some(client_meta) = meta.map(|meta| &meta.0.0) else {
-        return PeerRequestOptions::no_options();
-    };
+fn options(
+    meta: Option<&RequestMetaObject>,
+    era: Era,
+    trace: Option<&telemetry::Passed>,
+) -> PeerRequestOptions {
+    let empty = JsonObject::new();
+    let client_meta = meta.map_or(&empty, |meta| &meta.0.0);
     let forwarded = |key: &String| {
         key != META_PROGRESS_TOKEN && (era == Era::Modern || !key.starts_with(META_PREFIX))
     };
-    if !client_meta.keys().any(forwarded) {
+    let trace = trace.filter(|trace| trace.into_meta);
+    if trace.is_none() && !client_meta.keys().any(forwarded) {
         return PeerRequestOptions::no_options();
     }
-    let meta: JsonObject = client_meta
+    let mut meta: JsonObject = client_meta
         .iter()
         .filter(|(key, _)| forwarded(key))
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
+    if let Some(trace) = trace {
+        for (key, value) in trace.fields() {
+            meta.insert(key.to_owned(), serde_json::Value::String(value.to_owned()));
+        }
+    }
     PeerRequestOptions::no_options().with_meta(RequestMetaObject(MetaObject(meta)))
 }
 

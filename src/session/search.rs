@@ -173,13 +173,7 @@ pub fn unwrap_call(request: &Request) -> Result<Request, Bytes> {
         .ok()
         .and_then(|parsed| parsed.into_request().ok())
         .ok_or_else(|| invalid(id, "the call cannot be read"))?;
-    Ok(Request::new(
-        request.live.clone(),
-        request.caller.clone(),
-        request.era,
-        message,
-        request.headers.clone(),
-    ))
+    Ok(Request::within(request, message))
 }
 
 fn arguments(request: &Request) -> Option<Value> {

@@ -37,6 +37,7 @@ use crate::{
     },
     request::{Caller, Request},
     router::{Call, Routed, Target, TaskMethod},
+    telemetry,
     wire::{self, Fields},
 };
 
@@ -61,15 +62,23 @@ pub fn serve(
 ) -> Served {
     let (sender, messages) = pipe(OUTLET_CAPACITY);
     let gateway = gateway.clone();
-    // Built only when debug logs are on (its fields are not evaluated otherwise); the router
-    // records the upstream and tool. Never the session id itself, nor the arguments.
-    let span = tracing::debug_span!(
-        "request",
-        method = request.method(),
-        session = session.as_ref().map(|s| super::short_hash(s.id())),
-        upstream = tracing::field::Empty,
-        tool = tracing::field::Empty,
-    );
+    // A traced request runs in its server span. Otherwise this one is built only when debug
+    // logs are on (its fields are not evaluated otherwise); the router records the upstream
+    // and tool. Never the session id itself, nor the arguments.
+    let span = if request.trace.is_traced() {
+        if let Some(session) = &session {
+            request.trace.session(&super::short_hash(session.id()));
+        }
+        request.trace.span().clone()
+    } else {
+        tracing::debug_span!(
+            "request",
+            method = request.method(),
+            session = session.as_ref().map(|s| super::short_hash(s.id())),
+            upstream = tracing::field::Empty,
+            tool = tracing::field::Empty,
+        )
+    };
     let request = Arc::new(request);
     let work = Box::pin(tracing::Instrument::instrument(
         async move {
@@ -90,11 +99,11 @@ pub fn serve(
                 ct: &ct,
             };
             let answer = serving.answer(found, outlet).await;
-            timer.finish(if wire::is_error_answer(&answer) {
-                Outcome::Error
-            } else {
-                Outcome::Ok
-            });
+            let failed = wire::is_error_answer(&answer);
+            timer.finish(if failed { Outcome::Error } else { Outcome::Ok });
+            if failed {
+                request.trace.finish(&answer);
+            }
             drop(in_flight);
             answer
         },
@@ -174,7 +183,11 @@ impl Serving<'_> {
             Fast::Routed(kind) => kind,
         };
         let audit = self.gateway.audit();
-        let target = match found.unwrap_or_else(|| Target::of(request, kind)) {
+        let found = found.unwrap_or_else(|| {
+            let _routing = telemetry::child("route").entered();
+            Target::of(request, kind)
+        });
+        let target = match found {
             Ok(target) => target,
             Err(error) => {
                 let answer = call.failed(error);
@@ -190,6 +203,9 @@ impl Serving<'_> {
                 None,
             );
         }
+        request
+            .trace
+            .routed(method, target.upstream.name().as_str(), &target.original);
         let subject = audit.is_on().then(|| audited::Subject::of(&target));
         let cached = cached::cached_as(request, &target);
         let upstream = target.upstream.clone();

@@ -12,8 +12,10 @@
 use std::time::Duration;
 
 use redis::AsyncCommands;
+use tracing::Instrument;
 
 use super::{Store, StoreError, redis::Redis, redis::failure};
+use crate::telemetry;
 
 /// A lease this replica holds, until it lapses or is given back.
 pub struct Lease {
@@ -36,7 +38,9 @@ impl Store {
         kind: &'static str,
         key: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        self.fetch_record(kind, key, false).await
+        self.fetch_record(kind, key, false)
+            .instrument(telemetry::child("store load"))
+            .await
     }
 
     /// Writes the record of `kind` under `key` (sealed), replacing any; it lapses after `ttl`
@@ -49,6 +53,7 @@ impl Store {
         ttl: Option<Duration>,
     ) -> Result<(), StoreError> {
         self.set_record(kind, key, plain, ttl, false)
+            .instrument(telemetry::child("store save"))
             .await
             .map(drop)
     }

@@ -390,12 +390,18 @@ async fn serve<T>(
     era: Era,
 ) -> Result<RunningService<RoleClient, UpstreamClient>, UpstreamError>
 where
-    T: Transport<RoleClient> + 'static,
+    T: Transport<RoleClient> + Send + 'static,
 {
     let transport = Inbound::new(transport, relay.clone(), injected);
-    handler
-        .serve_with_lifecycle(transport, lifecycle(era))
+    // In a task of its own: rmcp runs the session under the span current where it starts,
+    // which must not be that of the request that happened to open it (a traced request's
+    // spans would stay open, and unexported, as long as the session).
+    let handshake = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(
+        handler.serve_with_lifecycle(transport, lifecycle(era)),
+    ));
+    handshake
         .await
+        .map_err(|error| UpstreamError::Initialize(format!("the handshake task failed: {error}")))?
         .map_err(|error| match error {
             // The server answered, and said no: it may speak only another protocol era.
             ClientInitializeError::JsonRpcError(error) => {

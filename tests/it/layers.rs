@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["pins"],
     &["catalog", "downstream", "oauth"],
     &["audit", "error", "store"],
+    &["telemetry"],
     &["config", "hook", "metrics", "protocol", "wire"],
     &["policy"],
     &["clock", "names", "principal"],

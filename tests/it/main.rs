@@ -33,5 +33,6 @@ mod routing;
 mod search;
 mod sessions;
 mod tasks;
+mod telemetry;
 mod transports;
 mod users;

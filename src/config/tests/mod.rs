@@ -6,6 +6,7 @@ mod items;
 mod mcp_json;
 mod oauth;
 mod store;
+mod telemetry;
 
 use std::{collections::HashMap, path::Path, time::Duration};
 

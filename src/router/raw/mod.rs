@@ -24,6 +24,7 @@ use rmcp::model::{
     LoggingMessageNotificationParam, RequestId, ServerJsonRpcMessage,
 };
 use serde_json::value::RawValue;
+use tracing::Instrument;
 
 use super::{
     Call, ConnectionSource, log_failure,
@@ -33,6 +34,7 @@ use super::{
 };
 use crate::{
     catalog::TaskSupport,
+    config::TransportConfig,
     downstream::Downstream,
     error::GatewayError,
     gateway::unavailable,
@@ -58,14 +60,24 @@ impl<S: ConnectionSource> Call<'_, S> {
         if let Some(tool) = target.tool() {
             span.record("tool", tool);
         }
-        let forwarded = upstream.config().forwarded(&self.request.headers);
+        let call = self.upstream_call(upstream);
+        let mut forwarded = upstream.config().forwarded(&self.request.headers);
+        if let (Some(trace), TransportConfig::Http(_)) =
+            (self.request.trace.passed(), &upstream.config().transport)
+        {
+            forwarded.extend(trace.headers());
+        }
         let started = std::time::Instant::now();
-        let result = match self.task_mode(target).await {
-            Ok(TaskMode::Plain) => self.forward(target, &forwarded).await,
-            Ok(TaskMode::Bridged) => self.bridged(target, &forwarded).await,
-            Ok(TaskMode::Translated) => self.translated(target, &forwarded).await,
-            Err(error) => Err(error),
-        };
+        let result = async {
+            match self.task_mode(target).await {
+                Ok(TaskMode::Plain) => self.forward(target, &forwarded).await,
+                Ok(TaskMode::Bridged) => self.bridged(target, &forwarded).await,
+                Ok(TaskMode::Translated) => self.translated(target, &forwarded).await,
+                Err(error) => Err(error),
+            }
+        }
+        .instrument(call)
+        .await;
         if let Some(tool) = target.tool() {
             let outcome = match &result {
                 Ok(answer) if wire::is_error_answer(answer) => ToolOutcome::Error,
@@ -131,7 +143,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let _admitted = self.admit(upstream, &mut timer).await?;
         let empty = Fields::default();
         let params = self.request.message.params().unwrap_or(&empty);
-        let write = |number, rewrite| {
+        let write = |number, rewrite: Rewrite<'_>| {
             upstream_request(
                 target.kind.method(),
                 target.kind.field(),
@@ -178,6 +190,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             let rewrite = Rewrite {
                 era: raw.era(),
                 has_progress: self.downstream.progress_token.is_some(),
+                trace: self.request.trace.passed().filter(|trace| trace.into_meta),
             };
             let outgoing = Outgoing {
                 id: number,

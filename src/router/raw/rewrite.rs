@@ -12,6 +12,7 @@ use crate::{
     catalog::NameScheme,
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
+    telemetry::{Passed, TRACEPARENT, TRACESTATE},
     wire::{self, Edit, Fields, object::write_string},
 };
 
@@ -43,15 +44,17 @@ pub(super) fn reports_tool_error(answer: &[u8]) -> bool {
     })
 }
 
-/// What a routed request's `_meta` must lose on its way upstream.
+/// What a routed request's `_meta` must lose, or gain, on its way upstream.
 #[derive(Debug, Clone, Copy)]
-pub struct Rewrite {
+pub struct Rewrite<'a> {
     /// The era of the upstream session: a legacy one must not see the 2026-07-28 lifecycle keys
     /// (it announced its client at `initialize`).
     pub era: Era,
     /// The client asked for progress: its token is replaced by the request's own id, so that
     /// progress comes back under a token no other client uses.
     pub has_progress: bool,
+    /// The trace context the upstream is given in `_meta` (replacing the client's).
+    pub trace: Option<&'a Passed>,
 }
 
 /// The upstream request `number` of `method` whose params are the client's `params`, as they
@@ -63,18 +66,30 @@ pub fn upstream_request(
     number: i64,
     original: &str,
     params: &Fields<'_>,
-    rewrite: Rewrite,
+    rewrite: Rewrite<'_>,
     added: &[(&str, &str)],
 ) -> Bytes {
     let mut id = itoa::Buffer::new();
     let id = id.format(number);
     let meta = params.get("_meta");
+    let trace = rewrite.trace.map(trace_fields);
     let rewrite_meta = meta.is_some_and(|meta| {
-        rewrite.has_progress || (rewrite.era == Era::Legacy && meta.get().contains(META_PREFIX))
+        rewrite.has_progress
+            || trace.is_some()
+            || (rewrite.era == Era::Legacy && meta.get().contains(META_PREFIX))
     });
     let new_meta = rewrite_meta
-        .then(|| meta.and_then(|meta| rewritten_meta(meta, rewrite.era, id)))
+        .then(|| meta.and_then(|meta| rewritten_meta(meta, rewrite.era, id, trace.as_deref())))
         .flatten();
+    // A `_meta` of the trace context alone, where the client sent none.
+    let trace_meta = match (meta, &trace) {
+        (None, Some(trace)) => Some(meta_of(trace)),
+        _ => None,
+    };
+    let mut appended: smallvec::SmallVec<[(&str, &str); 2]> = added.iter().copied().collect();
+    if let Some(trace_meta) = &trace_meta {
+        appended.push(("_meta", trace_meta));
+    }
     let size: usize = params
         .iter()
         .map(|(k, v)| k.len() + v.get().len() + 4)
@@ -99,26 +114,57 @@ pub fn upstream_request(
             },
             _ => Edit::Keep,
         },
-        added,
+        &appended,
     );
     out.push(b'}');
     wire::freeze(out)
 }
 
+/// `trace`'s `_meta` keys with their values as JSON strings.
+fn trace_fields(trace: &Passed) -> Vec<(&'static str, String)> {
+    trace
+        .fields()
+        .map(|(key, value)| {
+            let mut text = Vec::with_capacity(value.len() + 2);
+            write_string(&mut text, value);
+            (key, String::from_utf8(text).unwrap_or_default())
+        })
+        .collect()
+}
+
+/// A `_meta` object of `fields` alone.
+fn meta_of(fields: &[(&'static str, String)]) -> String {
+    let mut out = Vec::new();
+    Fields::default().write(&mut out, |_| Edit::Keep, &pairs(fields));
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn pairs<'a>(fields: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    fields.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
 /// `_meta` for the upstream: the progress token is the request's own id (so that progress
 /// comes back under it), and on a legacy session the lifecycle keys are left out. `None` if
 /// nothing remains.
-fn rewritten_meta(meta: &RawValue, era: Era, id_text: &str) -> Option<String> {
+fn rewritten_meta(
+    meta: &RawValue,
+    era: Era,
+    id_text: &str,
+    trace: Option<&[(&'static str, String)]>,
+) -> Option<String> {
     let fields = Fields::of(meta)?;
     let mut out = Vec::with_capacity(meta.get().len());
+    let trace = trace.unwrap_or_default();
     fields.write(
         &mut out,
         |key| match key {
             META_PROGRESS_TOKEN => Edit::Value(id_text),
             key if era == Era::Legacy && key.starts_with(META_PREFIX) => Edit::Drop,
+            // The client's context gives way to the gateway's (written after the rest).
+            TRACEPARENT | TRACESTATE if !trace.is_empty() => Edit::Drop,
             _ => Edit::Keep,
         },
-        &[],
+        &pairs(trace),
     );
     (out.len() > 2).then(|| String::from_utf8(out).unwrap_or_default())
 }
@@ -194,5 +240,60 @@ fn shape_for(result: &str, kind: Routed, era: Era) -> Option<String> {
             String::from_utf8(out).ok()
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+    use serde_json::{Value, json};
+
+    use super::{Rewrite, upstream_request};
+    use crate::{protocol::Era, telemetry::Passed, wire::Fields};
+
+    fn written(params: &Value, trace: Option<&Passed>) -> Value {
+        let text = params.to_string();
+        let params = Fields::of_text(&text).unwrap();
+        let rewrite = Rewrite {
+            era: Era::Legacy,
+            has_progress: false,
+            trace,
+        };
+        let body = upstream_request("tools/call", "name", 9, "echo", &params, rewrite, &[]);
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[test]
+    fn the_gateways_trace_context_replaces_the_clients_and_nothing_else() {
+        let gateway = Passed {
+            traceparent: HeaderValue::from_static(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01",
+            ),
+            tracestate: None,
+            into_meta: true,
+        };
+        let params = json!({"name": "web__echo", "arguments": {"a": 1}, "_meta": {
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "tracestate": "vendor=x",
+            "com.example/k": [1, 2]
+        }});
+        let sent = written(&params, Some(&gateway));
+        assert_eq!(
+            sent["params"],
+            json!({"name": "echo", "arguments": {"a": 1}, "_meta": {
+                "com.example/k": [1, 2],
+                "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"
+            }})
+        );
+        // Without a `_meta` of the client's, one holds the context alone.
+        let sent = written(&json!({"name": "web__echo"}), Some(&gateway));
+        assert_eq!(
+            sent["params"]["_meta"],
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"})
+        );
+        // Untraced, the client's `_meta` goes on as it came.
+        let sent = written(&params, None);
+        assert_eq!(sent["params"]["_meta"], params["_meta"]);
+        assert_eq!(sent["id"], 9);
     }
 }

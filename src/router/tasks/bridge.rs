@@ -60,7 +60,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             .map_or(DEFAULT_POLL, Duration::from_millis)
             .clamp(FASTEST_POLL, SLOWEST_POLL);
         let result_params = serde_json::json!({ "taskId": created.task }).to_string();
-        let write_result = |number: i64, _| -> Bytes {
+        let write_result = |number: i64, _: crate::router::Rewrite<'_>| -> Bytes {
             wire::write::request(
                 itoa::Buffer::new().format(number),
                 "tasks/result",

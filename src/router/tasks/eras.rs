@@ -92,7 +92,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         upstream: &std::sync::Arc<Upstream>,
     ) -> Result<(Value, bool), GatewayError> {
         let params = json!({ "taskId": handle.task }).to_string();
-        let write = |number: i64, _| -> Bytes {
+        let write = |number: i64, _: crate::router::Rewrite<'_>| -> Bytes {
             wire::write::request(
                 itoa::Buffer::new().format(number),
                 "tasks/result",

@@ -61,7 +61,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 Some(cursor) => serde_json::json!({ "cursor": cursor }).to_string(),
                 None => "{}".to_owned(),
             };
-            let write = |number: i64, _: Rewrite| -> Bytes {
+            let write = |number: i64, _: Rewrite<'_>| -> Bytes {
                 let id = itoa::Buffer::new().format(number).to_owned();
                 wire::write::request(&id, "tasks/list", Some(params.as_bytes())).into()
             };

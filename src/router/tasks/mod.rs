@@ -141,7 +141,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let upstream = self.request.live.serving_upstream(&handle.upstream)?;
         let empty = Fields::default();
         let params = self.request.message.params().unwrap_or(&empty);
-        let write = |number, rewrite| {
+        let write = |number, rewrite: crate::router::Rewrite<'_>| {
             upstream_request(
                 method.method(),
                 "taskId",
@@ -287,7 +287,7 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<AsTask, GatewayError> {
         let empty = Fields::default();
         let params = self.request.message.params().unwrap_or(&empty);
-        let write = |number, rewrite| {
+        let write = |number, rewrite: crate::router::Rewrite<'_>| {
             upstream_request(
                 Routed::Tool.method(),
                 Routed::Tool.field(),

@@ -18,6 +18,7 @@
 //! | `catalog`    | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint and policy |
 //! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery, supervision, limits |
 //! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
+//! | `quota`      | what a call may spend: `[[quota]]` and the per-principal `[limits]`, counted in Redis (one Lua script per call, shared by replicas) or in the process |
 //! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
 //! | `store`      | what outlives the process and what replicas share: which sessions are alive, their stream events, upstream sessions and subscriptions (in the embedded file, or in Redis with which replicas are alive and the news between them); private files (keys, tokens) |
 //! | `telemetry` | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
@@ -112,6 +113,7 @@ pub mod pins;
 pub mod policy;
 pub mod principal;
 pub mod protocol;
+pub mod quota;
 pub mod reload;
 pub mod request;
 pub mod router;

@@ -165,6 +165,8 @@ pub struct Metrics {
     pub cache: IntCounterVec,
     /// Audit records by outcome (written, dropped, failed).
     pub audit: IntCounterVec,
+    /// Calls checked against a quota or a per-principal limit, by its name and outcome.
+    pub quota: IntCounterVec,
     pub sessions_active: IntGauge,
     pub sessions_opened: IntCounter,
     pub streams_open: IntGauge,
@@ -281,6 +283,16 @@ impl Metrics {
                 ),
                 &["outcome"],
             )?,
+            quota: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_quota_checks_total",
+                    "Calls checked against a quota (`[[quota]]` by name, or a per-principal \
+                     `[limits]` key), by outcome (admitted; refused: beyond it, answered 429; \
+                     local: admitted or refused by this process's own count while the shared \
+                     store was unreachable)",
+                ),
+                &["quota", "outcome"],
+            )?,
             reloads: IntCounterVec::new(
                 Opts::new(
                     "switchyard_config_reloads_total",
@@ -323,6 +335,7 @@ impl Metrics {
         registry.register(Box::new(metrics.tool_changes.clone()))?;
         registry.register(Box::new(metrics.cache.clone()))?;
         registry.register(Box::new(metrics.audit.clone()))?;
+        registry.register(Box::new(metrics.quota.clone()))?;
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;
         registry.register(Box::new(metrics.streams_open.clone()))?;

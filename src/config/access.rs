@@ -88,7 +88,7 @@ impl Checker<'_> {
         out
     }
 
-    fn who(&mut self, key: &str, raw: Option<&RawWho>) -> Who {
+    pub(super) fn who(&mut self, key: &str, raw: Option<&RawWho>) -> Who {
         let Some(raw) = raw else {
             return Who::default();
         };
@@ -123,7 +123,7 @@ impl Checker<'_> {
         }
     }
 
-    fn items(&mut self, key: &str, raw: Option<&RawItems>) -> Items {
+    pub(super) fn items(&mut self, key: &str, raw: Option<&RawItems>) -> Items {
         let Some(raw) = raw else {
             return Items::default();
         };

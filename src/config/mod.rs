@@ -18,6 +18,7 @@ mod oauth;
 mod overlay;
 mod overrides;
 mod parse;
+mod quota;
 mod raw;
 mod server;
 mod store;
@@ -36,6 +37,7 @@ pub use headers::UserHeader;
 pub use items::{CacheRule, ItemRules};
 pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use load::{ConfigError, Problem, load, load_overlaid, load_overridden, load_with, parse_str};
+pub use quota::QuotaRule;
 pub use store::{StoreKind, StoreSettings};
 pub use telemetry::TelemetrySettings;
 
@@ -78,6 +80,8 @@ pub struct Config {
     pub store: StoreSettings,
     /// `[audit]`: the audit log.
     pub audit: AuditSettings,
+    /// `[[quota]]`: how much of the upstreams principals may use, in file order.
+    pub quotas: Vec<QuotaRule>,
     /// `[telemetry]`: OpenTelemetry traces (applied at start).
     pub telemetry: TelemetrySettings,
     /// Upstreams added and removed through the admin API, merged into the file's.

@@ -31,4 +31,5 @@ pub struct RawConfig {
     pub store: Option<super::store::RawStore>,
     pub audit: Option<super::audit::RawAudit>,
     pub telemetry: Option<super::telemetry::RawTelemetry>,
+    pub quota: Option<Vec<super::quota::RawQuota>>,
 }

@@ -53,6 +53,7 @@ pub fn validate(
     let store = check.store(raw.store.as_ref());
     let audit = check.audit(raw.audit.as_ref());
     let telemetry = check.telemetry(raw.telemetry.as_ref());
+    let quotas = check.quotas(raw.quota.as_deref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -138,6 +139,7 @@ pub fn validate(
         store,
         audit,
         telemetry,
+        quotas,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay

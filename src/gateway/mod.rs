@@ -37,6 +37,7 @@ use crate::{
     pins::Pins,
     principal::Principal,
     protocol::Era,
+    quota::Quotas,
     store::Store,
     upstream::{Hooks, SupervisorHooks, Upstream, UpstreamState, spawn_supervisor},
 };
@@ -82,6 +83,8 @@ pub struct Gateway {
     cache: ResultCache,
     /// The audit log (`[audit]`; fixed until a restart).
     audit: Audit,
+    /// The counters of `[[quota]]` and the per-principal `[limits]`.
+    quotas: Arc<Quotas>,
     shutdown: CancellationToken,
 }
 
@@ -109,6 +112,7 @@ impl Gateway {
             tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
             Audit::off(metrics.clone())
         });
+        let quotas = Quotas::new(store.clone(), metrics.clone());
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 setup: Setup {
@@ -134,6 +138,7 @@ impl Gateway {
             pins,
             cache,
             audit,
+            quotas,
             shutdown: CancellationToken::new(),
         });
         gateway.store.listen(gateway.shutdown.child_token());
@@ -272,6 +277,10 @@ impl Gateway {
 
     pub fn audit(&self) -> &Audit {
         &self.audit
+    }
+
+    pub fn quotas(&self) -> &Arc<Quotas> {
+        &self.quotas
     }
 
     /// Every live resource subscription.

@@ -59,6 +59,14 @@ impl Items {
         Some(patterns.iter().any(|p| p.is_match(upstream, item)))
     }
 
+    /// Whether these lists take in an item: nothing listed takes in everything; otherwise
+    /// its upstream is listed or it matches a pattern of its kind.
+    pub fn covers(&self, kind: Kind, upstream: &str, item: &str) -> bool {
+        self.is_empty()
+            || self.has_upstream(upstream) == Some(true)
+            || self.has_item(kind, upstream, item) == Some(true)
+    }
+
     fn is_empty(&self) -> bool {
         self.upstreams.is_none()
             && self.tools.is_none()

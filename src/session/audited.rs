@@ -54,14 +54,10 @@ pub(super) fn record(
             let code = wire::Fields::of(error)
                 .and_then(|fields| fields.get("code"))
                 .and_then(|code| code.get().parse().ok());
-            (
-                if subject.is_some() {
-                    "error"
-                } else {
-                    "refused"
-                },
-                code,
-            )
+            // An unknown name (unrouted) and a call beyond a quota are refused; the rest failed.
+            let refused =
+                subject.is_none() || code == Some(i64::from(crate::quota::QUOTA_EXCEEDED));
+            (if refused { "refused" } else { "error" }, code)
         }
         _ => ("error", None),
     };

@@ -32,9 +32,11 @@ use crate::{
     error::GatewayError,
     gateway::Gateway,
     metrics::Outcome,
+    policy::Kind,
     protocol::{
         Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION,
     },
+    quota::{Ask, Granted},
     request::{Caller, Request},
     router::{Call, Routed, Target, TaskMethod},
     telemetry,
@@ -207,6 +209,20 @@ impl Serving<'_> {
             .trace
             .routed(method, target.upstream.name().as_str(), &target.original);
         let subject = audit.is_on().then(|| audited::Subject::of(&target));
+        let _granted = match self.spend(&target, kind).await {
+            Ok(granted) => granted,
+            Err(answer) => {
+                audited::record(
+                    audit,
+                    request,
+                    self.session,
+                    subject.as_ref(),
+                    &answer,
+                    started,
+                );
+                return answer;
+            }
+        };
         let cached = cached::cached_as(request, &target);
         let upstream = target.upstream.clone();
         let dispatch = async {
@@ -236,6 +252,36 @@ impl Serving<'_> {
             );
         }
         answer
+    }
+
+    /// Spends what a call to `target` costs of the quotas that cover it (none: nothing to
+    /// do), or the error answering a call beyond one.
+    async fn spend(&self, target: &Target, kind: Routed) -> Result<Option<Granted>, Bytes> {
+        let request = self.request;
+        let rules = &request.live.config.quotas;
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        let kind = match kind {
+            Routed::Tool => Kind::Tool,
+            Routed::Prompt => Kind::Prompt,
+            Routed::Resource => Kind::Resource,
+        };
+        let upstream = target.upstream.name().as_str();
+        let ask = Ask::of_quotas(
+            rules,
+            &request.caller.principal,
+            kind,
+            upstream,
+            &target.original,
+        );
+        match self.gateway.quotas().take(ask).await {
+            Ok(granted) => Ok(Some(granted)),
+            Err(exceeded) => {
+                tracing::debug!(quota = %exceeded.quota, limit = exceeded.limit, "call refused: beyond a quota");
+                Err(exceeded.answer(request.id()))
+            }
+        }
     }
 
     /// The downstream side of the request: where its messages go, what its client can do and

@@ -15,6 +15,18 @@
 //! served, and what the process holds is written again once the store answers (liveness is
 //! renewed from the session table, not kept only in the store).
 
+/// A Lua script that starts with `now`, Redis's clock in milliseconds.
+macro_rules! on_redis_clock {
+    ($body:literal) => {
+        concat!(
+            "local t = redis.call('TIME')\n",
+            "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n",
+            $body
+        )
+    };
+}
+
+mod counters;
 mod file;
 mod pins;
 pub mod private;
@@ -25,6 +37,7 @@ mod seal;
 mod subscriptions;
 mod upstreams;
 
+pub use counters::{Count, Counted, Counter};
 pub use pins::PIN_KIND;
 pub use records::{Lease, record_hash};
 pub use replicas::{BEAT, STALE};
@@ -69,6 +82,8 @@ pub struct Store {
     hearers: std::sync::RwLock<Vec<Arc<dyn Heard>>>,
     /// This replica's id among those sharing the store (see `replicas`).
     replica: String,
+    /// The replicas that beat recently, this one included, as of the last beat.
+    alive: std::sync::atomic::AtomicUsize,
 }
 
 /// What the store is and whether it answers, for `/healthz` and the admin API.
@@ -131,6 +146,7 @@ impl Store {
             health,
             sealer: Arc::new(sealer),
             hearers: Default::default(),
+            alive: std::sync::atomic::AtomicUsize::new(1),
             replica: replicas::new_replica_id(),
         })
     }

@@ -20,24 +20,16 @@ const FORGOTTEN: Duration = Duration::from_secs(3600);
 
 const KIND: &str = "replica";
 
-/// A Lua script that starts with `now`, Redis's clock in milliseconds.
-macro_rules! on_redis_clock {
-    ($body:literal) => {
-        concat!(
-            "local t = redis.call('TIME')\n",
-            "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n",
-            $body
-        )
-    };
-}
-
-/// Beats for this replica; answers the replicas whose beats are older than `ARGV[3]`
-/// milliseconds (`ARGV[1]`: this replica's id, `ARGV[2]`: how long dead ones stay listed).
+/// Beats for this replica; answers how many replicas beat within `ARGV[3]` milliseconds,
+/// then the replicas whose beats are older (`ARGV[1]`: this replica's id, `ARGV[2]`: how long
+/// dead ones stay listed).
 const BEAT_SCRIPT: &str = on_redis_clock!(
     r"
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+table.insert(stale, 1, tostring(redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[3]), '+inf')))
+return stale
 "
 );
 
@@ -81,7 +73,19 @@ impl Store {
             .invoke_async(&mut redis.connection())
             .await
             .map_err(failure(KIND)))?;
-        Ok(dead.into_iter().filter(|id| *id != self.replica).collect())
+        let mut dead = dead.into_iter();
+        let alive = dead
+            .next()
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(1);
+        self.alive
+            .store(alive, std::sync::atomic::Ordering::Relaxed);
+        Ok(dead.filter(|id| *id != self.replica).collect())
+    }
+
+    /// How many replicas share the store, as of the last beat (1 without Redis).
+    pub fn replicas(&self) -> usize {
+        self.alive.load(std::sync::atomic::Ordering::Relaxed).max(1)
     }
 
     /// Which of `replicas` are alive (in the same order); this one always is. With the

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["gateway"],
     &["upstream"],
     &["pins"],
-    &["catalog", "downstream", "oauth"],
+    &["catalog", "downstream", "oauth", "quota"],
     &["audit", "error", "store"],
     &["telemetry"],
     &["config", "hook", "metrics", "protocol", "wire"],

@@ -25,6 +25,7 @@ mod outage;
 mod passthrough;
 mod pinning;
 mod policy;
+mod quotas;
 mod relay;
 mod replicas;
 mod resilience;

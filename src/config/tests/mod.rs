@@ -5,6 +5,7 @@ mod auth;
 mod items;
 mod mcp_json;
 mod oauth;
+mod quota;
 mod store;
 mod telemetry;
 

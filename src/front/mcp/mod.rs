@@ -35,6 +35,7 @@ use crate::{
     auth::Authenticator,
     gateway::{Gateway, Live},
     policy::EndpointName,
+    quota::Quotas,
     request::Caller,
     session::{SessionIds, SessionTable, TableEars, spawn_list_notifier, spawn_takeover},
 };
@@ -73,7 +74,7 @@ struct Settings {
 }
 
 impl Settings {
-    fn of(live: &Live, before: Option<&Settings>) -> Self {
+    fn of(live: &Live, before: Option<&Settings>, quotas: &Arc<Quotas>) -> Self {
         let server = &live.config.server;
         let auth = match before {
             Some(before) if *before.auth.settings() == live.config.auth => before.auth.clone(),
@@ -83,7 +84,10 @@ impl Settings {
             Some(before) if *before.limiter.limits() == live.config.limits => {
                 before.limiter.clone()
             }
-            _ => Arc::new(limits::Limiter::new(live.config.limits.clone())),
+            _ => Arc::new(limits::Limiter::new(
+                live.config.limits.clone(),
+                quotas.clone(),
+            )),
         };
         Self {
             generation: live.generation,
@@ -155,7 +159,7 @@ impl McpEndpoint {
         let ids = SessionIds::new(store.sealer().clone());
         spawn_list_notifier(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
         spawn_takeover(gateway.clone(), Arc::downgrade(&sessions), shutdown.clone());
-        let settings = ArcSwap::from_pointee(Settings::of(&live, None));
+        let settings = ArcSwap::from_pointee(Settings::of(&live, None, gateway.quotas()));
         drop(live);
         let sessions_at_shutdown = sessions.clone();
         tokio::spawn(async move {
@@ -230,6 +234,7 @@ impl McpEndpoint {
         let held = settings
             .limiter
             .admit(&principal, true)
+            .await
             .map_err(|refusal| *refusal)?;
         Ok((principal, held))
     }
@@ -245,7 +250,7 @@ impl Endpoint {
         }
         self.sessions
             .set_idle_timeout(live.config.server.session_idle_timeout);
-        let fresh = Arc::new(Settings::of(&live, Some(&settings)));
+        let fresh = Arc::new(Settings::of(&live, Some(&settings), self.gateway.quotas()));
         self.settings.store(fresh.clone());
         fresh
     }
@@ -301,7 +306,7 @@ impl Endpoint {
         };
         let post = request.method() == Method::POST;
         // A GET holds no place: its stream stays open as long as the session.
-        let held = match settings.limiter.admit(&principal, post) {
+        let held = match settings.limiter.admit(&principal, post).await {
             Ok(held) => held,
             Err(refusal) => return *refusal,
         };

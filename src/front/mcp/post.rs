@@ -187,7 +187,10 @@ impl Endpoint {
                 let Served { work, messages } = serve(&self.gateway, request, Some(session), None);
                 // A session's client is always answered on a stream (it may resume one).
                 return match reply::begin(ids, work, messages).await {
-                    Begun::Answered(answer) => EventStream::single(ids, answer),
+                    Begun::Answered(answer) => match reply::beyond_quota(&answer) {
+                        Some(refusal) => return refusal,
+                        None => EventStream::single(ids, answer),
+                    },
                     Begun::Streaming(stream) => {
                         stream.counted(&self.gateway.metrics().streams_open)
                     }
@@ -334,9 +337,9 @@ impl Endpoint {
     ) -> Response<Body> {
         let Served { work, messages } = serve(&self.gateway, request, None, found);
         match reply::begin(EventIds::None, work, messages).await {
-            Begun::Answered(answer) => {
+            Begun::Answered(answer) => reply::beyond_quota(&answer).unwrap_or_else(|| {
                 reply::json(reply::modern_status(&answer, meta_malformed), answer)
-            }
+            }),
             Begun::Streaming(stream) => stream.into_response(),
         }
     }

@@ -103,6 +103,33 @@ pub fn modern_status(message: &[u8], meta_malformed: bool) -> StatusCode {
     }
 }
 
+/// The reply to an answer that refuses a call beyond a quota: 429 with `Retry-After` and the
+/// JSON-RPC error as the body; `None` for any other answer.
+pub fn beyond_quota(answer: &Bytes) -> Option<Response<Body>> {
+    if !wire::is_error_answer(answer) {
+        return None;
+    }
+    let Ok(wire::Message::Error { error, .. }) = wire::parse(answer) else {
+        return None;
+    };
+    let fields = Fields::of(error)?;
+    let code = fields.get("code")?.get().parse::<i32>().ok()?;
+    if code != crate::quota::QUOTA_EXCEEDED {
+        return None;
+    }
+    let seconds = fields
+        .get("data")
+        .and_then(Fields::of)
+        .and_then(|data| data.get("retryAfterSeconds"))
+        .and_then(|seconds| seconds.get().parse::<u64>().ok())
+        .unwrap_or(1);
+    let mut response = json(StatusCode::TOO_MANY_REQUESTS, answer.clone());
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    Some(response)
+}
+
 /// The work of a request: resolves to its answer, a JSON-RPC message.
 pub type Work = BoxFuture<'static, Bytes>;
 

@@ -5,6 +5,7 @@
 
 mod asks;
 pub(crate) mod cluster;
+mod quotas;
 pub(crate) mod streams;
 pub(crate) mod subscriptions;
 mod tokens;

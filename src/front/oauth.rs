@@ -41,7 +41,20 @@ pub async fn callback(State(state): State<AppState>, uri: Uri, headers: HeaderMa
 
 async fn conclude(state: &AppState, query: crate::oauth::CallbackQuery) -> Response {
     let oauth = state.gateway.oauth().clone();
-    match oauth.callback(query).await {
+    let concluded = oauth.callback(query).await;
+    let (whose, outcome, reason) = match &concluded {
+        Ok(whose) => (Some(whose), "ok", None),
+        Err((whose, error)) => (whose.as_ref(), "error", Some(error.to_string())),
+    };
+    state.gateway.audit().record(&crate::audit::Record {
+        kind: "oauth_grant",
+        principal: whose.map_or("", |(_, principal)| principal.as_str()),
+        upstream: whose.map(|(upstream, _)| upstream.as_str()),
+        outcome,
+        detail: reason.as_deref(),
+        ..Default::default()
+    });
+    match concluded.map(|(upstream, _)| upstream) {
         Ok(upstream) => match oauth.redirect_after(true) {
             Some(url) => redirect(url, &[("upstream", upstream.as_str())]),
             None => page(
@@ -54,8 +67,8 @@ async fn conclude(state: &AppState, query: crate::oauth::CallbackQuery) -> Respo
                 ),
             ),
         },
-        Err((upstream, error)) => {
-            let upstream = upstream.as_ref().map(UpstreamName::as_str);
+        Err((whose, error)) => {
+            let upstream = whose.as_ref().map(|(upstream, _)| upstream.as_str());
             let reason = escape_for_display(&error.to_string());
             match oauth.redirect_after(false) {
                 Some(url) => {
@@ -140,7 +153,19 @@ pub async fn forget(
     let Ok(name) = UpstreamName::new(&upstream) else {
         return (StatusCode::NOT_FOUND, "no such upstream").into_response();
     };
-    match state.gateway.oauth().forget_for(&name, &principal).await {
+    let forgotten = state.gateway.oauth().forget_for(&name, &principal).await;
+    state.gateway.audit().record(&crate::audit::Record {
+        kind: "oauth_forget",
+        principal: principal.as_str(),
+        upstream: Some(name.as_str()),
+        outcome: match forgotten {
+            Some(true) => "ok",
+            Some(false) => "nothing",
+            None => "unknown",
+        },
+        ..Default::default()
+    });
+    match forgotten {
         Some(forgotten) => {
             if forgotten
                 && let Some(upstream) = state.gateway.live().upstream(name.as_str()).cloned()

@@ -242,30 +242,30 @@ impl OAuth {
             .collect()
     }
 
-    /// Completes the authorization a redirect to `/oauth/callback` concludes; the upstream it
-    /// was for, or why it failed (also recorded on the upstream's grant, where it can be).
+    /// Completes the authorization a redirect to `/oauth/callback` concludes; the upstream
+    /// and the principal it was for, or why it failed (also recorded on the upstream's grant,
+    /// where it can be).
     pub async fn callback(
         &self,
         query: CallbackQuery,
-    ) -> Result<UpstreamName, (Option<UpstreamName>, OAuthError)> {
+    ) -> Result<(UpstreamName, Principal), (Option<(UpstreamName, Principal)>, OAuthError)> {
         let state = query.state.as_deref().unwrap_or_default();
         let pending = self
             .pending
             .take(state)
             .await
             .map_err(|unmatched| (None, OAuthError::Callback(unmatched.reason().into())))?;
-        let upstream = pending.upstream.clone();
-        let Some(authorizer) = self.find(&upstream) else {
+        let whose = (pending.upstream.clone(), pending.principal.clone());
+        let Some(authorizer) = self.find(&whose.0) else {
             return Err((
-                Some(upstream),
+                Some(whose),
                 OAuthError::Callback("the upstream is no longer configured".into()),
             ));
         };
-        authorizer
-            .complete(pending, query)
-            .await
-            .map(|()| upstream.clone())
-            .map_err(|error| (Some(upstream), error))
+        match authorizer.complete(pending, query).await {
+            Ok(()) => Ok(whose),
+            Err(error) => Err((Some(whose), error)),
+        }
     }
 
     /// The connect link users follow for the authorization `state` names: the gateway's own

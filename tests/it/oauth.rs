@@ -200,9 +200,16 @@ async fn a_burst_of_calls_after_a_refused_token_refreshes_it_once() {
 async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
     let state = tempfile::tempdir().unwrap();
-    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), "")
-        .start_unsettled()
-        .await;
+    let audit = state.path().join("audit.log");
+    let settings = format!("\n[audit]\nfile = {:?}\n", audit.display().to_string());
+    let gw = gateway(
+        &upstream,
+        state.path(),
+        &preregistered(&upstream),
+        &settings,
+    )
+    .start_unsettled()
+    .await;
     let url = link(&gw).await;
     let callback = |query: &str| format!("http://{}/oauth/callback?{query}", gw.addr);
 
@@ -295,6 +302,52 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
         "the upstream shows the provider's refusal"
     );
     assert!(stored_tokens(state.path()).is_empty());
+
+    // Each grant and the forgetting are in the audit log, for whom and which upstream; never
+    // a code or a state.
+    let wanted = [
+        ("oauth_grant", "error"),
+        ("oauth_grant", "ok"),
+        ("oauth_forget", "ok"),
+        ("oauth_grant", "error"),
+    ];
+    let records = || -> Vec<Value> {
+        std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|record| {
+                record["kind"]
+                    .as_str()
+                    .is_some_and(|k| k.starts_with("oauth_"))
+            })
+            .collect()
+    };
+    assert!(
+        eventually(SOON, || records().len() == wanted.len()).await,
+        "{:#?}",
+        records()
+    );
+    for (record, (kind, outcome)) in records().iter().zip(wanted) {
+        assert_eq!(
+            (record["kind"].as_str(), record["outcome"].as_str()),
+            (Some(kind), Some(outcome)),
+            "{record}"
+        );
+        assert_eq!(record["upstream"], "secure", "{record}");
+        assert_eq!(record["principal"], "anonymous", "{record}");
+    }
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let code = reqwest::Url::parse(&genuine)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    assert!(
+        !text.contains(&code),
+        "no authorization code in the audit log"
+    );
 }
 
 /// Waits until `secure` shows a link other than `old`.

@@ -108,6 +108,12 @@ impl Store {
         let Some(redis) = &self.redis else {
             return Ok(None);
         };
+        // Known down (the beats find out when it answers again): no call waits for it.
+        if self.health.up_gauge.get() == 0 {
+            return Err(StoreError::Unreachable(
+                "Redis did not answer lately".into(),
+            ));
+        }
         let mut invocation = COUNT.prepare_invoke();
         invocation.arg(token);
         for counter in counters {

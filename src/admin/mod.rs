@@ -70,6 +70,14 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
         .route("/api/reload", post(api::reload))
         .route("/api/upstreams", post(upstreams::add))
         .route("/api/upstreams/{name}", delete(upstreams::remove))
+        .route(
+            "/api/upstreams/{name}/reconnect",
+            post(upstreams::reconnect),
+        )
+        .route(
+            "/api/upstreams/{name}/rediscover",
+            post(upstreams::rediscover),
+        )
         .route("/api/upstreams/{name}/authorize", post(api::authorize))
         .route("/api/upstreams/{name}/authorization", delete(api::forget))
         .route("/api/tools/held", get(tools::held))

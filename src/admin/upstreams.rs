@@ -87,6 +87,42 @@ pub async fn remove(State(admin): State<Admin>, Path(name): Path<String>) -> Res
     }
 }
 
+/// `POST /api/upstreams/{name}/reconnect`: connects the upstream again from scratch (a fresh
+/// connection, its failed attempts forgotten), also one that gave up after `max_attempts`.
+/// 202 with its state as it starts again; 404 if there is none of that name (a disabled one
+/// included: it has no connection).
+pub async fn reconnect(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    let found = admin.gateway.reconnect(&name).await;
+    lifecycle_answer(&admin, "reconnect upstream", &name, found, "reconnecting")
+}
+
+/// `POST /api/upstreams/{name}/rediscover`: has the upstream list its tools, prompts and
+/// resources again now. 202; 404 if there is none of that name.
+pub async fn rediscover(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    let found = admin.gateway.rediscover(&name);
+    lifecycle_answer(&admin, "rediscover upstream", &name, found, "rediscovering")
+}
+
+fn lifecycle_answer(admin: &Admin, action: &str, name: &str, found: bool, doing: &str) -> Response {
+    super::audit_change(admin, action, name, if found { "ok" } else { "unknown" });
+    if !found {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no upstream named `{name}` is running"),
+        );
+    }
+    let state = admin
+        .gateway
+        .live()
+        .upstream(name)
+        .map(|upstream| json!(upstream.status()));
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({ "name": name, doing: true, "status": state })),
+    )
+        .into_response()
+}
+
 /// Whether `config` has an upstream called `name` (one the overlay adds disabled included).
 fn defines(config: &Config, name: &str) -> bool {
     config.upstreams.iter().any(|u| u.name.as_str() == name)

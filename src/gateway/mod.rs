@@ -8,6 +8,7 @@
 
 mod cache;
 mod journal;
+mod lifecycle;
 mod live;
 mod personal;
 mod pinned;

@@ -391,6 +391,18 @@ impl Upstream {
     /// Retires the upstream after a reload removed or replaced it: no new request finds it
     /// (the gateway no longer lists it), those in flight get up to `grace` to finish, then
     /// every connection is closed (processes asked to exit, HTTP sessions deleted).
+    /// Lists the tools, prompts and resources again, as when the upstream says they changed
+    /// (its shared lists; each user's own, for a per-user upstream, when next used).
+    pub fn rediscover(&self) {
+        for event in [
+            UpstreamEvent::ToolsChanged(None),
+            UpstreamEvent::PromptsChanged(None),
+            UpstreamEvent::ResourcesChanged(None),
+        ] {
+            let _ = self.events.send(event);
+        }
+    }
+
     pub async fn retire(&self, grace: Duration) {
         self.retired.store(true, Ordering::Release);
         let deadline = tokio::time::Instant::now() + grace;

@@ -16,6 +16,7 @@ mod headers;
 mod import;
 mod interop;
 mod layers;
+mod lifecycle;
 mod limits;
 mod meta;
 mod notifications;

@@ -124,6 +124,8 @@ pub struct Status {
     config: ConfigInfo,
     traffic: Traffic,
     servers: Vec<Server>,
+    /// Upstreams configured but switched off (`enabled = false`, or through the admin API).
+    disabled: Vec<String>,
     /// Pinned tools' changes (and new tools) waiting for an operator.
     held: Vec<crate::pins::Held>,
     recent_errors: Vec<JournalError>,
@@ -167,6 +169,7 @@ pub async fn status(State(admin): State<Admin>) -> Json<Status> {
             streams: totals.streams,
         },
         servers: live.upstreams.iter().map(|u| server(u, &live)).collect(),
+        disabled: live.config.disabled.clone(),
         held: gateway.pins().held(),
         recent_errors: gateway.journal().errors(),
         reloads: gateway.journal().reloads(),

@@ -78,6 +78,8 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
             "/api/upstreams/{name}/rediscover",
             post(upstreams::rediscover),
         )
+        .route("/api/upstreams/{name}/disable", post(upstreams::disable))
+        .route("/api/upstreams/{name}/enable", post(upstreams::enable))
         .route("/api/upstreams/{name}/authorize", post(api::authorize))
         .route("/api/upstreams/{name}/authorization", delete(api::forget))
         .route("/api/tools/held", get(tools::held))

@@ -87,6 +87,62 @@ pub async fn remove(State(admin): State<Admin>, Path(name): Path<String>) -> Res
     }
 }
 
+/// `POST /api/upstreams/{name}/disable`: switches the upstream off — its connection closes
+/// (calls in flight get the grace period) and its items leave the catalog — and keeps it off
+/// across restarts (in the overlay), configured as it was. 200 with the reload; 404 if there
+/// is none of that name.
+pub async fn disable(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    switch(&admin, &name, false).await
+}
+
+/// `POST /api/upstreams/{name}/enable`: switches an upstream the admin API switched off on
+/// again. 200 with the reload; 404 if there is none of that name; 409 if the configuration
+/// file itself says `enabled = false` (it is changed there).
+pub async fn enable(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    switch(&admin, &name, true).await
+}
+
+async fn switch(admin: &Admin, name: &str, on: bool) -> Response {
+    let _editing = admin.editing.lock().await;
+    let config = admin.gateway.live().config.clone();
+    if !defines(&config, name) && !config.disabled.iter().any(|d| d == name) {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no upstream named `{name}` is configured"),
+        );
+    }
+    if on
+        && config.disabled.iter().any(|d| d == name)
+        && !config.overlay.disabled.iter().any(|d| d == name)
+    {
+        return error(
+            StatusCode::CONFLICT,
+            &format!(
+                "`{name}` is switched off in {} (`enabled = false`); switch it on there",
+                config.source.display()
+            ),
+        );
+    }
+    let switched = name.to_owned();
+    let answer = edit(admin, &config, move |overlay| {
+        overlay.set_enabled(&switched, on)
+    })
+    .await;
+    let outcome = if answer.is_ok() { "ok" } else { "error" };
+    let action = if on {
+        "enable upstream"
+    } else {
+        "disable upstream"
+    };
+    super::audit_change(admin, action, name, outcome);
+    match answer {
+        Ok(reload) => {
+            Json(json!({ "name": name, "enabled": on, "reload": reload })).into_response()
+        }
+        Err(response) => response,
+    }
+}
+
 /// `POST /api/upstreams/{name}/reconnect`: connects the upstream again from scratch (a fresh
 /// connection, its failed attempts forgotten), also one that gave up after `max_attempts`.
 /// 202 with its state as it starts again; 404 if there is none of that name (a disabled one

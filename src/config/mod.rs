@@ -86,6 +86,9 @@ pub struct Config {
     pub telemetry: TelemetrySettings,
     /// Upstreams added and removed through the admin API, merged into the file's.
     pub overlay: OverlayInfo,
+    /// Upstreams configured but switched off (`enabled = false`, or through the admin API),
+    /// in file order.
+    pub disabled: Vec<String>,
 }
 
 /// The overlay merged into a configuration (see `Overlay`).
@@ -97,6 +100,8 @@ pub struct OverlayInfo {
     pub added: Vec<String>,
     /// The upstreams of the configuration file it removes.
     pub removed: Vec<String>,
+    /// The upstreams it switches off.
+    pub disabled: Vec<String>,
 }
 
 impl Config {

@@ -32,6 +32,7 @@ pub(super) struct RawOverlay {
     pub path: PathBuf,
     pub upstreams: Entries<RawUpstream>,
     pub removed: Vec<String>,
+    pub disabled: Vec<String>,
     pub problems: Vec<Problem>,
 }
 
@@ -41,6 +42,9 @@ struct OverlayFile {
     upstreams: Entries<RawUpstream>,
     #[serde(default)]
     removed: Vec<String>,
+    /// Upstreams (of the file or added here) switched off through the admin API.
+    #[serde(default)]
+    disabled: Vec<String>,
 }
 
 /// Where the overlay of the configuration file `config` lives: `given` (`admin.overlay_file`,
@@ -125,15 +129,28 @@ impl Overlay {
     }
 
     fn set_removed(&mut self, name: &str) {
-        let mut names: Vec<toml::Value> = match self.document.remove("removed") {
+        self.list("removed", name, true);
+    }
+
+    /// Switches upstream `name` off (`false`) or on again (`true`): it stays configured, kept
+    /// out of the catalog while off, across restarts.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) {
+        self.list("disabled", name, !enabled);
+    }
+
+    /// Puts `name` in the list `key` (`listed`), or takes it out; an emptied list goes.
+    fn list(&mut self, key: &str, name: &str, listed: bool) {
+        let mut names: Vec<toml::Value> = match self.document.remove(key) {
             Some(toml::Value::Array(names)) => names,
             _ => Vec::new(),
         };
-        if !names.iter().any(|n| n.as_str() == Some(name)) {
+        names.retain(|n| n.as_str() != Some(name));
+        if listed {
             names.push(toml::Value::String(name.to_owned()));
         }
-        self.document
-            .insert("removed".into(), toml::Value::Array(names));
+        if !names.is_empty() {
+            self.document.insert(key.into(), toml::Value::Array(names));
+        }
     }
 
     /// The overlay in the raw form, with the problems found reading it (unknown keys, wrong
@@ -147,6 +164,7 @@ impl Overlay {
                 OverlayFile {
                     upstreams: Entries::default(),
                     removed: Vec::new(),
+                    disabled: Vec::new(),
                 },
                 problems,
             ),
@@ -155,6 +173,7 @@ impl Overlay {
             path: path.to_owned(),
             upstreams: file.upstreams,
             removed: file.removed,
+            disabled: file.disabled,
             problems,
         }
     }

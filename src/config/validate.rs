@@ -27,6 +27,20 @@ pub fn validate(
     raw.upstreams
         .items
         .retain(|(name, _)| !overlay.removed.contains(name));
+    let mut overlay = overlay;
+    // Switched off through the admin API: configured, and left out like `enabled = false`.
+    for (name, upstream) in
+        (raw.upstreams.items.iter_mut()).chain(overlay.upstreams.items.iter_mut())
+    {
+        if overlay.disabled.contains(name) {
+            upstream.enabled = Some(false);
+        }
+    }
+    let disabled: Vec<String> = (raw.upstreams.items.iter())
+        .chain(overlay.upstreams.items.iter())
+        .filter(|(_, upstream)| upstream.enabled == Some(false))
+        .map(|(name, _)| name.clone())
+        .collect();
     let mut check = Checker {
         problems,
         vars,
@@ -149,6 +163,8 @@ pub fn validate(
                 .map(|(n, _)| n)
                 .collect(),
             removed: overlay.removed,
+            disabled: overlay.disabled,
         },
+        disabled,
     })
 }

@@ -200,6 +200,21 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
         error.as_str().unwrap().contains("closed"),
         "the row says why: {error}"
     );
+    // The Reconnect button brings the failed upstream back at once (its restart delay is a
+    // minute), and the page shows it.
+    browser
+        .eval(&format!(
+            "document.querySelector({:?}).click(); return null;",
+            format!(
+                "{} button[data-action=\"reconnect\"]",
+                row("crashes", "failed")
+            )
+        ))
+        .await;
+    assert!(
+        browser.wait_for(&row("crashes", "ready"), soon).await,
+        "the page's Reconnect brought `crashes` back"
+    );
     let tools = browser
         .eval(&format!(
             "return document.querySelector({:?}).textContent;",

@@ -9,18 +9,11 @@ use serde_json::{Value, json};
 
 use crate::{
     fixtures::scripted::Scripted,
-    harness::{GatewayBuilder, SWITCHYARD, TEST_ADMIN_TOKEN, TestGateway, tool_names},
+    harness::{GatewayBuilder, SWITCHYARD, TestGateway, tool_names},
 };
 
 async fn admin_post(gw: &TestGateway, path: &str) -> (u16, Value) {
-    let answer = reqwest::Client::new()
-        .post(gw.admin_url(path))
-        .bearer_auth(TEST_ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap_or(Value::Null))
+    gw.admin_answer(reqwest::Method::POST, path).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,6 +87,72 @@ async fn rediscover_lists_an_upstream_again_now() {
     assert_eq!(listed, ["web__first", "web__second"]);
     assert_eq!(
         admin_post(&gw, "/api/upstreams/nothing/rediscover").await.0,
+        404
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_upstream_is_off_across_a_restart_until_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let builder = || {
+        GatewayBuilder::new()
+            .section("[store]\nkind = \"memory\"")
+            .demo("demo")
+            .demo("other")
+    };
+    let gw = builder().start_on_file(dir.path()).await;
+    let (status, body) = admin_post(&gw, "/api/upstreams/demo/disable").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["enabled"], false, "{body}");
+    let client = gw.client().await;
+    let names = tool_names(&client).await;
+    assert!(!names.iter().any(|n| n.starts_with("demo__")), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("other__")), "{names:?}");
+    let status = gw.admin_json("/api/status").await;
+    assert_eq!(
+        status["disabled"],
+        json!(["demo"]),
+        "listed as switched off"
+    );
+    assert!(
+        !status["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "demo"),
+        "{status}"
+    );
+    drop(client);
+    drop(gw);
+
+    // A restart reads the overlay: still off.
+    let path = dir.path().join("switchyard.toml");
+    let config = switchyard::config::load(&path).unwrap();
+    assert_eq!(config.disabled, ["demo"]);
+    let gw = TestGateway::start(config).await;
+    let client = gw.client().await;
+    assert!(
+        !tool_names(&client)
+            .await
+            .iter()
+            .any(|n| n.starts_with("demo__"))
+    );
+
+    let (status, body) = admin_post(&gw, "/api/upstreams/demo/enable").await;
+    assert_eq!(status, 200, "{body}");
+    gw.wait_state("demo", "ready", Duration::from_secs(15))
+        .await;
+    let mut names = Vec::new();
+    for _ in 0..100 {
+        names = tool_names(&client).await;
+        if names.iter().any(|n| n.starts_with("demo__")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(names.iter().any(|n| n.starts_with("demo__")), "{names:?}");
+    assert_eq!(
+        admin_post(&gw, "/api/upstreams/nothing/disable").await.0,
         404
     );
 }

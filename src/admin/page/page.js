@@ -11,7 +11,7 @@
   const STATES = ["connecting", "connected", "discovering", "ready", "authenticating", "failed", "draining"];
   const OUTCOMES = ["applied", "rejected", "unchanged"];
   const COLUMNS = ["name", "state", "transport", "target", "session", "protocol",
-    "tools", "prompts", "resources", "in_flight", "last_error", "retries"];
+    "tools", "prompts", "resources", "in_flight", "last_error", "retries", "actions"];
   const NUMERIC = ["tools", "prompts", "resources", "in_flight", "retries"];
   const LONG = ["target", "last_error"]; // cut with an ellipsis; the full text is the title
   const RATES = [["t-rps", "requests_total"], ["t-eps", "errors_total"], ["t-tps", "tool_calls_total"]];
@@ -152,7 +152,45 @@
       row.tr.append(cell);
     }
     row.cells.state.append(row.badge, " ", row.since);
+    const out = el("span", "message");
+    const path = (verb) => "api/upstreams/" + encodeURIComponent(name) + "/" + verb;
+    row.cells.actions.append(
+      postButton("Reconnect", "reconnect", path("reconnect"), "reconnecting", out),
+      postButton("Rediscover", "rediscover", path("rediscover"), "listing again", out),
+      postButton("Disable", "disable", path("disable"), "switched off", out),
+      out);
     return row;
+  }
+
+  // A button that POSTs to `path` of the admin API and says in `out` how it went.
+  function postButton(label, action, path, done, out) {
+    const button = el("button", "act", label);
+    button.type = "button";
+    button.dataset.action = action;
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const res = await api("POST", path);
+        if (isAuthFailure(res.status)) showAuthNotice(true);
+        setText(out, res.status < 300 ? done : ((res.body && res.body.error) || "HTTP " + res.status));
+      } catch (_) {
+        setText(out, "admin API unreachable");
+      } finally {
+        button.disabled = false;
+        poll();
+      }
+    });
+    return button;
+  }
+
+  function disabledItem(name) {
+    const li = el("li");
+    li.dataset.upstream = String(name);
+    const out = el("span", "message");
+    li.append(el("span", "tag", String(name)),
+      postButton("Enable", "enable", "api/upstreams/" + encodeURIComponent(name) + "/enable", "switched on", out),
+      out);
+    return li;
   }
 
   // The Authorize link exists only while the upstream waits for a person to authorize it.
@@ -243,24 +281,9 @@
     li.append(setTime(el("time"), h.since), el("span", "tag", h.upstream + " / " + h.tool),
       el("span", "tag", h.kind === "new" ? "new tool" : "changed"));
     li.append(el("pre", "diff", String(h.diff || "")));
-    const button = el("button", null, "Approve");
-    button.type = "button";
     const out = el("span", "message");
-    button.addEventListener("click", async () => {
-      button.disabled = true;
-      const path = "api/tools/" + encodeURIComponent(h.upstream) + "/" + encodeURIComponent(h.tool) + "/approve";
-      try {
-        const res = await api("POST", path);
-        if (isAuthFailure(res.status)) showAuthNotice(true);
-        setText(out, res.status === 200 ? "approved" : ((res.body && res.body.error) || "HTTP " + res.status));
-      } catch (_) {
-        setText(out, "admin API unreachable");
-      } finally {
-        button.disabled = false;
-        poll();
-      }
-    });
-    li.append(button, out);
+    const path = "api/tools/" + encodeURIComponent(h.upstream) + "/" + encodeURIComponent(h.tool) + "/approve";
+    li.append(postButton("Approve", "approve", path, "approved", out), out);
     return li;
   }
 
@@ -289,6 +312,7 @@
     setText(byId("uptime"), Number.isFinite(s.started) ? human(nowSeconds() - s.started, false) : "–");
     renderTraffic(s.traffic || {});
     renderServers(Array.isArray(s.servers) ? s.servers : []);
+    renderList("disabled", Array.isArray(s.disabled) ? s.disabled : [], disabledItem);
     renderList("held", Array.isArray(s.held) ? s.held : [], heldItem);
     renderList("rejected", rejectedItems(Array.isArray(s.servers) ? s.servers : []), rejectedItem);
     renderList("errors", Array.isArray(s.recent_errors) ? s.recent_errors : [], errorItem);

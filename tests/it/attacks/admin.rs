@@ -93,6 +93,8 @@ async fn the_admin_api_wants_its_token_on_loopback_too() {
         (reqwest::Method::POST, "/api/reload"),
         (reqwest::Method::DELETE, "/api/upstreams/demo"),
         (reqwest::Method::DELETE, "/api/upstreams/demo/authorization"),
+        (reqwest::Method::POST, "/api/upstreams/demo/disable"),
+        (reqwest::Method::POST, "/api/upstreams/demo/enable"),
         (reqwest::Method::POST, "/api/upstreams/demo/reconnect"),
         (reqwest::Method::POST, "/api/upstreams/demo/rediscover"),
         (reqwest::Method::GET, "/api/status"),

@@ -205,6 +205,22 @@ impl TestGateway {
         format!("http://{}{path}", self.admin)
     }
 
+    /// The JSON the admin API answers a GET of `path` with.
+    pub async fn admin_json(&self, path: &str) -> serde_json::Value {
+        self.admin_answer(reqwest::Method::GET, path).await.1
+    }
+
+    /// The status and JSON body (null if none) of an admin API request.
+    pub async fn admin_answer(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+    ) -> (u16, serde_json::Value) {
+        let answer = self.admin_request(method, path).send().await.unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or_default())
+    }
+
     /// What `/metrics` on the admin listener serves now.
     pub async fn metrics_text(&self) -> String {
         self.admin_request(reqwest::Method::GET, "/metrics")

@@ -156,3 +156,33 @@ async fn a_disabled_upstream_is_off_across_a_restart_until_enabled() {
         404
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_switched_off_in_the_file_is_switched_on_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = GatewayBuilder::new()
+        .section("[store]\nkind = \"memory\"")
+        .demo("demo")
+        .upstream(
+            "off",
+            &format!("command = {SWITCHYARD:?}\nargs = [\"demo-server\"]\nenabled = false"),
+        )
+        .start_on_file(dir.path())
+        .await;
+    assert_eq!(
+        gw.admin_json("/api/status").await["disabled"],
+        json!(["off"])
+    );
+    let (status, body) = admin_post(&gw, "/api/upstreams/off/enable").await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("enabled = false")),
+        "{body}"
+    );
+    assert!(
+        !dir.path().join("switchyard.overlay.toml").exists(),
+        "nothing written"
+    );
+}

@@ -404,15 +404,8 @@ async fn a_dynamically_registered_client_is_kept_across_restarts() {
     let gw = gateway(&upstream, state.path(), "", done)
         .start_unsettled()
         .await;
-    let browser = Browser::new();
-    let callback = browser.callback_url(&link(&gw).await).await;
     // The configured page takes the browser, told which upstream it was.
-    let answer = browser
-        .stopping_at("/connected")
-        .get(&callback)
-        .send()
-        .await
-        .unwrap();
+    let answer = authorized_stopping_at(&gw, "/connected").await;
     assert_eq!(answer.status(), 303);
     assert_eq!(
         answer.headers()[reqwest::header::LOCATION],
@@ -434,6 +427,45 @@ async fn a_dynamically_registered_client_is_kept_across_restarts() {
         "the same registration"
     );
     assert_eq!(upstream.stats().await["as"]["registrations"], 1);
+}
+
+/// With `error_redirect`, a failed authorization sends the browser to the configured page,
+/// told which upstream and why (the provider's refusal), instead of Switchyard's error page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_authorization_goes_to_the_configured_error_page() {
+    let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
+    upstream.configure(json!({"interactions": "deny"})).await;
+    let state = tempfile::tempdir().unwrap();
+    let failed = "error_redirect = \"http://127.0.0.1:9/failed\"\n";
+    let gw = gateway(&upstream, state.path(), &preregistered(&upstream), failed)
+        .start_unsettled()
+        .await;
+    let answer = authorized_stopping_at(&gw, "/failed").await;
+    assert_eq!(answer.status(), 303);
+    let to = reqwest::Url::parse(
+        answer.headers()[reqwest::header::LOCATION]
+            .to_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(to.path(), "/failed");
+    let query: std::collections::HashMap<_, _> = to.query_pairs().into_owned().collect();
+    assert_eq!(query["upstream"], "secure", "{to}");
+    assert!(query["error"].contains("access_denied"), "{to}");
+    assert!(stored_tokens(state.path()).is_empty());
+}
+
+/// A user's browser following `gw`'s authorization link through the provider to the
+/// callback: the callback's answer, the redirects it gives not followed to `stop`.
+async fn authorized_stopping_at(gw: &TestGateway, stop: &'static str) -> reqwest::Response {
+    let browser = Browser::new();
+    let callback = browser.callback_url(&link(gw).await).await;
+    browser
+        .stopping_at(stop)
+        .get(&callback)
+        .send()
+        .await
+        .unwrap()
 }
 
 /// A gateway (with its state directory) fronting `upstream` with a pre-registered client,

@@ -83,7 +83,14 @@ impl Trace {
     /// The trace of a request arriving with `headers` and `meta`: traced if its client's
     /// context says it is sampled, or (without one) at the configured ratio.
     pub fn of(headers: &HeaderMap, meta: Option<&Fields<'_>>, arriving: &Arriving<'_>) -> Self {
-        let header = |name| headers.get(name).cloned();
+        // Only what W3C trace context allows goes on: a client cannot have Switchyard send an
+        // upstream arbitrary text in these headers.
+        let header = |name| {
+            headers
+                .get(name)
+                .filter(|value| well_formed(name, value))
+                .cloned()
+        };
         if !on() {
             // Not a participant: an HTTP upstream gets the client's headers as they came.
             return Self {
@@ -99,6 +106,7 @@ impl Trace {
             meta.and_then(|meta| meta.get(name))
                 .and_then(crate::wire::string)
                 .and_then(|value| HeaderValue::try_from(value.as_ref()).ok())
+                .filter(|value| well_formed(name, value))
         };
         let client = match from_meta(TRACEPARENT) {
             Some(traceparent) => Some(Passed {
@@ -269,6 +277,30 @@ impl Trace {
     }
 }
 
+/// Whether `value` is a `traceparent` of the W3C format (`VV-TRACE32-SPAN16-FF`, lowercase
+/// hex, the version not `ff`), or a `tracestate` of at most 512 printable characters.
+fn well_formed(name: &str, value: &HeaderValue) -> bool {
+    let bytes = value.as_bytes();
+    if name == TRACESTATE {
+        return bytes.len() <= 512 && bytes.iter().all(|b| (0x20..0x7f).contains(b));
+    }
+    let hex = |part: &[u8]| {
+        part.iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    };
+    bytes.len() >= 55
+        && bytes[2] == b'-'
+        && bytes[35] == b'-'
+        && bytes[52] == b'-'
+        && hex(&bytes[..2])
+        && &bytes[..2] != b"ff"
+        && hex(&bytes[3..35])
+        && hex(&bytes[36..52])
+        && hex(&bytes[53..55])
+        // Version 00 is exactly 55 characters; later versions may add fields after a dash.
+        && (bytes.len() == 55 || (&bytes[..2] != b"00" && bytes[55] == b'-'))
+}
+
 /// The client's context as the propagator reads it.
 struct Carrier<'a>(&'a Passed);
 
@@ -305,4 +337,39 @@ fn chance() -> f64 {
         state.set(x);
         (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::{TRACEPARENT, TRACESTATE, well_formed};
+
+    #[test]
+    fn only_w3c_trace_context_is_passed_on() {
+        let ok = |name, text| well_formed(name, &HeaderValue::from_static(text));
+        assert!(ok(
+            TRACEPARENT,
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+        assert!(ok(
+            TRACEPARENT,
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xyz"
+        ));
+        for bad in [
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "<script>alert(1)</script>",
+            "",
+        ] {
+            assert!(!ok(TRACEPARENT, bad), "{bad}");
+        }
+        assert!(ok(TRACESTATE, "vendor=opaque,other=1"));
+        assert!(!well_formed(
+            TRACESTATE,
+            &HeaderValue::from_bytes(&[b'a'; 600]).unwrap()
+        ));
+    }
 }

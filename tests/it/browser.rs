@@ -4,6 +4,7 @@
 
 use std::{
     io::{BufRead, BufReader},
+    os::unix::process::CommandExt,
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -27,8 +28,11 @@ pub struct Browser {
 
 impl Browser {
     pub async fn start() -> Self {
+        // A process group of its own, which the browser it starts joins: ending the group
+        // ends both (killing the driver alone leaves the browser running).
         let mut driver = Command::new(chromedriver())
             .args(["--port=0", "--allowed-ips=127.0.0.1"])
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -119,7 +123,8 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // Ending the driver ends its browser too.
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }

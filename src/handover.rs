@@ -102,3 +102,31 @@ pub async fn upgrade_signal() -> Option<()> {
     let mut quit = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::quit()).ok()?;
     quit.recv().await
 }
+
+/// At SIGQUIT, hands the listening sockets to the new Switchyard waiting for them, then
+/// stops (finishing what is in flight). If none takes them, goes on serving.
+pub async fn on_sigquit(
+    socket: std::path::PathBuf,
+    listeners: Vec<(&'static str, std::os::fd::RawFd)>,
+    store: std::sync::Arc<crate::store::Store>,
+    stopping: tokio_util::sync::CancellationToken,
+) {
+    while upgrade_signal().await.is_some() {
+        // The embedded store's file goes first, for the new Switchyard to open as it starts;
+        // if the handover fails, it is opened again here at its next use.
+        store.release_file(false).await;
+        match hand_over(&socket, listeners.clone()).await {
+            Ok(()) => {
+                store.release_file(true).await;
+                tracing::info!(
+                    "handed the listening sockets to the new Switchyard; finishing what is in flight"
+                );
+                stopping.cancel();
+                return;
+            }
+            Err(error) => {
+                tracing::error!(%error, "SIGQUIT: the listening sockets were not handed over; still serving")
+            }
+        }
+    }
+}

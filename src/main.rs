@@ -9,7 +9,6 @@ use std::{
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
 
 use switchyard::{
     Gateway, admin,
@@ -236,7 +235,7 @@ fn run_command(cli: Cli, loaded: Option<Loaded>) -> ExitCode {
                 };
                 serve_demo_http(listen, fleet).await
             }
-            (Some(Command::Bench(args)), _) => return run_bench(&args).await,
+            (Some(Command::Bench(args)), _) => return bench::main(&args).await,
             (Some(Command::BareHop { listen, upstream }), _) => bare_hop(listen, &upstream).await,
         };
         exit_code(result)
@@ -264,35 +263,12 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-/// Logs go to stderr (stdout is the protocol channel of `demo-server`); `RUST_LOG` filters them.
-/// rmcp's HTTP client and transport worker log their failures with the upstream's URL, whose
-/// query may hold a secret, and Switchyard reports those failures itself: their lines are off
-/// unless `RUST_LOG` names rmcp.
+/// Logs (and, with `[telemetry]`, traces) as `format` says.
 fn init_logging(
     format: LogFormat,
     telemetry: Option<&config::TelemetrySettings>,
 ) -> anyhow::Result<Option<switchyard::telemetry::Exporter>> {
-    use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
-    const QUIET: &str = "rmcp::transport::streamable_http_client=off,rmcp::transport::worker=off";
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(asked) if asked.contains("rmcp") => EnvFilter::new(asked),
-        Ok(asked) if !asked.trim().is_empty() => EnvFilter::new(format!("{asked},{QUIET}")),
-        _ => EnvFilter::new(format!("info,rmcp=warn,{QUIET}")),
-    };
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let logs = match format {
-        LogFormat::Text => logs.with_filter(filter).boxed(),
-        LogFormat::Json => logs.json().flatten_event(true).with_filter(filter).boxed(),
-    };
-    let (traces, exporter) = match telemetry {
-        Some(settings) => switchyard::telemetry::layer(settings)?.unzip(),
-        None => (None, None),
-    };
-    tracing_subscriber::registry()
-        .with(logs)
-        .with(traces)
-        .init();
-    Ok(exporter)
+    switchyard::telemetry::logs::install(matches!(format, LogFormat::Json), telemetry)
 }
 
 fn hash_key() -> anyhow::Result<()> {
@@ -441,7 +417,7 @@ async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result<()> {
             stopping.clone(),
         )));
     }
-    tokio::spawn(hand_over_on_sigquit(
+    tokio::spawn(handover::on_sigquit(
         upgrade_socket,
         handed,
         gateway.store().clone(),
@@ -569,36 +545,6 @@ async fn bare_hop(listen: SocketAddr, upstreams: &[String]) -> anyhow::Result<()
     Ok(())
 }
 
-/// Runs the bench and prints its report: JSON on stdout with --json, else a table. Exits 1
-/// when it could not run, or when requests failed (after printing the report).
-async fn run_bench(args: &bench::BenchArgs) -> ExitCode {
-    let report = match bench::run(args).await {
-        Ok(report) => report,
-        Err(error) => {
-            eprintln!("switchyard bench: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => println!("{json}"),
-            Err(error) => {
-                eprintln!("switchyard bench: cannot encode the report: {error}");
-                return ExitCode::FAILURE;
-            }
-        }
-    } else {
-        print!("{}", bench::text(&report));
-    }
-    match report.failures() {
-        0 => ExitCode::SUCCESS,
-        failed => {
-            eprintln!("switchyard bench: {failed} requests failed (see the report)");
-            ExitCode::FAILURE
-        }
-    }
-}
-
 fn check(path: PathBuf) -> anyhow::Result<()> {
     let config = config::load(&path)?;
     for warning in config.warnings() {
@@ -620,34 +566,6 @@ fn check(path: PathBuf) -> anyhow::Result<()> {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-/// At SIGQUIT, hands the listening sockets to the new Switchyard waiting for them, then
-/// stops (finishing what is in flight). If none takes them, goes on serving.
-async fn hand_over_on_sigquit(
-    socket: PathBuf,
-    listeners: Vec<(&'static str, std::os::fd::RawFd)>,
-    store: std::sync::Arc<switchyard::store::Store>,
-    stopping: CancellationToken,
-) {
-    while handover::upgrade_signal().await.is_some() {
-        // The embedded store's file goes first, for the new Switchyard to open as it starts;
-        // if the handover fails, it is opened again here at its next use.
-        store.release_file(false).await;
-        match handover::hand_over(&socket, listeners.clone()).await {
-            Ok(()) => {
-                store.release_file(true).await;
-                tracing::info!(
-                    "handed the listening sockets to the new Switchyard; finishing what is in flight"
-                );
-                stopping.cancel();
-                return;
-            }
-            Err(error) => {
-                tracing::error!(%error, "SIGQUIT: the listening sockets were not handed over; still serving")
-            }
-        }
-    }
-}
-
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]

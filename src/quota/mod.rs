@@ -36,6 +36,12 @@ pub const QUOTA_EXCEEDED: i32 = -32029;
 const LEASE: Duration = Duration::from_secs(15 * 60);
 const DAY: u64 = 86_400;
 
+/// The names of the `[limits]` counters (made once, not per request).
+static LIMITS_RATE: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| Arc::from("limits.requests_per_second_per_principal"));
+static LIMITS_CONCURRENT: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| Arc::from("limits.max_concurrent_requests_per_principal"));
+
 /// The counters of the gateway: Redis's, or this process's.
 pub struct Quotas {
     store: Arc<Store>,
@@ -178,7 +184,7 @@ impl Ask {
             // A bucket of `burst` refilled at `per_second`: `burst` calls per burst/rate.
             let period = Duration::from_secs_f64(f64::from(rate.burst) / rate.per_second);
             ask.push(
-                &Arc::from("limits.requests_per_second_per_principal"),
+                &LIMITS_RATE,
                 format!("l:{who}:rate"),
                 Count::Rate {
                     limit: rate.burst,
@@ -188,7 +194,7 @@ impl Ask {
         }
         if held && let Some(limit) = limits.max_concurrent_per_principal {
             ask.push(
-                &Arc::from("limits.max_concurrent_requests_per_principal"),
+                &LIMITS_CONCURRENT,
                 format!("l:{who}:concurrent"),
                 Count::Concurrent {
                     limit,

@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (`[telemetry]`): a server span for each sampled MCP request, with
+//! OpenTelemetry traces (`[telemetry]`), and the subscriber the logs share with them (`logs`): a server span for each sampled MCP request, with
 //! child spans for its routing, its wait for a connection, its upstream call, OAuth refreshes
 //! and store calls, exported over OTLP/HTTP by a batch processor on its own thread.
 //!
@@ -13,6 +13,7 @@
 //! `params._meta.traceparent` on every transport, naming the span of the upstream call.
 
 mod context;
+pub mod logs;
 
 pub use context::{Arriving, Passed, TRACEPARENT, TRACESTATE, Trace};
 

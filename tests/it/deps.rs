@@ -194,3 +194,17 @@ fn debian_packages(files: &[&Path], packages: &[&str], why: &str) {
     install.extend_from_slice(packages);
     apt(&install);
 }
+
+/// The body of an `[upstreams.NAME]` table running `tests/node/replay-server.mjs` over stdio
+/// on the recorded lists in `lists` (it answers a tool call with the `_meta` it received).
+pub fn replay_server(lists: &Path) -> String {
+    format!(
+        "command = {:?}\nargs = [{:?}, {:?}]\nconnect_timeout_seconds = 30",
+        node22().display().to_string(),
+        node_packages()
+            .join("replay-server.mjs")
+            .display()
+            .to_string(),
+        lists.display().to_string(),
+    )
+}

@@ -111,18 +111,7 @@ async fn the_clients_meta_reaches_a_stdio_upstream() {
     let lists = dir.path().join("tools.json");
     std::fs::write(&lists, tools().to_string()).unwrap();
     let gw = GatewayBuilder::new()
-        .upstream(
-            "local",
-            &format!(
-                "command = {:?}\nargs = [{:?}, {:?}]\nconnect_timeout_seconds = 30",
-                deps::node22().display().to_string(),
-                deps::node_packages()
-                    .join("replay-server.mjs")
-                    .display()
-                    .to_string(),
-                lists.display().to_string(),
-            ),
-        )
+        .upstream("local", &deps::replay_server(&lists))
         .start()
         .await;
     let session = raw_session(&gw.url()).await;

@@ -85,15 +85,10 @@ async fn a_clients_trace_goes_through_to_http_and_stdio_upstreams_and_to_the_col
         format!(
             "[telemetry]\notlp_endpoint = {:?}\nsampling_ratio = 0.0\nservice_name = \"gateway-under-test\"\n\n\
              [upstreams.web]\ntransport = \"streamable_http\"\nurl = {:?}\n\n\
-             [upstreams.local]\ncommand = {:?}\nargs = [{:?}, {:?}]\nconnect_timeout_seconds = 30\n",
+             [upstreams.local]\n{}\n",
             receiver.url(),
             http.url(),
-            deps::node22().display().to_string(),
-            deps::node_packages()
-                .join("replay-server.mjs")
-                .display()
-                .to_string(),
-            lists.display().to_string(),
+            deps::replay_server(&lists),
         ),
     )
     .unwrap();

@@ -101,6 +101,37 @@ use report::{RoundReport, Settings, TargetReport};
 
 /// Runs the bench `args` describe and returns its report (failed requests are in the report;
 /// an error means no report could be made).
+/// `switchyard bench`: runs the bench and prints its report, JSON on stdout with `--json`,
+/// else a table. Fails when it could not run, or when requests failed (after the report).
+pub async fn main(args: &BenchArgs) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let report = match run(args).await {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("switchyard bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(error) => {
+                eprintln!("switchyard bench: cannot encode the report: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{}", text(&report));
+    }
+    match report.failures() {
+        0 => ExitCode::SUCCESS,
+        failed => {
+            eprintln!("switchyard bench: {failed} requests failed (see the report)");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub async fn run(args: &BenchArgs) -> Result<Report, BenchError> {
     if let Some(kind) = args.curve {
         return run_curve(kind, args).await;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::{
     deps,
     fixtures::{
-        otlp::{OtlpReceiver, ReceivedSpan},
+        otlp::{CLIENT, OtlpReceiver, ReceivedSpan, SERVER},
         scripted::Scripted,
     },
     harness::GatewayProcess,
@@ -109,14 +109,14 @@ async fn a_clients_trace_goes_through_to_http_and_stdio_upstreams_and_to_the_col
     )
     .await;
     assert!(answer.get("result").is_some(), "{answer}");
-    let spans = receiver.trace(trace, 2).await;
+    let spans = receiver.trace(trace).await;
     assert!(
         spans
             .iter()
             .all(|span| span.service == "gateway-under-test"),
         "{spans:#?}"
     );
-    let server = one(&spans, 2, "server");
+    let server = one(&spans, SERVER, "server");
     assert_eq!(
         server.parent_span_id, client_span,
         "under the client's span"
@@ -132,7 +132,7 @@ async fn a_clients_trace_goes_through_to_http_and_stdio_upstreams_and_to_the_col
         !hash.is_empty() && !session.contains(hash.as_str()),
         "a hash: {hash}"
     );
-    let upstream_call = one(&spans, 3, "client");
+    let upstream_call = one(&spans, CLIENT, "client");
     assert_eq!(upstream_call.parent_span_id, server.span_id);
     assert_eq!(upstream_call.attributes["switchyard.upstream"], "web");
     let handed = format!("00-{trace}-{}-01", upstream_call.span_id);
@@ -156,11 +156,11 @@ async fn a_clients_trace_goes_through_to_http_and_stdio_upstreams_and_to_the_col
     .await;
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     let received: Value = serde_json::from_str(text).unwrap();
-    let spans = receiver.trace(trace, 2).await;
-    let server = one(&spans, 2, "server");
+    let spans = receiver.trace(trace).await;
+    let server = one(&spans, SERVER, "server");
     assert_eq!(server.parent_span_id, client_span);
     assert_eq!(server.attributes["switchyard.upstream"], "local");
-    let upstream_call = one(&spans, 3, "client");
+    let upstream_call = one(&spans, CLIENT, "client");
     assert_eq!(upstream_call.attributes["network.transport"], "pipe");
     let (got_trace, got_parent, flags) = ids(received["traceparent"].as_str().unwrap());
     assert_eq!(
@@ -199,7 +199,7 @@ async fn a_clients_trace_goes_through_to_http_and_stdio_upstreams_and_to_the_col
         "an unsampled trace is not exported: {spans:#?}"
     );
     assert_eq!(
-        (spans.iter()).filter(|span| span.kind == 2).count(),
+        (spans.iter()).filter(|span| span.kind == SERVER).count(),
         2,
         "only the two sampled requests were traced: {spans:#?}"
     );

@@ -138,8 +138,8 @@ struct ConfigInfo {
     generation: u64,
 }
 
-#[derive(Serialize)]
-struct Traffic {
+#[derive(Serialize, PartialEq)]
+pub struct Traffic {
     requests_total: u64,
     errors_total: u64,
     tool_calls_total: u64,
@@ -152,7 +152,6 @@ struct Traffic {
 pub async fn status(State(admin): State<Admin>) -> Json<Status> {
     let gateway = &admin.gateway;
     let live = gateway.live();
-    let totals = gateway.metrics().totals();
     Json(Status {
         version: env!("CARGO_PKG_VERSION"),
         started: unix_seconds(gateway.started()),
@@ -160,20 +159,26 @@ pub async fn status(State(admin): State<Admin>) -> Json<Status> {
             path: live.config.source.display().to_string(),
             generation: live.generation,
         },
-        traffic: Traffic {
-            requests_total: totals.requests,
-            errors_total: totals.errors,
-            tool_calls_total: totals.tool_calls,
-            requests_in_flight: totals.in_flight,
-            sessions: admin.mcp.session_count(),
-            streams: totals.streams,
-        },
+        traffic: traffic(&admin),
         servers: live.upstreams.iter().map(|u| server(u, &live)).collect(),
         disabled: live.config.disabled.clone(),
         held: gateway.pins().held(),
         recent_errors: gateway.journal().errors(),
         reloads: gateway.journal().reloads(),
     })
+}
+
+/// The gateway's traffic so far, and now.
+pub fn traffic(admin: &Admin) -> Traffic {
+    let totals = admin.gateway.metrics().totals();
+    Traffic {
+        requests_total: totals.requests,
+        errors_total: totals.errors,
+        tool_calls_total: totals.tool_calls,
+        requests_in_flight: totals.in_flight,
+        sessions: admin.mcp.session_count(),
+        streams: totals.streams,
+    }
 }
 
 /// `GET /api/servers`: servers by name, with their tools, prompts and resources.

@@ -9,6 +9,7 @@
 //! `/metrics` where no token is configured (metrics carry no secret: labels are bounded).
 
 mod api;
+mod events;
 mod page;
 mod tools;
 mod upstreams;
@@ -64,6 +65,7 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
         .route("/page.css", get(page::style))
         .route("/metrics", get(metrics))
         .route("/api/status", get(api::status))
+        .route("/api/events", get(events::follow))
         .route("/api/servers", get(api::servers))
         .route("/api/catalog", get(api::catalog))
         .route("/api/sessions", get(api::sessions))

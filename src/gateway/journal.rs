@@ -1,11 +1,15 @@
 //! What operators look back at: the last reloads (what each changed, or why it was refused)
-//! and the last upstream failures. Bounded, kept in memory, written rarely.
+//! and the last upstream failures. Bounded, kept in memory, written rarely; each one is also
+//! published as an event (`reload`, `error`) to whoever follows `/api/events`.
 
-use std::{collections::VecDeque, sync::Mutex};
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+};
 
 use serde::Serialize;
 
-use crate::clock;
+use crate::{clock, events::Events};
 
 /// How many reloads are kept.
 const RELOADS: usize = 20;
@@ -70,14 +74,23 @@ pub struct JournalError {
 }
 
 /// The bounded history.
-#[derive(Default)]
 pub struct Journal {
     reloads: Mutex<VecDeque<ReloadEntry>>,
     errors: Mutex<VecDeque<JournalError>>,
+    events: Arc<Events>,
 }
 
 impl Journal {
+    pub fn new(events: Arc<Events>) -> Self {
+        Self {
+            reloads: Mutex::default(),
+            errors: Mutex::default(),
+            events,
+        }
+    }
+
     pub fn reload(&self, entry: ReloadEntry) {
+        self.events.publish("reload", &entry);
         push(&self.reloads, entry, RELOADS);
     }
 
@@ -87,6 +100,7 @@ impl Journal {
             upstream: upstream.map(str::to_owned),
             message,
         };
+        self.events.publish("error", &entry);
         push(&self.errors, entry, ERRORS);
     }
 

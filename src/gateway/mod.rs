@@ -32,6 +32,7 @@ use crate::{
     catalog::{Access, Catalog, ListChanges, NameScheme},
     config::Config,
     error::GatewayError,
+    events::Events,
     metrics::Metrics,
     names::UpstreamName,
     oauth::{Link, OAuth},
@@ -66,6 +67,8 @@ pub struct Gateway {
     reloading: tokio::sync::Mutex<Option<Written>>,
     /// Recent reloads and upstream failures, for operators.
     journal: Journal,
+    /// What operators are told as it happens (`/api/events`).
+    events: Arc<Events>,
     started: SystemTime,
     metrics: Arc<Metrics>,
     /// Serializes the swaps of `live`, so that the last one stored reflects the latest
@@ -107,7 +110,13 @@ impl Gateway {
         let store = Store::new(&config.store, &config.oauth.state_dir, &metrics);
         let oauth = OAuth::new(config.oauth.clone(), public_url, &store);
         oauth.set_users_authenticate(config.auth.configured);
-        let pins = Arc::new(Pins::new(store.clone(), metrics.clone(), &config.catalog));
+        let events = Arc::new(Events::default());
+        let pins = Arc::new(Pins::new(
+            store.clone(),
+            metrics.clone(),
+            &config.catalog,
+            events.clone(),
+        ));
         let cache = ResultCache::new(store.clone(), metrics.clone());
         let audit = Audit::start(&config.audit, metrics.clone()).unwrap_or_else(|error| {
             tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
@@ -128,7 +137,8 @@ impl Gateway {
             }),
             supervisors: Mutex::default(),
             reloading: tokio::sync::Mutex::new(None),
-            journal: Journal::default(),
+            journal: Journal::new(events.clone()),
+            events,
             started: SystemTime::now(),
             metrics,
             publishing: Mutex::new(()),
@@ -160,7 +170,7 @@ impl Gateway {
 
     /// Creates the upstream for `config` and starts its supervisor.
     fn launch(self: &Arc<Self>, config: crate::config::UpstreamConfig) -> Arc<Upstream> {
-        let (upstream, events) = Upstream::new(config, &self.oauth, &self.pins);
+        let (upstream, events) = Upstream::new(config, &self.oauth, &self.pins, &self.events);
         let hooks: Hooks = Arc::new(GatewayHooks(Arc::downgrade(self)));
         let stop = self.shutdown.child_token();
         // A replaced upstream's supervisor stops here.
@@ -199,6 +209,11 @@ impl Gateway {
     /// Recent reloads and upstream failures.
     pub fn journal(&self) -> &Journal {
         &self.journal
+    }
+
+    /// What operators are told as it happens.
+    pub fn events(&self) -> &Arc<Events> {
+        &self.events
     }
 
     /// When the gateway started.
@@ -241,6 +256,7 @@ impl Gateway {
             .paged(setup.config.catalog.page_size)
             .seen_through(setup.access.clone())
             .succeeding(&previous, announced);
+        let changed = catalog.versions() != previous.versions();
         let mut recent = current.recent.clone();
         if !Arc::ptr_eq(catalog.access(), previous.access()) {
             // Pages of the earlier snapshots were cut for the earlier policy.
@@ -251,6 +267,16 @@ impl Gateway {
         }
         recent.push_back(previous);
         let generation = catalog.generation();
+        if changed {
+            let counts = serde_json::json!({
+                "generation": generation,
+                "tools": catalog.tools().len(),
+                "prompts": catalog.prompts().len(),
+                "resources": catalog.resources().len(),
+                "resource_templates": catalog.templates().len(),
+            });
+            self.events.publish("catalog", &counts);
+        }
         self.live.store(Arc::new(Live {
             setup,
             catalog: Arc::new(catalog),

@@ -24,6 +24,7 @@ use crate::{
     catalog::{ListedTool, UpstreamCatalog},
     clock::unix_seconds,
     config::{CatalogSettings, PinChanged, PinNew},
+    events::Events,
     metrics::Metrics,
     store::{PIN_KIND, Store, StoreError},
 };
@@ -60,6 +61,8 @@ pub struct Pins {
     local: DashMap<String, HashMap<String, Record>>,
     /// What waits for approval, by upstream, as last settled.
     held: DashMap<String, Vec<Held>>,
+    /// Where what starts waiting, and what is approved, is told to operators.
+    operators: Arc<Events>,
 }
 
 /// Why an approval could not be made.
@@ -72,13 +75,19 @@ pub enum ApproveError {
 }
 
 impl Pins {
-    pub fn new(store: Arc<Store>, metrics: Arc<Metrics>, catalog: &CatalogSettings) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        metrics: Arc<Metrics>,
+        catalog: &CatalogSettings,
+        operators: Arc<Events>,
+    ) -> Self {
         Self {
             store,
             metrics,
             settings: ArcSwap::from_pointee(settings_of(catalog)),
             local: DashMap::new(),
             held: DashMap::new(),
+            operators,
         }
     }
 
@@ -101,7 +110,7 @@ impl Pins {
         mut discovered: UpstreamCatalog,
     ) -> Result<UpstreamCatalog, StoreError> {
         if !self.applies(pin) {
-            self.held.remove(upstream);
+            self.hold(upstream, Vec::new());
             return Ok(discovered);
         }
         let mut settings = **self.settings.load();
@@ -167,12 +176,29 @@ impl Pins {
             }
         }
         discovered.tools = served;
-        if held.is_empty() {
-            self.held.remove(upstream);
-        } else {
-            self.held.insert(upstream.to_owned(), held);
-        }
+        self.hold(upstream, held);
         Ok(discovered)
+    }
+
+    /// Makes `held` what waits of `upstream`; operators are told of tools that start waiting.
+    fn hold(&self, upstream: &str, held: Vec<Held>) {
+        let before = if held.is_empty() {
+            self.held.remove(upstream).map(|(_, held)| held)
+        } else {
+            self.held.insert(upstream.to_owned(), held.clone())
+        };
+        let waited = |tool: &Held| {
+            (before.iter().flatten())
+                .any(|old| old.tool == tool.tool && old.pending == tool.pending)
+        };
+        let new: Vec<&str> = (held.iter())
+            .filter(|tool| !waited(tool))
+            .map(|tool| tool.tool.as_str())
+            .collect();
+        if !new.is_empty() {
+            let event = serde_json::json!({ "upstream": upstream, "tools": new });
+            self.operators.publish("held", &event);
+        }
     }
 
     /// Everything that waits for approval, upstream by upstream.
@@ -217,6 +243,8 @@ impl Pins {
             return Err(ApproveError::NothingHeld(what));
         }
         approved.sort();
+        let event = serde_json::json!({ "upstream": upstream, "tools": approved });
+        self.operators.publish("approved", &event);
         if let Err(error) = self.store.announce(PIN_KIND, upstream).await {
             tracing::warn!(%error, "cannot tell the other replicas of an approval; they see it at their next discovery");
         }

@@ -59,6 +59,7 @@ pub use tasks::{TaskWatch, TaskWatches};
 
 use crate::{
     catalog::UpstreamCatalog,
+    events::Events,
     config::{FailureMode, HttpProtocol, SessionMode, TransportConfig, UpstreamConfig},
     names::UpstreamName,
     oauth::{Authorizer, Link, Need, OAuth},
@@ -171,6 +172,8 @@ pub struct Upstream {
     pins: Arc<Pins>,
     /// What the upstream listed last, before pinning (settled again after an approval).
     discovered: ArcSwapOption<UpstreamCatalog>,
+    /// Where its state changes are told to operators.
+    operators: Arc<Events>,
 }
 
 /// A request counted in flight to an upstream (and its place under the upstream's limit, if it
@@ -195,6 +198,7 @@ impl Upstream {
         config: UpstreamConfig,
         oauth: &Arc<OAuth>,
         pins: &Arc<Pins>,
+        operators: &Arc<Events>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<UpstreamEvent>) {
         let (events, receiver) = mpsc::unbounded_channel();
         let auth = match &config.transport {
@@ -249,7 +253,9 @@ impl Upstream {
             personal: Default::default(),
             pins: pins.clone(),
             discovered: ArcSwapOption::empty(),
+            operators: operators.clone(),
         });
+        upstream.tell_status(&upstream.status());
         (upstream, receiver)
     }
 
@@ -513,8 +519,34 @@ impl Upstream {
         self.suspect.notify_one();
     }
 
+    /// Replaces the status; a new state, error or count of retries is told to operators.
     fn set_status(&self, status: UpstreamStatus) {
-        self.status.store(Arc::new(status));
+        let told = {
+            let before = self.status.load();
+            before.state != status.state
+                || before.last_error != status.last_error
+                || before.retries != status.retries
+        };
+        let status = Arc::new(status);
+        self.status.store(status.clone());
+        if told {
+            self.tell_status(&status);
+        }
+    }
+
+    /// Tells operators the upstream's state is `status`.
+    fn tell_status(&self, status: &UpstreamStatus) {
+        #[derive(serde::Serialize)]
+        struct Changed<'a> {
+            name: &'a str,
+            #[serde(flatten)]
+            status: &'a UpstreamStatus,
+        }
+        let changed = Changed {
+            name: self.name().as_str(),
+            status,
+        };
+        self.operators.publish("upstream", &changed);
     }
 
     fn set_serving(&self, serving: bool) {

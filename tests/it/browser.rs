@@ -98,6 +98,12 @@ impl Browser {
         send(request.json(&json!({ "script": script, "args": [] }))).await
     }
 
+    /// Clicks the element matching `selector`.
+    pub async fn click(&self, selector: &str) {
+        let script = format!("document.querySelector({selector:?}).click(); return null;");
+        self.eval(&script).await;
+    }
+
     /// Whether an element matching `selector` appears within `within`.
     pub async fn wait_for(&self, selector: &str, within: Duration) -> bool {
         let script = format!("return document.querySelector({selector:?}) !== null;");
@@ -208,12 +214,9 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
     // The Reconnect button brings the failed upstream back at once (its restart delay is a
     // minute), and the page shows it.
     browser
-        .eval(&format!(
-            "document.querySelector({:?}).click(); return null;",
-            format!(
-                "{} button[data-action=\"reconnect\"]",
-                row("crashes", "failed")
-            )
+        .click(&format!(
+            "{} button[data-action=\"reconnect\"]",
+            row("crashes", "failed")
         ))
         .await;
     assert!(
@@ -236,6 +239,73 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
     std::fs::write(&path, &png).unwrap();
     eprintln!("status page screenshot: {}", path.display());
+}
+
+/// The page's Disable and Enable buttons switch an upstream off and on, and a change made
+/// elsewhere (the admin API) shows on the page as it happens: the page follows the event
+/// stream and reads the status only when told something changed, never on a timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_switches_upstreams_and_hears_changes_made_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = GatewayBuilder::new()
+        .section("[store]\nkind = \"memory\"")
+        .demo("demo")
+        .demo("other")
+        .start_on_file(dir.path())
+        .await;
+    let browser = Browser::start().await;
+    browser
+        .goto(&gw.admin_url(&format!("/#token={TEST_ADMIN_TOKEN}")))
+        .await;
+    let soon = Duration::from_secs(15);
+    let row = |name: &str| format!("tr[data-upstream={name:?}][data-state=\"ready\"]");
+    assert!(browser.wait_for(&row("demo"), soon).await);
+    assert!(browser.wait_for(&row("other"), soon).await);
+    browser
+        .click(&format!("{} button[data-action=\"disable\"]", row("demo")))
+        .await;
+    let off = |name: &str| format!("#disabled li[data-upstream={name:?}]");
+    assert!(browser.wait_for(&off("demo"), soon).await, "listed as off");
+    assert!(
+        !browser.wait_for("tr[data-upstream=\"demo\"]", Duration::from_millis(1)).await,
+        "and its row is gone"
+    );
+    browser
+        .click(&format!("{} button[data-action=\"enable\"]", off("demo")))
+        .await;
+    assert!(
+        browser.wait_for(&row("demo"), soon).await,
+        "switched on from the page"
+    );
+
+    // A client opens a session: the page's figures follow from the stream's counters alone,
+    // and the status is not read again while no state changes.
+    let status_reads = "return performance.getEntriesByType('resource')\
+                        .filter((e) => e.name.endsWith('/api/status')).length;";
+    let before = browser.eval(status_reads).await;
+    let _client = gw.client().await;
+    let sessions = "return document.getElementById('t-sessions').textContent;";
+    let mut shown = Value::Null;
+    for _ in 0..30 {
+        shown = browser.eval(sessions).await;
+        if shown == json!("1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(shown, json!("1"), "the session count came in the stream");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(browser.eval(status_reads).await, before, "no polling");
+
+    // Changed elsewhere: on the page well before any poll would have shown it.
+    let (status, _) = gw
+        .admin_answer(reqwest::Method::POST, "/api/upstreams/other/disable")
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        browser.wait_for(&off("other"), Duration::from_millis(900)).await,
+        "the page heard of it"
+    );
 }
 
 /// A page with nothing on it, served on 127.0.0.1 at an ephemeral port; its origin.

@@ -10,6 +10,7 @@ mod cli;
 mod conformance;
 mod definitions;
 mod deps;
+mod events;
 mod fixtures;
 mod harness;
 mod headers;

@@ -1,12 +1,16 @@
-// Switchyard live status page: polls api/status every second and renders it into index.html.
+// Switchyard live status page: follows api/events (server-sent events, read with fetch so that
+// the token goes in a header) and reads api/status whole when the stream opens and after each
+// state event; the traffic counters come in the stream. Nothing is polled.
 // Every server-provided string goes through textContent or an attribute, never innerHTML.
 // A `#token=...` in the address is kept in sessionStorage and sent as a Bearer token.
 (function () {
   "use strict";
 
-  const POLL_MS = 1000;
   const FETCH_TIMEOUT_MS = 4000;
-  const MIN_RATE_WINDOW_S = 0.5; // a poll right after another (after a reload) would give noisy rates
+  const REFRESH_AFTER_MS = 50; // state events in a burst are read as one
+  const RETRY_MS = 2000; // before following again, once the stream ended
+  const CLOCK_MS = 1000; // the ages shown ("12 s ago") are kept current locally
+  const MIN_RATE_WINDOW_S = 0.5; // counters read right after others would give noisy rates
   const TOKEN_KEY = "switchyard.admin.token";
   const STATES = ["connecting", "connected", "discovering", "ready", "authenticating", "failed", "draining"];
   const OUTCOMES = ["applied", "rejected", "unchanged"];
@@ -21,9 +25,13 @@
   const rows = new Map(); // upstream name -> {tr, cells, badge, since, auth}
   const listKeys = {}; // list id -> JSON of what it shows, so lists are rebuilt only on change
   let token = null;
-  let prev = null; // {at, traffic} of the last poll, for the rates
-  let timer = null;
-  let polling = false;
+  let prev = null; // {at, traffic} of the last counters, for the rates
+  let started = null; // when the gateway started (Unix seconds)
+  let lastEventId = null; // where a stream that ended is taken up again
+  let following = null; // the AbortController of the stream being read
+  let refreshTimer = null;
+  let refreshing = false;
+  let refreshAgain = false;
 
   // === Helpers ===
 
@@ -119,7 +127,7 @@
     conn.dataset.conn = kind;
     setText(conn.querySelector(".conn-text"), text);
     document.body.classList.toggle("stale", kind !== "live");
-    if (kind !== "live") prev = null; // rates restart from the next good poll
+    if (kind !== "live") prev = null; // rates restart from the next good counters
   }
 
   // === Rendering ===
@@ -177,7 +185,7 @@
         setText(out, "admin API unreachable");
       } finally {
         button.disabled = false;
-        poll();
+        refresh();
       }
     });
     return button;
@@ -309,7 +317,8 @@
     setText(byId("version"), s.version ? "v" + s.version : "");
     setText(byId("config-path"), show(config.path));
     setText(byId("config-generation"), show(config.generation));
-    setText(byId("uptime"), Number.isFinite(s.started) ? human(nowSeconds() - s.started, false) : "–");
+    started = Number.isFinite(s.started) ? s.started : null;
+    tick();
     renderTraffic(s.traffic || {});
     renderServers(Array.isArray(s.servers) ? s.servers : []);
     renderList("disabled", Array.isArray(s.disabled) ? s.disabled : [], disabledItem);
@@ -319,7 +328,7 @@
     renderList("reloads", Array.isArray(s.reloads) ? s.reloads : [], reloadItem);
   }
 
-  // === Polling and actions ===
+  // === Following and actions ===
 
   function showStatus(res) {
     if (isAuthFailure(res.status)) {
@@ -340,19 +349,103 @@
     }
   }
 
-  async function poll() {
-    if (polling) return; // the poll under way schedules the next one
-    polling = true;
-    clearTimeout(timer);
+  // Reads the whole status once; asked again while it runs, it reads once more after.
+  async function refresh() {
+    clearTimeout(refreshTimer);
+    refreshTimer = null;
+    if (refreshing) { refreshAgain = true; return; }
+    refreshing = true;
     try {
       showStatus(await api("GET", "api/status"));
     } catch (_) {
       setConnection("down", "admin API unreachable"); // network error or timeout
     } finally {
-      refreshTimes();
-      polling = false;
-      timer = setTimeout(poll, POLL_MS);
+      refreshing = false;
+      if (refreshAgain) { refreshAgain = false; refresh(); }
     }
+  }
+
+  function refreshSoon() {
+    if (refreshTimer === null) refreshTimer = setTimeout(refresh, REFRESH_AFTER_MS);
+  }
+
+  // The ages and the uptime, kept current between events.
+  function tick() {
+    setText(byId("uptime"), started === null ? "–" : human(nowSeconds() - started, false));
+    refreshTimes();
+  }
+
+  // One event of the stream: `event:`, `id:` and `data:` lines.
+  function parseEvent(block) {
+    const event = { kind: "message", id: null, data: "" };
+    for (const line of block.split("\n")) {
+      const colon = line.indexOf(":");
+      if (colon === 0) continue; // a comment (keep-alive)
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") event.kind = value;
+      else if (field === "id") event.id = value;
+      else if (field === "data") event.data += (event.data ? "\n" : "") + value;
+    }
+    return event;
+  }
+
+  function onEvent(event) {
+    if (event.id) lastEventId = event.id;
+    if (event.kind === "traffic") {
+      try { renderTraffic(JSON.parse(event.data)); } catch (_) { /* counters come again */ }
+    } else if (event.kind === "reset") {
+      refresh(); // what was missed is not kept: read everything
+    } else if (event.kind !== "message") {
+      refreshSoon(); // upstream, reload, error, held, approved, catalog
+    }
+  }
+
+  // Follows api/events until it ends, then again from the last id after RETRY_MS.
+  async function follow() {
+    if (following) following.abort();
+    const abort = new AbortController();
+    following = abort;
+    const headers = { Accept: "text/event-stream" };
+    if (token) headers.Authorization = "Bearer " + token;
+    if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+    const again = (text) => {
+      if (following !== abort) return; // replaced by a newer one
+      setConnection("down", text);
+      setTimeout(() => { if (following === abort) follow(); }, RETRY_MS);
+    };
+    let res;
+    try {
+      res = await fetch("api/events", { headers, cache: "no-store", signal: abort.signal });
+    } catch (_) {
+      again("admin API unreachable; trying again");
+      return;
+    }
+    if (isAuthFailure(res.status)) {
+      setConnection("auth", "admin token needed");
+      showAuthNotice(true);
+      return; // a new token (#token=…) follows again
+    }
+    if (res.status !== 200 || !res.body) {
+      again("admin API error: HTTP " + res.status + "; trying again");
+      return;
+    }
+    refresh(); // the whole state once, now that nothing after it can be missed
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n?/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          onEvent(parseEvent(buffer.slice(0, end)));
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch (_) { /* aborted, or the connection dropped */ }
+    again("event stream ended; following again");
   }
 
   // The outcome is shown in #reload-result, with data-outcome = applied|unchanged|rejected|error|pending.
@@ -379,13 +472,14 @@
       report("error", "Reload failed: admin API unreachable");
     } finally {
       button.disabled = false;
-      poll();
+      refresh();
     }
   }
 
   try { token = sessionStorage.getItem(TOKEN_KEY); } catch (_) { /* no storage */ }
   takeTokenFromHash();
-  window.addEventListener("hashchange", () => { takeTokenFromHash(); poll(); });
+  window.addEventListener("hashchange", () => { takeTokenFromHash(); follow(); });
   byId("reload").addEventListener("click", reload);
-  poll();
+  setInterval(tick, CLOCK_MS);
+  follow();
 })();

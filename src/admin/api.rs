@@ -66,7 +66,7 @@ struct Counts {
     resource_templates: usize,
 }
 
-fn server(upstream: &Upstream, live: &Live) -> Server {
+pub fn server(upstream: &Upstream, live: &Live) -> Server {
     let status = upstream.status();
     let config = upstream.config();
     let catalog = upstream.catalog().unwrap_or_default();
@@ -181,36 +181,66 @@ pub fn traffic(admin: &Admin) -> Traffic {
     }
 }
 
-/// `GET /api/servers`: servers by name, with their tools, prompts and resources.
+/// `GET /api/servers`: the full picture of each server, in the shape of the Cloudflare Agents
+/// SDK's `getMcpServers()`: servers by name (state, URL, authorization link, what it said of
+/// itself at the handshake: server info, capabilities, instructions, protocol version), then
+/// every tool, prompt, resource and resource template as the server defined it (its own name,
+/// schemas and all), each with the `serverId` it came from.
 pub async fn servers(State(admin): State<Admin>) -> Json<Value> {
     let live = admin.gateway.live();
     let mut servers = serde_json::Map::new();
-    let (mut tools, mut prompts, mut resources) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lists: [Vec<Value>; 4] = Default::default();
     for upstream in &live.upstreams {
-        let name = upstream.name().to_string();
-        servers.insert(name.clone(), json!(server(upstream, &live)));
-        let Some(catalog) = upstream.catalog() else {
+        let name = upstream.name().as_str();
+        let mut entry = json!(server(upstream, &live));
+        let handshake = upstream.shared().ok().map(|c| c.server().clone());
+        let catalog = upstream.catalog();
+        let instructions = (catalog.as_ref())
+            .and_then(|catalog| catalog.instructions.clone())
+            .or_else(|| handshake.as_ref()?.instructions.clone());
+        if let Some(entry) = entry.as_object_mut() {
+            let url = match &upstream.config().transport {
+                TransportConfig::Http(http) => Some(http.url.to_string()),
+                TransportConfig::Stdio(_) => None,
+            };
+            entry.insert("server_url".into(), json!(url));
+            entry.insert(
+                "server_info".into(),
+                json!(handshake.as_ref().map(|h| &h.server_info)),
+            );
+            entry.insert(
+                "capabilities".into(),
+                json!(handshake.as_ref().map(|h| &h.capabilities)),
+            );
+            entry.insert("instructions".into(), json!(instructions));
+        }
+        servers.insert(name.to_owned(), entry);
+        let Some(catalog) = catalog else {
             continue;
         };
-        tools.extend(catalog.tools.iter().map(
-            |tool| json!({"name": tool.name, "server": name, "description": tool.description}),
-        ));
-        prompts.extend(catalog.prompts.iter().map(|prompt| {
-            json!({"name": prompt.name, "server": name, "description": prompt.description})
-        }));
-        resources.extend(
-            catalog
-                .resources
-                .iter()
-                .map(|r| json!({"uri": r.uri, "name": r.name, "server": name})),
-        );
+        let [tools, prompts, resources, templates] = &mut lists;
+        tools.extend(catalog.tools.iter().map(|t| from_server(t, name)));
+        prompts.extend(catalog.prompts.iter().map(|p| from_server(p, name)));
+        resources.extend(catalog.resources.iter().map(|r| from_server(r, name)));
+        templates.extend(catalog.templates.iter().map(|t| from_server(t, name)));
     }
+    let [tools, prompts, resources, templates] = lists;
     Json(json!({
         "servers": servers,
         "tools": tools,
         "prompts": prompts,
         "resources": resources,
+        "resource_templates": templates,
     }))
+}
+
+/// `definition` as JSON, with the name of the server that listed it.
+fn from_server(definition: &impl Serialize, server: &str) -> Value {
+    let mut value = json!(definition);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("serverId".into(), json!(server));
+    }
+    value
 }
 
 /// `GET /api/catalog`: the merged catalog as clients see it.

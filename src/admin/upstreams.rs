@@ -2,12 +2,12 @@
 //! `config::Overlay`), checked merged with the configuration file exactly as a load would check
 //! it, written so that it survives a restart, and then applied as a reload.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use axum::{
     Json,
     body::Bytes,
-    extract::{Path, State},
+    extract::{Path, Query, State},
     response::{IntoResponse, Response},
 };
 use http::StatusCode;
@@ -19,17 +19,31 @@ use crate::{
     gateway::Trigger,
 };
 
-/// `POST /api/upstreams`: adds an upstream. The body is `{"name": NAME, ...}` with the keys of
-/// an `[upstreams.NAME]` table. 201 with the reload; 400 for a body that is not such an
-/// object, 403 for one that would run a program or read the gateway's files or environment
-/// (unless `[admin] allow_commands`), 409 if the name is taken, 422 with every problem if the
-/// upstream is invalid. Nothing of a refused request is written.
-pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
+/// How long `POST /api/upstreams` waits for the new upstream's first connection by default,
+/// and at most.
+const FIRST_CONNECT: Duration = Duration::from_secs(5);
+const FIRST_CONNECT_MOST: Duration = Duration::from_secs(30);
+
+/// How long to wait for an added upstream (`?wait_seconds=`).
+#[derive(serde::Deserialize)]
+pub struct Wait {
+    wait_seconds: Option<f64>,
+}
+
+/// `POST /api/upstreams[?wait_seconds=S]`: adds an upstream. The body is `{"name": NAME, ...}`
+/// with the keys of an `[upstreams.NAME]` table. 201 with the reload and the new upstream as
+/// `/api/servers` shows it once its first connection ended either way (ready, failed, or
+/// waiting for authorization, with its `auth_url`) or `S` seconds passed (5 by default, at most
+/// 30; `connecting` then); 400 for a body that is not such an object, 403 for one that would
+/// run a program or read the gateway's files or environment (unless `[admin] allow_commands`),
+/// 409 if the name is taken, 422 with every problem if the upstream is invalid. Nothing of a
+/// refused request is written.
+pub async fn add(State(admin): State<Admin>, Query(wait): Query<Wait>, body: Bytes) -> Response {
     let (name, entry) = match entry(&body) {
         Ok(entry) => entry,
         Err(message) => return error(StatusCode::BAD_REQUEST, &message),
     };
-    let _editing = admin.editing.lock().await;
+    let editing = admin.editing.lock().await;
     let config = admin.gateway.live().config.clone();
     if !config.admin.allow_commands
         && let Some(key) = privileged_key(&entry)
@@ -54,16 +68,30 @@ pub async fn add(State(admin): State<Admin>, body: Bytes) -> Response {
     }
     let added = name.clone();
     let answer = edit(&admin, &config, move |overlay| overlay.add(&added, entry)).await;
+    drop(editing);
     let outcome = if answer.is_ok() { "ok" } else { "error" };
     super::audit_change(&admin, "add upstream", &name, outcome);
-    match answer {
-        Ok(reload) => (
-            StatusCode::CREATED,
-            Json(json!({ "name": name, "reload": reload })),
-        )
-            .into_response(),
-        Err(response) => response,
-    }
+    let reload = match answer {
+        Ok(reload) => reload,
+        Err(response) => return response,
+    };
+    let wait = (wait.wait_seconds)
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .map_or(FIRST_CONNECT, Duration::from_secs_f64)
+        .min(FIRST_CONNECT_MOST);
+    let live = admin.gateway.live();
+    let server = match live.upstream(&name) {
+        Some(upstream) => {
+            let _ = tokio::time::timeout(wait, upstream.wait_settled()).await;
+            Some(super::api::server(upstream, &admin.gateway.live()))
+        }
+        None => None,
+    };
+    (
+        StatusCode::CREATED,
+        Json(json!({ "name": name, "reload": reload, "server": server })),
+    )
+        .into_response()
 }
 
 /// `DELETE /api/upstreams/{name}`: removes an upstream, whether the file or the overlay defines

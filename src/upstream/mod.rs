@@ -59,8 +59,8 @@ pub use tasks::{TaskWatch, TaskWatches};
 
 use crate::{
     catalog::UpstreamCatalog,
-    events::Events,
     config::{FailureMode, HttpProtocol, SessionMode, TransportConfig, UpstreamConfig},
+    events::Events,
     names::UpstreamName,
     oauth::{Authorizer, Link, Need, OAuth},
     pins::Pins,

@@ -267,7 +267,9 @@ async fn the_status_page_switches_upstreams_and_hears_changes_made_elsewhere() {
     let off = |name: &str| format!("#disabled li[data-upstream={name:?}]");
     assert!(browser.wait_for(&off("demo"), soon).await, "listed as off");
     assert!(
-        !browser.wait_for("tr[data-upstream=\"demo\"]", Duration::from_millis(1)).await,
+        !browser
+            .wait_for("tr[data-upstream=\"demo\"]", Duration::from_millis(1))
+            .await,
         "and its row is gone"
     );
     browser
@@ -303,7 +305,9 @@ async fn the_status_page_switches_upstreams_and_hears_changes_made_elsewhere() {
         .await;
     assert_eq!(status, 200);
     assert!(
-        browser.wait_for(&off("other"), Duration::from_millis(900)).await,
+        browser
+            .wait_for(&off("other"), Duration::from_millis(900))
+            .await,
         "the page heard of it"
     );
 }

@@ -111,7 +111,9 @@ async fn a_follower_hears_a_change_at_once_and_resumes_where_it_left() {
     );
     assert!(heard.id.is_some(), "a state event has an id");
     let ready = follower
-        .until("upstream", |data| data["name"] == "demo" && data["state"] == "ready")
+        .until("upstream", |data| {
+            data["name"] == "demo" && data["state"] == "ready"
+        })
         .await;
     let last = ready.id.unwrap();
     drop(follower);

@@ -1,14 +1,18 @@
 //! An operator's hold on one upstream through the admin API: an upstream that gave up after
 //! `max_attempts` comes back through `reconnect`, and one that changed its lists without
 //! saying so is listed again through `rediscover`; both want the admin token, and an unknown
-//! name is a 404.
+//! name is a 404. One switched off stays off across a restart; one added that needs
+//! authorization is answered with its link.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::{
-    fixtures::scripted::Scripted,
+    fixtures::{
+        oauth_upstream::{Browser, OAuthUpstream},
+        scripted::Scripted,
+    },
     harness::{GatewayBuilder, SWITCHYARD, TestGateway, tool_names},
 };
 
@@ -185,4 +189,49 @@ async fn an_upstream_switched_off_in_the_file_is_switched_on_there() {
         !dir.path().join("switchyard.overlay.toml").exists(),
         "nothing written"
     );
+}
+
+/// Added through the admin API, an upstream that needs authorization is answered with its
+/// state and the link to authorize it (as `addMcpServer` does), and that link works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_upstream_that_needs_authorization_is_answered_with_its_link() {
+    let upstream = OAuthUpstream::start(&["--interactions=auto"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[oauth]\nstate_dir = {:?}\nkey = \"c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=\"",
+            dir.path().join("state").display().to_string()
+        ))
+        .demo("local")
+        .start_on_file(dir.path())
+        .await;
+    let body = json!({
+        "name": "secure",
+        "url": upstream.mcp_url(),
+        "oauth": {
+            "client_id": upstream.client("client_id"),
+            "client_secret": upstream.client("client_secret"),
+        },
+    });
+    let answer = gw
+        .admin_request(reqwest::Method::POST, "/api/upstreams?wait_seconds=20")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let answer: Value = answer.json().await.unwrap();
+    let server = &answer["server"];
+    assert_eq!(server["state"], "authenticating", "{answer}");
+    let link = server["auth_url"].as_str().expect("its authorization link");
+    assert!(
+        link.starts_with(&gw.url_at("/oauth/connect/")),
+        "the gateway's own link, which binds the browser that follows it: {link}"
+    );
+
+    let browser = Browser::new();
+    let callback = browser.callback_url(link).await;
+    assert_eq!(browser.open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", Duration::from_secs(20))
+        .await;
 }

@@ -321,15 +321,33 @@ async fn the_admin_api_reports_and_refuses_clearly() {
     assert_eq!(status["servers"][0]["name"], "demo");
     assert_eq!(status["servers"][0]["state"], "ready");
     assert_eq!(status["servers"][0]["counts"]["tools"], 6);
+    // The full picture of each server: what it said of itself, and its definitions whole.
     let servers: Value = get("/api/servers").await.unwrap().json().await.unwrap();
-    assert_eq!(servers["servers"]["demo"]["transport"], "streamable_http");
+    let demo = &servers["servers"]["demo"];
+    assert_eq!(demo["transport"], "streamable_http");
+    assert_eq!(demo["state"], "ready");
     assert!(
-        servers["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["name"] == "echo")
+        demo["server_url"].as_str().unwrap().ends_with("/mcp"),
+        "{demo}"
     );
+    assert_eq!(demo["server_info"]["name"], "switchyard-demo", "{demo}");
+    assert!(demo["capabilities"]["tools"].is_object(), "{demo}");
+    assert!(demo["instructions"].as_str().is_some_and(|i| !i.is_empty()));
+    assert!(demo["protocol_version"].is_string());
+    assert_eq!(demo["auth_url"], Value::Null);
+    let echo = (servers["tools"].as_array().unwrap().iter())
+        .find(|t| t["name"] == "echo")
+        .expect("the demo's echo, by its own name");
+    assert_eq!(echo["serverId"], "demo");
+    assert_eq!(echo["inputSchema"]["type"], "object", "with its schema");
+    for list in ["prompts", "resources", "resource_templates"] {
+        let items = servers[list].as_array().unwrap();
+        assert!(!items.is_empty(), "{list}");
+        assert!(
+            items.iter().all(|item| item["serverId"] == "demo"),
+            "{list}"
+        );
+    }
     let catalog: Value = get("/api/catalog").await.unwrap().json().await.unwrap();
     assert!(
         catalog["tools"]
@@ -429,7 +447,7 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
         _dir,
     } = on_file("[admin]\nallow_commands = true\n").await;
     let post = |body: Value| {
-        gw.admin_request(reqwest::Method::POST, "/api/upstreams")
+        gw.admin_request(reqwest::Method::POST, "/api/upstreams?wait_seconds=30")
             .json(&body)
             .send()
     };
@@ -444,6 +462,13 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
     assert_eq!(created["reload"]["summary"], "added second", "{created}");
+    let server = &created["server"];
+    assert_eq!(server["name"], "second", "{created}");
+    assert_eq!(
+        server["state"], "ready",
+        "after its first connection: {created}"
+    );
+    assert_eq!(server["counts"]["tools"], 6, "{created}");
     let added = eventually(Duration::from_secs(20), || has_tool(&gw, "second__echo")).await;
     assert!(added, "the added upstream's tools appear");
     let servers: Value = gw

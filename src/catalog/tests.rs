@@ -268,6 +268,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
         path: "/servers/github/mcp".into(),
         prefix_mode: None,
         tool_search: None,
+        inline_resources: None,
         gate: Gate {
             allow: Items {
                 upstreams: Some(vec![Glob::new("github").unwrap()]),

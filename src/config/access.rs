@@ -57,6 +57,8 @@ pub struct RawEndpoint {
     pub deny: Option<RawItems>,
     pub tools: Option<Entries<RawToolShape>>,
     pub tool_search: Option<String>,
+    pub inline_resources: Option<bool>,
+    pub inline_max_bytes: Option<u64>,
 }
 
 /// `[endpoints.NAME.tools."UPSTREAM:TOOL"]` as written.
@@ -264,6 +266,7 @@ impl Checker<'_> {
                 search_threshold.unwrap_or(super::catalog::DEFAULT_SEARCH_THRESHOLD),
             )
         });
+        let inline_resources = self.inlining(key, raw.inline_resources, raw.inline_max_bytes);
         EndpointSettings {
             name: name.into(),
             path,
@@ -271,6 +274,7 @@ impl Checker<'_> {
             tool_search,
             gate,
             tools,
+            inline_resources,
         }
     }
 

@@ -2,7 +2,8 @@
 //! checked: whether tool arguments are checked against their schemas (`validate_arguments`),
 //! whether tool definitions are pinned (`pin`, over `[catalog] pin`), which tool calls and
 //! resource reads are cached (`cache`, `tool_cache`), and how arguments are audited
-//! (`audit_arguments`).
+//! (`audit_arguments`), and whether resources that tool results link to are read and inlined
+//! for clients that cannot follow links (`inline_resources`, `inline_max_bytes`).
 
 use std::{collections::HashMap, time::Duration};
 
@@ -15,6 +16,9 @@ use super::{
 
 /// The longest a result may be cached.
 const MAX_CACHE_SECONDS: f64 = 24.0 * 3600.0;
+/// How much of linked resources one tool result may have inlined, by default and at most.
+pub const INLINE_BYTES: u64 = 1 << 20;
+const INLINE_BYTES_MOST: u64 = 16 << 20;
 
 /// `cache = { … }` as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -46,6 +50,8 @@ pub struct ItemRules {
     pub tool_cache: HashMap<String, CacheRule>,
     /// How its calls' arguments appear in audit records: `None` follows `[audit] arguments`.
     pub audit_arguments: Option<AuditArguments>,
+    /// With inlining: how many bytes of linked resources one tool result may have inlined.
+    pub inline_resources: Option<u64>,
 }
 
 impl ItemRules {
@@ -64,6 +70,7 @@ impl Checker<'_> {
         pin: Option<bool>,
         (cache, tool_cache): (Option<&RawCache>, Option<&Entries<RawCache>>),
         audit_arguments: Option<&str>,
+        (inline, inline_max): (Option<bool>, Option<u64>),
     ) -> ItemRules {
         let cache = cache.map(|raw| self.cache_rule(&format!("{key}.cache"), raw));
         let mut tools = HashMap::new();
@@ -80,12 +87,41 @@ impl Checker<'_> {
         }
         let audit_arguments = audit_arguments
             .and_then(|text| self.audit_arguments(&format!("{key}.audit_arguments"), text));
+        let inline_resources = self.inlining(key, inline, inline_max);
         ItemRules {
             validate_arguments: validate_arguments.unwrap_or(true),
             pin,
             cache,
             tool_cache: tools,
             audit_arguments,
+            inline_resources,
+        }
+    }
+
+    /// `inline_resources` and `inline_max_bytes` of the upstream or endpoint at `key`.
+    pub(super) fn inlining(
+        &mut self,
+        key: &str,
+        inline: Option<bool>,
+        max: Option<u64>,
+    ) -> Option<u64> {
+        match (inline, max) {
+            (Some(true), Some(max)) if max == 0 || max > INLINE_BYTES_MOST => {
+                self.problem(
+                    format!("{key}.inline_max_bytes"),
+                    format!("must be above 0 and at most {INLINE_BYTES_MOST}, not {max}"),
+                );
+                None
+            }
+            (Some(true), max) => Some(max.unwrap_or(INLINE_BYTES)),
+            (_, Some(_)) => {
+                self.problem(
+                    format!("{key}.inline_max_bytes"),
+                    "applies only with `inline_resources = true`",
+                );
+                None
+            }
+            _ => None,
         }
     }
 

@@ -11,6 +11,7 @@ mod expand;
 mod headers;
 mod items;
 mod keys;
+mod langchain;
 mod limits;
 mod load;
 mod mcp_json;
@@ -34,7 +35,7 @@ pub use auth::{
 };
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
-pub use items::{CacheRule, ItemRules};
+pub use items::{CacheRule, INLINE_BYTES, ItemRules};
 pub use limits::{DEFAULT_BURST, DEFAULT_RATE, DEFAULT_SESSIONS, Limits, Rate};
 pub use load::{ConfigError, Problem, load, load_overlaid, load_overridden, load_with, parse_str};
 pub use quota::QuotaRule;

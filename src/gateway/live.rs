@@ -62,6 +62,16 @@ impl Live {
             .unwrap_or(self.config.catalog.tool_search)
     }
 
+    /// How many bytes of linked resources a tool result of `upstream` may have inlined for
+    /// callers at `endpoint` (the endpoint's setting, else the upstream's), if inlining is on.
+    pub fn inlining(&self, endpoint: &EndpointName, upstream: &Upstream) -> Option<u64> {
+        endpoint
+            .as_virtual()
+            .and_then(|name| self.config.endpoints.iter().find(|e| &*e.name == name))
+            .and_then(|endpoint| endpoint.inline_resources)
+            .or(upstream.config().items.inline_resources)
+    }
+
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.upstreams.iter().find(|u| u.name().as_str() == name)
     }

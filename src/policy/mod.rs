@@ -167,6 +167,9 @@ pub struct EndpointSettings {
     pub tools: HashMap<(String, String), ToolShape>,
     /// `None`: as `[catalog] tool_search`.
     pub tool_search: Option<ToolSearch>,
+    /// With inlining: how many bytes of linked resources one tool result may have inlined,
+    /// whichever upstream it came from.
+    pub inline_resources: Option<u64>,
 }
 
 /// Whether clients get the tools themselves in `tools/list`, or tools to search them with.

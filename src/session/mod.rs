@@ -14,6 +14,7 @@ mod audited;
 mod cached;
 mod handler;
 mod id;
+mod inlined;
 mod listen;
 mod notify;
 mod search;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Session, audited, cached,
     handler::SessionHandler,
+    inlined,
     search::{self, GatewayTool},
     upstreams::Source,
 };
@@ -241,6 +242,12 @@ impl Serving<'_> {
             }
             None => dispatch.await,
         };
+        let answer = match request.live.inlining(&request.caller.endpoint, &upstream) {
+            Some(max) if kind == Routed::Tool => {
+                self.inline(answer, max, &call.downstream.outlet).await
+            }
+            _ => answer,
+        };
         if let Some(subject) = &subject {
             audited::record(
                 audit,
@@ -252,6 +259,31 @@ impl Serving<'_> {
             );
         }
         answer
+    }
+
+    /// A tool result with the resources it links to read (as this caller would read them)
+    /// and inlined, up to `max` bytes in all.
+    async fn inline(&self, answer: Bytes, max: u64, outlet: &Outlet) -> Bytes {
+        let Some(mut links) = inlined::links(&answer) else {
+            return answer;
+        };
+        let mut budget = max;
+        for (at, uri) in links.found() {
+            let Some(read) = inlined::read_request(self.request, &uri) else {
+                continue;
+            };
+            let read = Arc::new(read);
+            let serving = Serving {
+                request: &read,
+                ..*self
+            };
+            let got = Box::pin(serving.answer(None, outlet.clone())).await;
+            match inlined::contents(&got, &mut budget) {
+                Some(contents) => links.inline(at, contents),
+                None => tracing::debug!(%uri, "a linked resource is left a link"),
+            }
+        }
+        links.finish().unwrap_or(answer)
     }
 
     /// Spends what a call to `target` costs of the quotas that cover it (none: nothing to

@@ -16,6 +16,7 @@ mod harness;
 mod headers;
 mod import;
 mod interop;
+mod langchain;
 mod layers;
 mod lifecycle;
 mod limits;

@@ -111,6 +111,7 @@ fn an_endpoint_narrows_what_rules_allow_and_names_on_its_own() {
         path: "/profiles/readonly/mcp".into(),
         prefix_mode: None,
         tool_search: None,
+        inline_resources: None,
         gate: Gate {
             allow: items(Some(&["github"]), Some(&["*:get_*"])),
             deny: Items::default(),

@@ -109,3 +109,113 @@ fn json_syntax_errors_are_located() {
         "no `mcpServers` object",
     );
 }
+
+#[test]
+fn langchain_python_connections_load_with_their_keys_mapped() {
+    let config = load(
+        "connections.json",
+        r#"{
+            "math": {"transport": "stdio", "command": "python", "args": ["math.py"],
+                     "encoding": "utf-8", "encoding_error_handler": "strict"},
+            "weather": {"transport": "streamable_http", "url": "http://127.0.0.1:8000/mcp",
+                        "sse_read_timeout": 120, "terminate_on_close": true},
+            "legacy": {"transport": "sse", "url": "http://127.0.0.1:8001/sse"}
+        }"#,
+    )
+    .unwrap();
+    let protocol = |i: usize| match &config.upstreams[i].transport {
+        TransportConfig::Http(http) => Some(http.protocol),
+        TransportConfig::Stdio(_) => None,
+    };
+    assert_eq!(protocol(0), None);
+    assert_eq!(protocol(1), Some(HttpProtocol::StreamableHttp));
+    assert_eq!(protocol(2), Some(HttpProtocol::Sse));
+    assert_eq!(
+        config.upstreams[1].policy.stream_idle_timeout,
+        std::time::Duration::from_secs(120)
+    );
+}
+
+#[test]
+fn langchain_js_keys_map_onto_switchyards() {
+    let config = load(
+        "langchain.json",
+        r#"{
+            "prefixToolNameWithServerName": false,
+            "defaultToolTimeout": 1500,
+            "outputHandling": {"resource": "content"},
+            "mcpServers": {
+                "fallback": {"url": "http://127.0.0.1:1/mcp", "transport": "http"},
+                "plain": {"url": "http://127.0.0.1:2/mcp", "automaticSSEFallback": false,
+                          "reconnect": {"enabled": false}},
+                "local": {"command": "x", "restart": {"maxAttempts": 4, "delayMs": 250},
+                          "outputHandling": "content", "defaultToolTimeout": 9000}
+            }
+        }"#,
+    )
+    .unwrap();
+    assert_eq!(config.catalog.prefix_mode, crate::names::PrefixMode::Never);
+    let [fallback, plain, local] = &config.upstreams[..] else {
+        panic!("three upstreams");
+    };
+    assert!(
+        matches!(&fallback.transport, TransportConfig::Http(h) if h.protocol == HttpProtocol::Auto)
+    );
+    assert!(
+        matches!(&plain.transport, TransportConfig::Http(h) if h.protocol == HttpProtocol::StreamableHttp)
+    );
+    assert_eq!(
+        plain.policy.restart.max_attempts,
+        Some(1),
+        "not enabled: no retry"
+    );
+    assert_eq!(local.policy.restart.max_attempts, Some(4));
+    assert_eq!(
+        local.policy.restart.delay,
+        std::time::Duration::from_millis(250)
+    );
+    assert_eq!(
+        local.policy.restart.max_delay,
+        std::time::Duration::from_millis(250)
+    );
+    assert_eq!(
+        fallback.policy.tool_timeout,
+        std::time::Duration::from_millis(1500)
+    );
+    assert_eq!(local.policy.tool_timeout, std::time::Duration::from_secs(9));
+    assert_eq!(
+        fallback.items.inline_resources,
+        Some(crate::config::INLINE_BYTES)
+    );
+}
+
+#[test]
+fn langchain_keys_switchyard_cannot_honour_are_named() {
+    let found = problems(
+        "langchain.json",
+        r#"{
+            "additionalToolNamePrefix": "mcp",
+            "outputHandling": "artifact",
+            "mcpServers": {
+                "a": {"command": "x", "reconnect": {"enabled": true}, "encoding": "latin-1"},
+                "b": {"url": "http://127.0.0.1:1/mcp", "transport": "websocket"},
+                "c": {"url": "http://127.0.0.1:1/mcp", "type": "sse", "transport": "http"},
+                "d": {"url": "http://127.0.0.1:1/mcp", "outputHandling": {"image": "artifact"},
+                      "defaultToolTimeout": 0}
+            }
+        }"#,
+    );
+    for expected in [
+        "additionalToolNamePrefix: Switchyard names tools",
+        "outputHandling: Switchyard hands every text, image and audio block",
+        "mcpServers.a.reconnect: is for the other transport; this server's is `restart`",
+        "mcpServers.a.encoding: MCP messages are UTF-8",
+        "mcpServers.b.transport: `websocket` is not a supported transport",
+        "mcpServers.c.transport: says `http` but `type` says `sse`",
+        "mcpServers.d.outputHandling.image: Switchyard hands every",
+        "mcpServers.d.defaultToolTimeout: must be a number of milliseconds above 0",
+    ] {
+        assert_has(&found, expected);
+    }
+    assert_eq!(found.len(), 8, "{found:#?}");
+}

@@ -165,15 +165,17 @@ impl Checker<'_> {
         base: &str,
         defaults: &UpstreamPolicy,
     ) -> Vec<UpstreamConfig> {
+        // A file that is only a map of servers has them at the top.
+        let path = |name: &str| match base {
+            "" => key_segment(name),
+            base => format!("{base}.{}", key_segment(name)),
+        };
         for name in &raw.duplicates {
-            self.problem(
-                format!("{base}.{}", key_segment(name)),
-                "this upstream is defined more than once",
-            );
+            self.problem(path(name), "this upstream is defined more than once");
         }
         let mut upstreams = Vec::new();
         for (name, upstream) in raw.iter() {
-            let key = format!("{base}.{}", key_segment(name));
+            let key = path(name);
             let checked = self.upstream(&key, name, upstream, defaults);
             if let Some(checked) = checked
                 && upstream.enabled != Some(false)
@@ -235,6 +237,7 @@ impl Checker<'_> {
             raw.pin,
             (raw.cache.as_ref(), raw.tool_cache.as_ref()),
             raw.audit_arguments.as_deref(),
+            (raw.inline_resources, raw.inline_max_bytes),
         );
         Some(UpstreamConfig {
             name: name?,

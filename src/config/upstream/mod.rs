@@ -251,6 +251,8 @@ pub struct RawUpstream {
     pub cache: Option<RawCache>,
     pub tool_cache: Option<Entries<RawCache>>,
     pub audit_arguments: Option<String>,
+    pub inline_resources: Option<bool>,
+    pub inline_max_bytes: Option<u64>,
     // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,
     pub discovery_timeout_seconds: Option<f64>,

@@ -1,0 +1,170 @@
+//! Inlining for clients that cannot follow links (LangChain's `outputHandling` with resources
+//! as `content`): a tool result's `resource_link` blocks, and embedded resources that carry
+//! only a URI, are read as the caller would read them — the same routing, policy and quotas
+//! as its own `resources/read` — and put in the result as embedded resources, up to the
+//! configured number of bytes for the whole result. What cannot be read, or would go beyond
+//! that, stays a link.
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use crate::{
+    request::Request,
+    wire::{self, Parsed},
+};
+
+/// A tool result's links, found.
+pub struct Links {
+    answer: Value,
+    /// Each link's place in `result.content`, and its URI.
+    found: Vec<(usize, String)>,
+    /// What each link is replaced with, by its place.
+    inlined: Vec<(usize, Vec<Value>)>,
+}
+
+/// The links in `answer` (a tool call's JSON-RPC answer), if it has any.
+pub fn links(answer: &[u8]) -> Option<Links> {
+    let answer: Value = serde_json::from_slice(answer).ok()?;
+    let content = answer.get("result")?.get("content")?.as_array()?;
+    let found: Vec<(usize, String)> = (content.iter().enumerate())
+        .filter_map(|(at, block)| Some((at, link_of(block)?.to_owned())))
+        .collect();
+    (!found.is_empty()).then_some(Links {
+        answer,
+        found,
+        inlined: Vec::new(),
+    })
+}
+
+/// The URI a block links to: a `resource_link`, or an embedded resource with neither text
+/// nor blob.
+fn link_of(block: &Value) -> Option<&str> {
+    match block.get("type")?.as_str()? {
+        "resource_link" => block.get("uri")?.as_str(),
+        "resource" => {
+            let resource = block.get("resource")?;
+            let empty = resource.get("text").is_none() && resource.get("blob").is_none();
+            empty.then(|| resource.get("uri")?.as_str()).flatten()
+        }
+        _ => None,
+    }
+}
+
+impl Links {
+    /// Each link's place and URI.
+    pub fn found(&self) -> Vec<(usize, String)> {
+        self.found.clone()
+    }
+
+    /// Replaces the link at `at` with `contents`, each an embedded resource.
+    pub fn inline(&mut self, at: usize, contents: Vec<Value>) {
+        let blocks = (contents.into_iter())
+            .map(|resource| json!({ "type": "resource", "resource": resource }))
+            .collect();
+        self.inlined.push((at, blocks));
+    }
+
+    /// The answer with what was inlined in place; `None` if nothing was.
+    pub fn finish(mut self) -> Option<Bytes> {
+        if self.inlined.is_empty() {
+            return None;
+        }
+        let content = self.answer.get_mut("result")?.get_mut("content")?;
+        let blocks = std::mem::take(content.as_array_mut()?);
+        let mut inlined = self.inlined.into_iter().peekable();
+        let mut out = Vec::with_capacity(blocks.len());
+        for (at, block) in blocks.into_iter().enumerate() {
+            match inlined.next_if(|(place, _)| *place == at) {
+                Some((_, replacement)) => out.extend(replacement),
+                None => out.push(block),
+            }
+        }
+        *content = Value::Array(out);
+        serde_json::to_vec(&self.answer).ok().map(Bytes::from)
+    }
+}
+
+/// A `resources/read` of `uri` by the caller of `outer` (its `_meta` but its progress token).
+pub fn read_request(outer: &Request, uri: &str) -> Option<Request> {
+    let mut params = Map::new();
+    params.insert("uri".into(), json!(uri));
+    if let Some(meta) = outer.message.meta() {
+        let meta: Map<String, Value> = (meta.iter())
+            .filter(|(key, _)| *key != "progressToken")
+            .filter_map(|(key, value)| {
+                Some((key.to_owned(), serde_json::from_str(value.get()).ok()?))
+            })
+            .collect();
+        params.insert("_meta".into(), Value::Object(meta));
+    }
+    let params = Value::Object(params).to_string();
+    let body = wire::write::request(outer.id(), "resources/read", Some(params.as_bytes()));
+    let message = Parsed::read(body.into()).ok()?.into_request().ok()?;
+    Some(Request::within(outer, message))
+}
+
+/// The contents a `resources/read` answered with, if they fit in `budget` bytes (which they
+/// then use up).
+pub fn contents(answer: &[u8], budget: &mut u64) -> Option<Vec<Value>> {
+    let mut answer: Value = serde_json::from_slice(answer).ok()?;
+    let contents = answer.get_mut("result")?.get_mut("contents")?.take();
+    let Value::Array(contents) = contents else {
+        return None;
+    };
+    let size: u64 = (contents.iter())
+        .map(|content| {
+            let text = |key| content.get(key).and_then(Value::as_str).map_or(0, str::len);
+            (text("text") + text("blob")) as u64
+        })
+        .sum();
+    if contents.is_empty() || size > *budget {
+        return None;
+    }
+    *budget -= size;
+    Some(contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_found_and_replaced_in_place() {
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [
+            {"type": "text", "text": "see"},
+            {"type": "resource_link", "uri": "a+file:///x", "name": "x"},
+            {"type": "resource", "resource": {"uri": "a+file:///y"}},
+            {"type": "resource", "resource": {"uri": "a+file:///z", "text": "already"}},
+        ]}});
+        let mut links = links(answer.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            links.found(),
+            [(1, "a+file:///x".to_owned()), (2, "a+file:///y".to_owned())]
+        );
+        let read = json!({"result": {"contents": [{"uri": "a+file:///x", "text": "12345"}]}});
+        let mut budget = 8;
+        let got = contents(read.to_string().as_bytes(), &mut budget).unwrap();
+        assert_eq!(budget, 3);
+        assert!(
+            contents(read.to_string().as_bytes(), &mut budget).is_none(),
+            "beyond"
+        );
+        links.inline(1, got);
+        let out: Value = serde_json::from_slice(&links.finish().unwrap()).unwrap();
+        let content = out["result"]["content"].as_array().unwrap();
+        assert_eq!(content.len(), 4);
+        assert_eq!(content[1]["type"], "resource");
+        assert_eq!(content[1]["resource"]["text"], "12345");
+        assert_eq!(
+            content[2]["resource"]["uri"], "a+file:///y",
+            "left as it was"
+        );
+    }
+
+    #[test]
+    fn a_result_without_links_is_left_alone() {
+        let answer = json!({"result": {"content": [{"type": "text", "text": "t"}]}});
+        assert!(links(answer.to_string().as_bytes()).is_none());
+        assert!(links(b"not json").is_none());
+    }
+}

@@ -59,6 +59,7 @@ pub struct RawEndpoint {
     pub tool_search: Option<String>,
     pub inline_resources: Option<bool>,
     pub inline_max_bytes: Option<u64>,
+    pub cors: Option<super::cors::RawCors>,
 }
 
 /// `[endpoints.NAME.tools."UPSTREAM:TOOL"]` as written.

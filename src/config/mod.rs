@@ -7,6 +7,7 @@ mod access;
 mod audit;
 mod auth;
 mod catalog;
+mod cors;
 mod expand;
 mod headers;
 mod items;
@@ -33,6 +34,7 @@ pub use audit::{AuditArguments, AuditOutput, AuditSettings};
 pub use auth::{
     ApiKey, AuthSettings, JwtKeys, JwtSettings, SignInClient, hash_api_key, pem_public_key,
 };
+pub use cors::Cors;
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
 pub use items::{CacheRule, INLINE_BYTES, ItemRules};
@@ -77,6 +79,8 @@ pub struct Config {
     pub policy: Vec<crate::policy::Rule>,
     /// `[endpoints.NAME]`: more endpoint paths, in file order.
     pub endpoints: Vec<crate::policy::EndpointSettings>,
+    /// `[endpoints.NAME.cors]`, by endpoint name (the others follow `[server.cors]`).
+    pub endpoint_cors: Vec<(String, Cors)>,
     /// `[store]`: where state shared beyond one request lives.
     pub store: StoreSettings,
     /// `[audit]`: the audit log.

@@ -34,6 +34,8 @@ pub struct RawServer {
     pub watch_config: Option<bool>,
     pub passthrough_listen: Option<String>,
     pub upgrade_socket: Option<String>,
+    pub json_response: Option<bool>,
+    pub cors: Option<super::cors::RawCors>,
 }
 
 /// `[admin]`: the operators' listener (API, status page, metrics).
@@ -78,6 +80,11 @@ pub struct ServerSettings {
     pub shutdown_grace: Duration,
     /// Whether the configuration file is watched and reloaded when it changes.
     pub watch_config: bool,
+    /// A session's request whose answer comes before anything else is answered with JSON
+    /// (when the client accepts it) rather than a one-event stream.
+    pub json_response: bool,
+    /// How browser pages may call the main endpoint (and virtual ones that set none).
+    pub cors: super::cors::Cors,
     /// Where the pass-through routes (`/servers/{name}/mcp`) are served, if anywhere.
     pub passthrough_listen: Option<SocketAddr>,
     /// The Unix socket a new Switchyard takes the listening sockets over from this one.
@@ -154,7 +161,15 @@ impl Checker<'_> {
         ServerSettings {
             listen,
             endpoint_path,
-            allowed_origins: self.origins(raw.allowed_origins.as_deref(), &allowed_hosts),
+            allowed_origins: self.origins(
+                "server.allowed_origins",
+                raw.allowed_origins.as_deref(),
+                &allowed_hosts,
+            ),
+            cors: match &raw.cors {
+                Some(cors) => self.cors("server.cors", cors, false),
+                None => super::cors::Cors::default(),
+            },
             allowed_hosts,
             session_idle_timeout: self.seconds(
                 "server.session_idle_timeout_seconds",
@@ -173,6 +188,7 @@ impl Checker<'_> {
                 DEFAULT_SHUTDOWN_GRACE,
             ),
             watch_config: raw.watch_config.unwrap_or(true),
+            json_response: raw.json_response.unwrap_or(false),
             passthrough_listen: raw.passthrough_listen.as_deref().map(|text| {
                 self.address(
                     "server.passthrough_listen",
@@ -229,7 +245,12 @@ impl Checker<'_> {
 
     /// The configured origins; unset, the web pages served from the allowed hosts (any
     /// scheme and port), or any origin if every host is allowed.
-    fn origins(&mut self, origins: Option<&[String]>, hosts: &[String]) -> AllowedOrigins {
+    pub(super) fn origins(
+        &mut self,
+        key: &str,
+        origins: Option<&[String]>,
+        hosts: &[String],
+    ) -> AllowedOrigins {
         let Some(origins) = origins else {
             if hosts.is_empty() {
                 return AllowedOrigins::Any;
@@ -239,7 +260,7 @@ impl Checker<'_> {
         if origins.iter().any(|origin| origin == "*") {
             if origins.len() > 1 {
                 self.problem(
-                    "server.allowed_origins",
+                    key,
                     "`*` (any origin) cannot be combined with other origins",
                 );
             }
@@ -251,7 +272,7 @@ impl Checker<'_> {
                     .is_ok_and(|u| u.has_host() && u.path() == "/");
             if !valid {
                 self.problem(
-                    format!("server.allowed_origins[{i}]"),
+                    format!("{key}[{i}]"),
                     format!(
                         "`{origin}` is not an origin like `https://app.example.com`, \
                          `http://localhost:*`, `null` or `*`"

@@ -64,6 +64,14 @@ pub fn validate(
         &server.endpoint_path,
         raw.catalog.tool_search_threshold,
     );
+    let endpoint_cors = (raw.endpoints.iter())
+        .flat_map(|endpoints| endpoints.iter())
+        .filter_map(|(name, endpoint)| {
+            let key = format!("endpoints.{}.cors", super::keys::key_segment(name));
+            let cors = check.cors(&key, endpoint.cors.as_ref()?, true);
+            Some((name.to_owned(), cors))
+        })
+        .collect();
     let store = check.store(raw.store.as_ref());
     let audit = check.audit(raw.audit.as_ref());
     let telemetry = check.telemetry(raw.telemetry.as_ref());
@@ -150,6 +158,7 @@ pub fn validate(
         limits,
         policy,
         endpoints,
+        endpoint_cors,
         store,
         audit,
         telemetry,

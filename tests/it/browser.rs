@@ -406,3 +406,103 @@ async fn pages_of_allowed_origins_call_the_endpoint_and_others_cannot() {
             .is_none()
     );
 }
+
+/// What a page's `fetch` of `endpoint` sees: an `initialize` with `key`, then a `DELETE` of
+/// the session it opened; or where `fetch` threw.
+fn delete_script(endpoint: &str, key: &str) -> String {
+    format!(
+        r#"return (async () => {{
+  const headers = {{ "content-type": "application/json", "accept": "application/json, text/event-stream",
+    authorization: "Bearer {key}" }};
+  const body = JSON.stringify({{ jsonrpc: "2.0", id: 1, method: "initialize",
+    params: {{ protocolVersion: "2025-11-25", capabilities: {{}}, clientInfo: {{ name: "page", version: "1" }} }} }});
+  const seen = {{}};
+  try {{
+    const answer = await fetch({endpoint:?}, {{ method: "POST", headers, body }});
+    seen.status = answer.status;
+    seen.session = answer.headers.get("mcp-session-id");
+  }} catch (error) {{
+    seen.error = String(error);
+    return seen;
+  }}
+  try {{
+    const ended = await fetch({endpoint:?}, {{ method: "DELETE",
+      headers: {{ authorization: "Bearer {key}", "mcp-session-id": seen.session }} }});
+    seen.deleted = ended.status;
+  }} catch (error) {{
+    seen.delete_error = String(error);
+  }}
+  return seen;
+}})();"#
+    )
+}
+
+/// A configured CORS policy, as a browser enforces it: a virtual endpoint that serves one of
+/// the listener's two origins, and lets pages post but not end sessions.
+#[tokio::test]
+async fn a_configured_cors_policy_holds_in_a_browser() {
+    let first = blank_page().await;
+    let second = blank_page().await;
+    let key = api_key("page");
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[server]\nallowed_origins = [{first:?}, {second:?}]\n{}\n\n\
+             [endpoints.narrow]\npath = \"/narrow/mcp\"\n\n\
+             [endpoints.narrow.cors]\nallowed_origins = [{first:?}]\n\
+             allowed_methods = [\"POST\", \"OPTIONS\"]\nexposed_headers = [\"X-Request-Id\"]\n\
+             max_age_seconds = 60",
+            api_keys_section(&["page"])
+        ))
+        .demo("demo")
+        .start()
+        .await;
+    let narrow = gw.url_at("/narrow/mcp");
+    let browser = Browser::start().await;
+
+    browser.goto(&first).await;
+    let seen = browser.eval(&delete_script(&narrow, &key)).await;
+    assert_eq!(seen["status"], 200, "{seen}");
+    assert!(
+        seen["session"].is_string(),
+        "the session id is readable: {seen}"
+    );
+    assert!(
+        seen["delete_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Failed to fetch")),
+        "DELETE is not allowed to pages here: {seen}"
+    );
+    let seen = browser.eval(&delete_script(&gw.url(), &key)).await;
+    assert_eq!(seen["deleted"], 200, "the main endpoint allows it: {seen}");
+
+    browser.goto(&second).await;
+    let seen = browser.eval(&delete_script(&narrow, &key)).await;
+    assert!(
+        seen["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Failed to fetch")),
+        "the narrow endpoint does not serve this origin: {seen}"
+    );
+    let seen = browser.eval(&delete_script(&gw.url(), &key)).await;
+    assert_eq!(seen["status"], 200, "the main endpoint does: {seen}");
+
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, &narrow)
+        .header("origin", &first)
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    let header = |name: &str| preflight.headers()[name].to_str().unwrap().to_owned();
+    assert_eq!(header("access-control-allow-methods"), "POST, OPTIONS");
+    assert_eq!(header("access-control-max-age"), "60");
+    assert!(header("access-control-expose-headers").ends_with("X-Request-Id"));
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none(),
+        "credentials never"
+    );
+}

@@ -16,6 +16,7 @@ mod harness;
 mod headers;
 mod import;
 mod interop;
+mod json_mode;
 mod langchain;
 mod layers;
 mod lifecycle;

@@ -1,5 +1,6 @@
 //! `[catalog]`'s search and pinning, the item rules of an upstream (argument checks, pins,
-//! caching, audited arguments) and `[audit]`: read, and their mistakes named.
+//! caching, audited arguments, inlined resources), `[audit]`, and the endpoint's JSON mode and
+//! CORS: read, and their mistakes named.
 
 use std::time::Duration;
 
@@ -151,4 +152,84 @@ audit_arguments = "maybe"
         &problems("none.toml", "[audit]\nqueue = 5\n"),
         "audit: names no output",
     );
+}
+
+#[test]
+fn inlining_json_mode_and_cors_are_read_and_their_mistakes_named() {
+    let config = load(
+        "s.toml",
+        r#"
+[server]
+json_response = true
+allowed_origins = ["https://app.example.com", "https://other.example.com"]
+
+[server.cors]
+allowed_methods = ["post", "GET", "OPTIONS"]
+allowed_headers = ["Content-Type", "Authorization"]
+max_age_seconds = 30
+
+[endpoints.narrow.cors]
+allowed_origins = ["https://app.example.com"]
+
+[endpoints.links]
+inline_resources = true
+inline_max_bytes = 2048
+
+[upstreams.docs]
+url = "https://docs.example.com/mcp"
+inline_resources = true
+"#,
+    )
+    .unwrap();
+    assert!(config.server.json_response);
+    assert_eq!(config.server.cors.methods, "POST, GET, OPTIONS");
+    assert_eq!(
+        config.server.cors.headers.as_deref(),
+        Some("Content-Type, Authorization")
+    );
+    assert_eq!(config.server.cors.max_age, "30");
+    assert_eq!(config.endpoint_cors.len(), 1);
+    assert_eq!(config.endpoint_cors[0].0, "narrow");
+    assert!(config.endpoint_cors[0].1.origins.is_some());
+    assert_eq!(config.endpoints[1].inline_resources, Some(2048));
+    assert_eq!(
+        config.upstreams[0].items.inline_resources,
+        Some(crate::config::INLINE_BYTES)
+    );
+
+    let found = problems(
+        "s.toml",
+        r#"
+[server.cors]
+allowed_methods = ["GET", "PATCH"]
+allowed_headers = ["bad header"]
+max_age_seconds = 100000
+allowed_origins = ["https://app.example.com"]
+
+[endpoints.e.cors]
+allowed_origins = ["app.example.com"]
+
+[upstreams.docs]
+url = "https://docs.example.com/mcp"
+inline_max_bytes = 10
+
+[upstreams.big]
+url = "https://big.example.com/mcp"
+inline_resources = true
+inline_max_bytes = 0
+"#,
+    );
+    for expected in [
+        "server.cors.allowed_methods[1]: `PATCH` is not a method of the endpoint",
+        "server.cors.allowed_methods: must hold POST",
+        "server.cors.allowed_headers[0]: `bad header` is not a header name",
+        "server.cors.max_age_seconds: must be at most 86400",
+        "server.cors.allowed_origins: the main endpoint's origins are `[server] allowed_origins`",
+        "endpoints.e.cors.allowed_origins[0]: `app.example.com` is not an origin",
+        "upstreams.docs.inline_max_bytes: applies only with `inline_resources = true`",
+        "upstreams.big.inline_max_bytes: must be above 0",
+    ] {
+        assert_has(&found, expected);
+    }
+    assert_eq!(found.len(), 8, "{found:#?}");
 }

@@ -1,50 +1,93 @@
 //! Browser clients (CORS): a web page of an allowed origin (the guard has refused every other
-//! one with 403 by then) may call the endpoint. Its preflight is answered, and every answer it
-//! gets, refusals included, names the origin and exposes the headers an MCP client reads: the
-//! session id, and the challenge that says where to get a token.
+//! one with 403 by then) may call an endpoint as its `cors` policy says (`[server.cors]`, or
+//! `[endpoints.NAME.cors]`): a virtual endpoint may serve fewer origins, and a page's method
+//! must be one the policy allows. Its preflight is answered, and every answer it gets,
+//! refusals included, names the origin and exposes the headers an MCP client reads (the
+//! session id, and the challenge that says where to get a token) and any the policy adds.
+//! Credentials are never allowed.
 
 use axum::body::Body;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 
-const METHODS: &str = "GET, POST, DELETE, OPTIONS";
-/// What a page may send when its preflight names nothing (it always does, in practice).
-const REQUEST_HEADERS: &str =
-    "Accept, Authorization, Content-Type, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id";
-const EXPOSED: &str = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate";
-/// How long a browser may keep a preflight's answer.
-const MAX_AGE: &str = "600";
+use crate::{config::Cors, front::Guard};
 
-/// The answer to a preflight (`OPTIONS` with `Origin`) from an allowed origin: the methods,
-/// and the headers the page asked to send.
-pub fn preflight(origin: HeaderValue, asked: Option<&HeaderValue>) -> Response<Body> {
-    let mut response = Response::new(Body::empty());
-    *response.status_mut() = StatusCode::NO_CONTENT;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static(METHODS),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        asked
-            .cloned()
-            .unwrap_or_else(|| HeaderValue::from_static(REQUEST_HEADERS)),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static(MAX_AGE),
-    );
-    allow(&mut response, origin);
-    response
+/// An endpoint's CORS policy, its header values made once.
+pub struct Policy {
+    methods: HeaderValue,
+    allowed: Vec<Method>,
+    /// `None`: the headers the preflight asks for.
+    headers: Option<HeaderValue>,
+    exposed: HeaderValue,
+    max_age: HeaderValue,
+    /// The origins a virtual endpoint serves, among the listener's.
+    origins: Option<Guard>,
 }
 
-/// Lets the page of `origin` read `response` and the headers clients need.
-pub fn allow(response: &mut Response<Body>, origin: HeaderValue) {
-    let headers = response.headers_mut();
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    headers.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static(EXPOSED),
-    );
-    headers.append(header::VARY, HeaderValue::from_static("Origin"));
+impl Policy {
+    pub fn new(cors: &Cors) -> Self {
+        let value = |text: &str| {
+            HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""))
+        };
+        Self {
+            methods: value(&cors.methods),
+            allowed: (cors.methods.split(", "))
+                .filter_map(|method| method.parse().ok())
+                .collect(),
+            headers: cors.headers.as_deref().map(value),
+            exposed: value(&cors.exposed),
+            max_age: value(&cors.max_age),
+            origins: (cors.origins.as_ref()).map(|origins| Guard::new([], origins)),
+        }
+    }
+
+    /// Whether a page's request (it has an `Origin`) with `method` may be served here.
+    pub fn admits(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<(), (StatusCode, &'static str)> {
+        if let Some(origins) = &self.origins {
+            origins.check_origin(headers)?;
+        }
+        // A preflight asks for the method it names.
+        let asked = match method {
+            &Method::OPTIONS => headers
+                .get(header::ACCESS_CONTROL_REQUEST_METHOD)
+                .and_then(|asked| asked.to_str().ok()?.parse().ok()),
+            other => Some(other.clone()),
+        };
+        match asked {
+            Some(asked) if !self.allowed.contains(&asked) => Err((
+                StatusCode::FORBIDDEN,
+                "Forbidden: web pages may not use this method here",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The answer to a preflight (`OPTIONS` with `Origin`) from an allowed origin: the
+    /// methods, and the headers the page may send.
+    pub fn preflight(&self, origin: HeaderValue, asked: Option<&HeaderValue>) -> Response<Body> {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, self.methods.clone());
+        let allowed = match (&self.headers, asked) {
+            (Some(configured), _) => configured.clone(),
+            (None, Some(asked)) => asked.clone(),
+            (None, None) => HeaderValue::from_static(Cors::default_request_headers()),
+        };
+        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allowed);
+        headers.insert(header::ACCESS_CONTROL_MAX_AGE, self.max_age.clone());
+        self.allow(&mut response, origin);
+        response
+    }
+
+    /// Lets the page of `origin` read `response` and the headers the policy exposes.
+    pub fn allow(&self, response: &mut Response<Body>, origin: HeaderValue) {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, self.exposed.clone());
+        headers.append(header::VARY, HeaderValue::from_static("Origin"));
+    }
 }

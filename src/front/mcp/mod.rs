@@ -65,9 +65,12 @@ struct Settings {
     /// Kept across reloads that leave `[limits]` as it was (with what each principal used).
     limiter: Arc<limits::Limiter>,
     guard: Guard,
-    /// The main endpoint's path, and each virtual endpoint's.
+    /// The main endpoint's path, and each virtual endpoint's, with how pages may call them.
     main_path: String,
-    virtual_paths: Vec<(String, EndpointName)>,
+    main_cors: Arc<cors::Policy>,
+    virtual_paths: Vec<(String, EndpointName, Arc<cors::Policy>)>,
+    /// Session requests answered first are answered with JSON (`[server] json_response`).
+    json_response: bool,
     max_body: usize,
     /// How long a request's body may take to arrive.
     body_timeout: std::time::Duration,
@@ -95,12 +98,20 @@ impl Settings {
             limiter,
             guard: guard_of(&live.config),
             main_path: server.endpoint_path.clone(),
+            main_cors: Arc::new(cors::Policy::new(&server.cors)),
             virtual_paths: live
                 .config
                 .endpoints
                 .iter()
-                .map(|e| (e.path.clone(), EndpointName::named(e.name.clone())))
+                .map(|e| {
+                    let cors = (live.config.endpoint_cors.iter())
+                        .find(|(name, _)| **name == *e.name)
+                        .map_or(&server.cors, |(_, cors)| cors);
+                    let name = EndpointName::named(e.name.clone());
+                    (e.path.clone(), name, Arc::new(cors::Policy::new(cors)))
+                })
                 .collect(),
+            json_response: server.json_response,
             max_body: server.max_request_body_bytes,
             body_timeout: server.client_timeout,
         }
@@ -132,15 +143,15 @@ fn guard_of(config: &crate::config::Config) -> Guard {
 }
 
 impl Settings {
-    /// The endpoint served at `path`, if one is.
-    fn endpoint_at(&self, path: &str) -> Option<EndpointName> {
+    /// The endpoint served at `path`, if one is, and how pages may call it.
+    fn endpoint_at(&self, path: &str) -> Option<(EndpointName, &Arc<cors::Policy>)> {
         if path == self.main_path {
-            return Some(EndpointName::MAIN);
+            return Some((EndpointName::MAIN, &self.main_cors));
         }
         self.virtual_paths
             .iter()
-            .find(|(served, _)| served == path)
-            .map(|(_, name)| name.clone())
+            .find(|(served, ..)| served == path)
+            .map(|(_, name, cors)| (name.clone(), cors))
     }
 }
 
@@ -257,17 +268,24 @@ impl Endpoint {
 
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let settings = self.settings();
-        let Some(endpoint) = settings.endpoint_at(request.uri().path()) else {
+        let Some((endpoint, cors)) = settings.endpoint_at(request.uri().path()) else {
             return reply::refusal(http::StatusCode::NOT_FOUND, "Not Found");
         };
+        let cors = cors.clone();
         if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
             return reply::refusal(status, message);
         }
-        // Past the guard, an `Origin` is one of the allowed ones: a page it may answer.
+        // Past the guard, an `Origin` is one of the allowed ones: a page this endpoint may
+        // answer, if it serves that origin and the method.
         let origin = request.headers().get(http::header::ORIGIN).cloned();
+        if origin.is_some()
+            && let Err((status, message)) = cors.admits(request.method(), request.headers())
+        {
+            return reply::refusal(status, message);
+        }
         if request.method() == Method::OPTIONS {
             return match origin {
-                Some(origin) => cors::preflight(
+                Some(origin) => cors.preflight(
                     origin,
                     request
                         .headers()
@@ -278,7 +296,7 @@ impl Endpoint {
         }
         let mut response = self.dispatch(request, endpoint, &settings).await;
         if let Some(origin) = origin {
-            cors::allow(&mut response, origin);
+            cors.allow(&mut response, origin);
         }
         response
     }

@@ -127,7 +127,10 @@ impl Endpoint {
                         std::time::Duration::from_secs(1),
                     )
                 }
-                Ok(session) => self.in_session(session, parsed, parts, caller).await,
+                Ok(session) => {
+                    let json = settings.json_response;
+                    self.in_session(session, parsed, parts, caller, json).await
+                }
                 Err(refusal) => *refusal,
             },
             (Era::Legacy, None) => match (parsed.into_request(), classified.handshake) {
@@ -135,7 +138,8 @@ impl Endpoint {
                     if let Some(refusal) = self.session_quota(&caller.principal, limits) {
                         return refusal;
                     }
-                    self.open_session(request.id(), params, caller).await
+                    let json = settings.json_response;
+                    self.open_session(request.id(), params, caller, json).await
                 }
                 (Ok(request), None) if request.method() == "server/discover" => {
                     let request = self.request(request, parts, caller, Era::Modern).await;
@@ -170,13 +174,15 @@ impl Endpoint {
         crate::request::Request::new(live, caller, era, message, parts.headers)
     }
 
-    /// A message of a session's client.
+    /// A message of a session's client. `json`: an answer that comes before anything else is
+    /// sent as JSON (`[server] json_response`), not as a one-event stream.
     async fn in_session(
         &self,
         session: Arc<Session>,
         parsed: Parsed,
         parts: Parts,
         caller: Caller,
+        json: bool,
     ) -> Response<Body> {
         let parsed = match parsed.into_request() {
             Ok(message) => {
@@ -185,10 +191,12 @@ impl Endpoint {
                 let request = self.request(message, parts, caller, Era::Legacy).await;
                 let ids = EventIds::Request(session.next_stream());
                 let Served { work, messages } = serve(&self.gateway, request, Some(session), None);
-                // A session's client is always answered on a stream (it may resume one).
+                // A session's client is answered on a stream (it may resume one), or with
+                // JSON in JSON mode when nothing came before the answer.
                 return match reply::begin(ids, work, messages).await {
                     Begun::Answered(answer) => match reply::beyond_quota(&answer) {
                         Some(refusal) => return refusal,
+                        None if json => return reply::json(StatusCode::OK, answer),
                         None => EventStream::single(ids, answer),
                     },
                     Begun::Streaming(stream) => {
@@ -237,6 +245,7 @@ impl Endpoint {
         id: &str,
         params: InitializeRequestParams,
         caller: Caller,
+        json: bool,
     ) -> Response<Body> {
         let catalog = self.gateway.live().view(caller.viewer());
         let result = match negotiate(&self.gateway, &catalog, &params) {
@@ -266,7 +275,11 @@ impl Endpoint {
             ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), request_id);
         let answer = serde_json::to_vec(&answer).unwrap_or_default();
         let answer = crate::session::announce_tasks(answer.into(), &catalog);
-        let mut response = EventStream::single(EventIds::Standalone, answer).into_response();
+        let mut response = if json {
+            reply::json(StatusCode::OK, answer)
+        } else {
+            EventStream::single(EventIds::Standalone, answer).into_response()
+        };
         if let Ok(value) = HeaderValue::from_str(&session_id) {
             response.headers_mut().insert(MCP_SESSION_ID, value);
         }

@@ -159,11 +159,12 @@ mod tests {
         let run = &events.run;
         // Fallen out of what is kept.
         assert!(events.follow(Some(&format!("{run}-3"))).reset);
-        // Just within it.
-        let kept_from = (KEPT + 10 - KEPT) as u64;
-        let following = events.follow(Some(&format!("{run}-{kept_from}")));
+        // Events 1 to KEPT + 10 were published; KEPT of them are kept, from 11 on. Having
+        // seen 10, nothing is lost; having seen 9, event 10 is.
+        let following = events.follow(Some(&format!("{run}-10")));
         assert!(!following.reset);
-        assert_eq!(following.missed.len(), KEPT - 1);
+        assert_eq!(following.missed.len(), KEPT);
+        assert!(events.follow(Some(&format!("{run}-9"))).reset);
         // Another run (a restart), a sequence not reached, or no id at all that parses.
         for other in ["0000beef-5", &format!("{run}-999999"), "nonsense", ""] {
             assert!(events.follow(Some(other)).reset, "{other}");

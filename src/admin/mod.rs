@@ -1,5 +1,6 @@
-//! The admin listener: the operators' API (`api`), the live status page (`page`) and
-//! `/metrics`, on an address of their own (loopback by default, `[admin] listen`).
+//! The admin listener: the operators' API (`api`), its event stream (`events`), the live
+//! status page (`page`), the operator's MCP server (`operator`, at `/mcp`) and `/metrics`, on
+//! an address of their own (loopback by default, `[admin] listen`).
 //!
 //! Every request is checked before it is served, in this order: its `Host` must be a loopback
 //! name, the listening address or one of `[admin] allowed_hosts` (a page that rebound its own
@@ -10,6 +11,7 @@
 
 mod api;
 mod events;
+mod operator;
 mod page;
 mod tools;
 mod upstreams;
@@ -87,6 +89,7 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
         .route("/api/tools/held", get(tools::held))
         .route("/api/tools/{upstream}/approve", post(tools::approve_all))
         .route("/api/tools/{upstream}/{tool}/approve", post(tools::approve))
+        .nest_service("/mcp", operator::service(state.clone()))
         .fallback(api::not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)

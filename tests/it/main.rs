@@ -25,6 +25,7 @@ mod meta;
 mod notifications;
 mod oauth;
 mod operate;
+mod operator;
 mod outage;
 mod passthrough;
 mod pinning;

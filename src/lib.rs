@@ -22,7 +22,7 @@
 //! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
 //! | `store`      | what outlives the process and what replicas share: which sessions are alive, their stream events, upstream sessions and subscriptions (in the embedded file, or in Redis with which replicas are alive and the news between them); private files (keys, tokens) |
 //! | `telemetry` | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
-//! | `hook`, `config`, `wire`, `protocol`, `error`, `policy`, `clock`, `events`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, what operators are told as it happens, identifier newtypes, whom a request is for |
+//! | `hook`, `config`, `events`, `wire`, `protocol`, `error`, `policy`, `clock`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), what operators are told as it happens, JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, identifier newtypes, whom a request is for |
 //!
 //! Beside the path: `passthrough` (`/servers/{name}/mcp`: one upstream proxied byte for byte
 //! by pingora, under the same admission), `handover` (listening sockets handed to a new

@@ -19,9 +19,9 @@ const LAYERS: &[&[&str]] = &[
     &["catalog", "downstream", "oauth", "quota"],
     &["audit", "error", "store"],
     &["telemetry"],
-    &["config", "hook", "metrics", "protocol", "wire"],
+    &["config", "events", "hook", "metrics", "protocol", "wire"],
     &["policy"],
-    &["clock", "events", "names", "principal"],
+    &["clock", "names", "principal"],
 ];
 
 /// Beside the path: they may use anything, and only the binary uses them.

@@ -235,3 +235,54 @@ async fn an_added_upstream_that_needs_authorization_is_answered_with_its_link() 
     gw.wait_state("secure", "ready", Duration::from_secs(20))
         .await;
 }
+
+/// An upstream whose lists take longer than `discovery_timeout_seconds` fails, saying which
+/// list took too long, while the others serve; it is served once it lists in time again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_lists_too_slowly_fails_its_discovery_and_comes_back() {
+    let tool = json!({"name": "first", "inputSchema": {"type": "object"}});
+    let server = Scripted::start(json!({"tools": [tool]})).await;
+    server.delay_lists(Duration::from_secs(5));
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "slow",
+            &format!(
+                "transport = \"streamable_http\"\nurl = {:?}\ndiscovery_timeout_seconds = 0.3\n\
+                 restart = {{ delay_ms = 100, max_delay_ms = 200 }}",
+                server.url()
+            ),
+        )
+        .demo("demo")
+        .start_unsettled()
+        .await;
+    gw.wait_state("slow", "failed", Duration::from_secs(10))
+        .await;
+    let status = gw.admin_json("/api/status").await;
+    let slow = (status["servers"].as_array().unwrap().iter())
+        .find(|server| server["name"] == "slow")
+        .unwrap();
+    let error = slow["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("listing its tools") && error.contains("took longer than 0.3s"),
+        "{error}"
+    );
+    gw.wait_state("demo", "ready", Duration::from_secs(15))
+        .await;
+    let client = gw.client().await;
+    let names = tool_names(&client).await;
+    assert!(names.iter().any(|n| n.starts_with("demo__")), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("slow__")), "{names:?}");
+
+    server.delay_lists(Duration::ZERO);
+    gw.wait_state("slow", "ready", Duration::from_secs(15))
+        .await;
+    let mut names = Vec::new();
+    for _ in 0..100 {
+        names = tool_names(&client).await;
+        if names.contains(&"slow__first".to_owned()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(names.contains(&"slow__first".to_owned()), "{names:?}");
+}

@@ -429,6 +429,40 @@ async fn a_dynamically_registered_client_is_kept_across_restarts() {
     assert_eq!(upstream.stats().await["as"]["registrations"], 1);
 }
 
+/// The same over the legacy HTTP+SSE transport: the event stream and every posted message
+/// carry the user's token, and calls reach the server as that user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_authorizes_an_upstream_on_the_legacy_sse_transport() {
+    let args = ["--interactions=auto", "--transport=sse", "--mcp-path=/sse"];
+    let upstream = OAuthUpstream::start(&args).await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = GatewayBuilder::new()
+        .section(&format!(
+            "[oauth]\nstate_dir = {:?}\nkey = {KEY:?}",
+            state.path().display().to_string()
+        ))
+        .upstream(
+            "secure",
+            &format!(
+                "transport = \"sse\"\nurl = {:?}\n{}",
+                upstream.mcp_url(),
+                upstream.upstream_keys()
+            ),
+        )
+        .start_unsettled()
+        .await;
+    let browser = Browser::new();
+    let callback = browser.callback_url(&link(&gw).await).await;
+    assert_eq!(browser.open(&callback).await.0, 200);
+    gw.wait_state("secure", "ready", SOON).await;
+    let status = gw.admin_json("/api/status").await;
+    assert_eq!(status["servers"][0]["transport"], "sse", "{status}");
+    let client = gw.client().await;
+    let who = whoami(&client).await;
+    assert_eq!(who["sub"], "alice", "{who}");
+    assert_eq!(whoami(&client).await["calls"], 2);
+}
+
 /// With `error_redirect`, a failed authorization sends the browser to the configured page,
 /// told which upstream and why (the provider's refusal), instead of Switchyard's error page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,6 +34,7 @@ const { default: Provider, errors } = await import('oidc-provider');
 const jose = await import('jose');
 const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { SSEServerTransport } = await import('@modelcontextprotocol/sdk/server/sse.js');
 const { createMcpExpressApp } = await import('@modelcontextprotocol/sdk/server/express.js');
 const { requireBearerAuth } = await import('@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js');
 const { mcpAuthMetadataRouter, getOAuthProtectedResourceMetadataUrl } = await import('@modelcontextprotocol/sdk/server/auth/router.js');
@@ -58,6 +59,7 @@ const DEFAULTS = {
   resource_scopes: 'mcp:tools mcp:admin', // scopes the MCP server (resource server) knows
   required_scopes: '', // scopes the MCP server demands (space-separated); '' for none
   mcp_path: '/mcp',
+  transport: 'streamable_http', // or sse: the legacy HTTP+SSE transport (GET mcp_path, POST /messages)
   prm_root: 'off', // also serve metadata at /.well-known/oauth-protected-resource
   use_granted_resource: 'off', // token requests without `resource` still get the MCP audience
   extra_resource: '', // another resource server the provider mints tokens for (a gateway's URL)
@@ -438,6 +440,32 @@ function newServer(sub) {
     return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
   });
   return server;
+}
+
+// The legacy HTTP+SSE transport: a stream per session, messages posted beside it, both with a
+// token of the same subject.
+const legacy = new Map(); // session id -> { transport, sub }
+if (opts.transport === 'sse') {
+  app.use('/messages', requireBearerAuth({
+    verifier, requiredScopes, resourceMetadataUrl, expectedResource: new URL(resource),
+  }));
+  app.get(opts.mcp_path, async (req, res) => {
+    const sub = req.auth.extra.sub;
+    const transport = new SSEServerTransport('/messages', res);
+    legacy.set(transport.sessionId, { transport, sub });
+    stats.mcp.sessions_opened += 1;
+    res.on('close', () => legacy.delete(transport.sessionId));
+    await newServer(sub).connect(transport);
+  });
+  app.post('/messages', async (req, res) => {
+    const session = legacy.get(String(req.query.sessionId));
+    if (!session) return res.status(404).send('Session not found');
+    if (session.sub !== req.auth.extra.sub) {
+      stats.mcp.subject_mismatch += 1;
+      return res.status(403).send('Session belongs to another subject');
+    }
+    return session.transport.handlePostMessage(req, res, req.body);
+  });
 }
 
 app.all(opts.mcp_path, async (req, res) => {

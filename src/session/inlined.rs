@@ -2,8 +2,9 @@
 //! as `content`): a tool result's `resource_link` blocks, and embedded resources that carry
 //! only a URI, are read as the caller would read them — the same routing, policy and quotas
 //! as its own `resources/read` — and put in the result as embedded resources, up to the
-//! configured number of bytes for the whole result. What cannot be read, or would go beyond
-//! that, stays a link.
+//! configured number of bytes for the whole result, and at most `MOST_LINKS` reads for one
+//! result (an upstream cannot have one call turn into thousands of reads). What cannot be
+//! read, or would go beyond that, stays a link.
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
@@ -12,6 +13,9 @@ use crate::{
     request::Request,
     wire::{self, Parsed},
 };
+
+/// The most links of one result that are read.
+const MOST_LINKS: usize = 32;
 
 /// A tool result's links, found.
 pub struct Links {
@@ -28,6 +32,7 @@ pub fn links(answer: &[u8]) -> Option<Links> {
     let content = answer.get("result")?.get("content")?.as_array()?;
     let found: Vec<(usize, String)> = (content.iter().enumerate())
         .filter_map(|(at, block)| Some((at, link_of(block)?.to_owned())))
+        .take(MOST_LINKS)
         .collect();
     (!found.is_empty()).then_some(Links {
         answer,
@@ -159,6 +164,14 @@ mod tests {
             content[2]["resource"]["uri"], "a+file:///y",
             "left as it was"
         );
+    }
+
+    #[test]
+    fn only_so_many_links_of_one_result_are_read() {
+        let link = json!({"type": "resource_link", "uri": "a+file:///x", "name": "x"});
+        let answer = json!({"result": {"content": vec![link; MOST_LINKS * 10]}});
+        let links = links(answer.to_string().as_bytes()).unwrap();
+        assert_eq!(links.found().len(), MOST_LINKS);
     }
 
     #[test]

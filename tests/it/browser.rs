@@ -299,6 +299,26 @@ async fn the_status_page_switches_upstreams_and_hears_changes_made_elsewhere() {
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert_eq!(browser.eval(status_reads).await, before, "no polling");
 
+    browser
+        .click(&format!(
+            "{} button[data-action=\"rediscover\"]",
+            row("other")
+        ))
+        .await;
+    let said = format!(
+        "return document.querySelector({:?}).textContent;",
+        format!("{} .message", row("other"))
+    );
+    let mut told = Value::Null;
+    for _ in 0..50 {
+        told = browser.eval(&said).await;
+        if told == json!("listing again") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(told, json!("listing again"), "Rediscover was accepted");
+
     // Changed elsewhere: on the page well before any poll would have shown it.
     let (status, _) = gw
         .admin_answer(reqwest::Method::POST, "/api/upstreams/other/disable")

@@ -1,7 +1,9 @@
 //! The audit record of a routed request (`tools/call`, `prompts/get`, `resources/read`): who
 //! asked what of which upstream, how it ended and how long it took, with the arguments as the
 //! upstream's audit setting (or `[audit]`'s) says. A request refused before it was routed (an
-//! unknown name, or one the caller may not see: the same to the caller) is recorded too.
+//! unknown name, or one the caller may not see: the same to the caller) is recorded too. A
+//! call that became a task is recorded as `task_created` with the task's id, and how a task
+//! ended as its `tasks/result` or `tasks/cancel` answer says.
 
 use std::{sync::Arc, time::Instant};
 
@@ -45,22 +47,11 @@ pub(super) fn record(
     if !audit.is_on() {
         return;
     }
-    let (outcome, code) = match wire::parse(answer) {
-        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
-            ("tool_error", None)
-        }
-        Ok(wire::Message::Response { .. }) => ("ok", None),
-        Ok(wire::Message::Error { error, .. }) => {
-            let code = wire::Fields::of(error)
-                .and_then(|fields| fields.get("code"))
-                .and_then(|code| code.get().parse().ok());
-            // An unknown name (unrouted) and a call beyond a quota are refused; the rest failed.
-            let refused =
-                subject.is_none() || code == Some(i64::from(crate::quota::QUOTA_EXCEEDED));
-            (if refused { "refused" } else { "error" }, code)
-        }
-        _ => ("error", None),
-    };
+    let (mut outcome, code) = outcome_of(answer, subject.is_some());
+    let task = created_task(answer);
+    if task.is_some() {
+        outcome = "task_created";
+    }
     let session = session.map(|session| super::short_hash(session.id()));
     let params = request.message.params();
     let item = match subject {
@@ -85,6 +76,69 @@ pub(super) fn record(
         code,
         duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
         arguments,
-        detail: None,
+        detail: task.as_deref(),
     });
+}
+
+/// Records the end of a task its client learnt (`tasks/result`) or asked for
+/// (`tasks/cancel`): `answer` to `request`, `started` when.
+pub(super) fn task_end(
+    audit: &Audit,
+    request: &Request,
+    session: Option<&Arc<Session>>,
+    answer: &Bytes,
+    started: Instant,
+) {
+    if !audit.is_on() {
+        return;
+    }
+    let (mut outcome, code) = outcome_of(answer, true);
+    if outcome == "ok" && request.method() == "tasks/cancel" {
+        outcome = "cancelled";
+    }
+    let task = (request.message.params())
+        .and_then(|params| params.get("taskId"))
+        .and_then(wire::string);
+    let session = session.map(|session| super::short_hash(session.id()));
+    audit.record(&Record {
+        kind: request.method(),
+        principal: request.caller.principal.as_str(),
+        endpoint: request.caller.endpoint.as_virtual(),
+        session: session.as_deref(),
+        item: task.as_deref(),
+        outcome,
+        code,
+        duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+        ..Default::default()
+    });
+}
+
+/// How `answer` ended, and its JSON-RPC error code if it is an error; `routed`: whether the
+/// request reached an upstream (an unrouted one was refused).
+fn outcome_of(answer: &Bytes, routed: bool) -> (&'static str, Option<i64>) {
+    match wire::parse(answer) {
+        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
+            ("tool_error", None)
+        }
+        Ok(wire::Message::Response { .. }) => ("ok", None),
+        Ok(wire::Message::Error { error, .. }) => {
+            let code = wire::Fields::of(error)
+                .and_then(|fields| fields.get("code"))
+                .and_then(|code| code.get().parse().ok());
+            // An unknown name (unrouted) and a call beyond a quota are refused; the rest failed.
+            let refused = !routed || code == Some(i64::from(crate::quota::QUOTA_EXCEEDED));
+            (if refused { "refused" } else { "error" }, code)
+        }
+        _ => ("error", None),
+    }
+}
+
+/// The id of the task a call's `answer` created, if it created one.
+fn created_task(answer: &Bytes) -> Option<String> {
+    let wire::Message::Response { result, .. } = wire::parse(answer).ok()? else {
+        return None;
+    };
+    let task = wire::Fields::of(result)?.get("task")?;
+    let id = wire::Fields::of(task)?.get("taskId")?;
+    wire::string(id).map(|id| id.into_owned())
 }

@@ -182,7 +182,14 @@ impl Serving<'_> {
         }
         let kind = match fast {
             Fast::List(kind) => return list_page(request, kind),
-            Fast::Task(method) => return call.task(method).await,
+            Fast::Task(method) => {
+                let answer = call.task(method).await;
+                if matches!(method, TaskMethod::Result | TaskMethod::Cancel) {
+                    let audit = self.gateway.audit();
+                    audited::task_end(audit, request, self.session, &answer, started);
+                }
+                return answer;
+            }
             Fast::Routed(kind) => kind,
         };
         let audit = self.gateway.audit();

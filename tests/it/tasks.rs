@@ -36,7 +36,12 @@ fn bearer(user: &str) -> Value {
 }
 
 async fn gateway_for(everything: &Everything, users: &[&str]) -> TestGateway {
-    let mut builder = GatewayBuilder::new();
+    gateway_with(everything, users, "").await
+}
+
+/// `gateway_for`, with `section` in its configuration too.
+async fn gateway_with(everything: &Everything, users: &[&str], section: &str) -> TestGateway {
+    let mut builder = GatewayBuilder::new().section(section);
     if !users.is_empty() {
         builder = builder.section(&api_keys_section(users));
     }
@@ -61,7 +66,10 @@ async fn metric(gw: &TestGateway, prefix: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_client_runs_a_task_only_tool_and_no_one_else_can_touch_its_tasks() {
     let everything = Everything::start(Mode::StreamableHttp).await;
-    let gw = gateway_for(&everything, &["alice", "bob"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let audit = format!("[audit]\nfile = {:?}", log.display().to_string());
+    let gw = gateway_with(&everything, &["alice", "bob"], &audit).await;
     let steps = tasks_client(
         &gw.url(),
         json!({"tool": TOOL, "args": {"topic": "tides"}, "expect": "Research Report: tides",
@@ -118,6 +126,34 @@ async fn a_tasks_client_runs_a_task_only_tool_and_no_one_else_can_touch_its_task
     assert_eq!(counted("created").await, 2.0);
     assert_eq!(counted("completed").await, 1.0);
     assert_eq!(counted("cancelled").await, 1.0);
+
+    // The audit log has each task's creation and how it ended, under alice's name.
+    let mut records: Vec<Value> = Vec::new();
+    for _ in 0..50 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        records = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if records.iter().any(|r| r["kind"] == "tasks/cancel") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let of = |kind: &str, outcome: &str| {
+        (records.iter())
+            .filter(|r| r["kind"] == kind && r["outcome"] == outcome)
+            .count()
+    };
+    assert_eq!(of("tools/call", "task_created"), 2, "{records:#?}");
+    assert_eq!(of("tasks/result", "ok"), 1, "{records:#?}");
+    assert_eq!(of("tasks/cancel", "cancelled"), 1, "{records:#?}");
+    let created = (records.iter())
+        .find(|r| r["outcome"] == "task_created")
+        .unwrap();
+    assert_eq!(created["principal"], "user:key:alice");
+    assert_eq!(created["upstream"], "ev");
+    assert!(created["detail"].as_str().is_some_and(|id| !id.is_empty()));
 }
 
 /// server-everything over stdio: its task-only tool is listed with `execution`, runs as a task

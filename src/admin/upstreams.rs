@@ -27,7 +27,7 @@ const FIRST_CONNECT_MOST: Duration = Duration::from_secs(30);
 /// How long to wait for an added upstream (`?wait_seconds=`).
 #[derive(serde::Deserialize)]
 pub struct Wait {
-    wait_seconds: Option<f64>,
+    wait_seconds: Option<String>,
 }
 
 /// `POST /api/upstreams[?wait_seconds=S]`: adds an upstream. The body is `{"name": NAME, ...}`
@@ -39,6 +39,18 @@ pub struct Wait {
 /// 409 if the name is taken, 422 with every problem if the upstream is invalid. Nothing of a
 /// refused request is written.
 pub async fn add(State(admin): State<Admin>, Query(wait): Query<Wait>, body: Bytes) -> Response {
+    let wait = match wait.wait_seconds.as_deref().map(str::parse::<f64>) {
+        None => FIRST_CONNECT,
+        Some(Ok(seconds)) if seconds.is_finite() && seconds >= 0.0 => {
+            Duration::from_secs_f64(seconds).min(FIRST_CONNECT_MOST)
+        }
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "`wait_seconds` must be a number of seconds (at most 30 are waited)",
+            );
+        }
+    };
     let (name, entry) = match entry(&body) {
         Ok(entry) => entry,
         Err(message) => return error(StatusCode::BAD_REQUEST, &message),
@@ -75,10 +87,6 @@ pub async fn add(State(admin): State<Admin>, Query(wait): Query<Wait>, body: Byt
         Ok(reload) => reload,
         Err(response) => return response,
     };
-    let wait = (wait.wait_seconds)
-        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-        .map_or(FIRST_CONNECT, Duration::from_secs_f64)
-        .min(FIRST_CONNECT_MOST);
     let live = admin.gateway.live();
     let server = match live.upstream(&name) {
         Some(upstream) => {

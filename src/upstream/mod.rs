@@ -519,13 +519,15 @@ impl Upstream {
         self.suspect.notify_one();
     }
 
-    /// Replaces the status; a new state, error or count of retries is told to operators.
+    /// Replaces the status; a new state, error, count of retries or authorization link is
+    /// told to operators.
     fn set_status(&self, status: UpstreamStatus) {
         let told = {
             let before = self.status.load();
             before.state != status.state
                 || before.last_error != status.last_error
                 || before.retries != status.retries
+                || before.authorization_url != status.authorization_url
         };
         let status = Arc::new(status);
         self.status.store(status.clone());

@@ -483,8 +483,20 @@ async fn upstreams_added_through_the_admin_api_survive_a_restart() {
     assert_eq!(servers["servers"]["demo"]["defined_in"], "file");
 
     // Refusals, each naming the problem; nothing changes.
-    let taken = post(second).await.unwrap();
+    let taken = post(second.clone()).await.unwrap();
     assert_eq!(taken.status(), 409);
+    let bad_wait = gw
+        .admin_request(reqwest::Method::POST, "/api/upstreams?wait_seconds=soon")
+        .json(&second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_wait.status(), 400);
+    let body: Value = bad_wait.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("wait_seconds"),
+        "{body}"
+    );
     let not_json = gw
         .admin_request(reqwest::Method::POST, "/api/upstreams")
         .body("upstream please")

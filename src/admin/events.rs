@@ -49,9 +49,14 @@ pub async fn follow(State(admin): State<Admin>, headers: HeaderMap) -> Response 
         Follower::next,
     );
     let events = opening.chain(live).map(Ok::<_, Infallible>);
-    Sse::new(events)
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::default())
-        .into_response()
+        .into_response();
+    // A reverse proxy in front (nginx, say) passes each event on at once.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", http::HeaderValue::from_static("no"));
+    response
 }
 
 struct Follower {

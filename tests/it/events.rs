@@ -36,6 +36,8 @@ impl Follower {
             "text/event-stream",
             "an event stream"
         );
+        assert_eq!(response.headers()["x-accel-buffering"], "no");
+        assert_eq!(response.headers()["cache-control"], "no-store");
         Self {
             body: response.bytes_stream().boxed(),
             buffer: String::new(),

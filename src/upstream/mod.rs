@@ -519,38 +519,6 @@ impl Upstream {
         self.suspect.notify_one();
     }
 
-    /// Replaces the status; a new state, error, count of retries or authorization link is
-    /// told to operators.
-    fn set_status(&self, status: UpstreamStatus) {
-        let told = {
-            let before = self.status.load();
-            before.state != status.state
-                || before.last_error != status.last_error
-                || before.retries != status.retries
-                || before.authorization_url != status.authorization_url
-        };
-        let status = Arc::new(status);
-        self.status.store(status.clone());
-        if told {
-            self.tell_status(&status);
-        }
-    }
-
-    /// Tells operators the upstream's state is `status`.
-    fn tell_status(&self, status: &UpstreamStatus) {
-        #[derive(serde::Serialize)]
-        struct Changed<'a> {
-            name: &'a str,
-            #[serde(flatten)]
-            status: &'a UpstreamStatus,
-        }
-        let changed = Changed {
-            name: self.name().as_str(),
-            status,
-        };
-        self.operators.publish("upstream", &changed);
-    }
-
     fn set_serving(&self, serving: bool) {
         self.serving.store(serving, Ordering::Release);
     }

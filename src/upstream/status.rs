@@ -1,8 +1,11 @@
-//! Where an upstream is in its life, for the health endpoint, logs and (later) metrics.
+//! Where an upstream is in its life, for the health endpoint, logs, metrics and the operators'
+//! event stream (each change of state, error, retries or authorization link is told there).
 
-use std::time::SystemTime;
+use std::{sync::Arc, time::SystemTime};
 
 use serde::Serialize;
+
+use super::Upstream;
 
 /// The phases an upstream goes through; `Ready` is the only one that serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -117,6 +120,40 @@ pub fn escape_for_display(text: &str) -> String {
 
 fn unix_seconds<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(crate::clock::unix_seconds(*time))
+}
+
+impl Upstream {
+    /// Replaces the status; a new state, error, count of retries or authorization link is
+    /// told to operators.
+    pub(super) fn set_status(&self, status: UpstreamStatus) {
+        let told = {
+            let before = self.status.load();
+            before.state != status.state
+                || before.last_error != status.last_error
+                || before.retries != status.retries
+                || before.authorization_url != status.authorization_url
+        };
+        let status = Arc::new(status);
+        self.status.store(status.clone());
+        if told {
+            self.tell_status(&status);
+        }
+    }
+
+    /// Tells operators the upstream's state is `status`.
+    pub(super) fn tell_status(&self, status: &UpstreamStatus) {
+        #[derive(serde::Serialize)]
+        struct Changed<'a> {
+            name: &'a str,
+            #[serde(flatten)]
+            status: &'a UpstreamStatus,
+        }
+        let changed = Changed {
+            name: self.name().as_str(),
+            status,
+        };
+        self.operators.publish("upstream", &changed);
+    }
 }
 
 #[cfg(test)]

@@ -247,12 +247,7 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_page_switches_upstreams_and_hears_changes_made_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
-    let gw = GatewayBuilder::new()
-        .section("[store]\nkind = \"memory\"")
-        .demo("demo")
-        .demo("other")
-        .start_on_file(dir.path())
-        .await;
+    let gw = GatewayBuilder::two_demos_on_file(dir.path()).await;
     let browser = Browser::start().await;
     browser
         .goto(&gw.admin_url(&format!("/#token={TEST_ADMIN_TOKEN}")))

@@ -86,12 +86,7 @@ impl Follower {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_hears_a_change_at_once_and_resumes_where_it_left() {
     let dir = tempfile::tempdir().unwrap();
-    let gw = GatewayBuilder::new()
-        .section("[store]\nkind = \"memory\"")
-        .demo("demo")
-        .demo("other")
-        .start_on_file(dir.path())
-        .await;
+    let gw = GatewayBuilder::two_demos_on_file(dir.path()).await;
     let mut follower = Follower::open(&gw, None).await;
     gw.wait_state("demo", "ready", Duration::from_secs(15))
         .await;

@@ -98,13 +98,7 @@ async fn rediscover_lists_an_upstream_again_now() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disabled_upstream_is_off_across_a_restart_until_enabled() {
     let dir = tempfile::tempdir().unwrap();
-    let builder = || {
-        GatewayBuilder::new()
-            .section("[store]\nkind = \"memory\"")
-            .demo("demo")
-            .demo("other")
-    };
-    let gw = builder().start_on_file(dir.path()).await;
+    let gw = GatewayBuilder::two_demos_on_file(dir.path()).await;
     let (status, body) = admin_post(&gw, "/api/upstreams/demo/disable").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["enabled"], false, "{body}");
@@ -229,9 +223,7 @@ async fn an_added_upstream_that_needs_authorization_is_answered_with_its_link() 
         "the gateway's own link, which binds the browser that follows it: {link}"
     );
 
-    let browser = Browser::new();
-    let callback = browser.callback_url(link).await;
-    assert_eq!(browser.open(&callback).await.0, 200);
+    Browser::new().follow_link(link).await;
     gw.wait_state("secure", "ready", Duration::from_secs(20))
         .await;
 }

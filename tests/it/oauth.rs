@@ -391,8 +391,7 @@ async fn an_expired_authorization_is_refused_and_replaced() {
     assert!(page.contains("start it again"), "{page}");
     // A fresh link replaces the expired one, and works.
     let url = eventually_new_link(&gw, &url).await;
-    let browser = Browser::new();
-    assert_eq!(browser.open(&browser.callback_url(&url).await).await.0, 200);
+    Browser::new().follow_link(&url).await;
     gw.wait_state("secure", "ready", SOON).await;
 }
 
@@ -451,9 +450,7 @@ async fn a_user_authorizes_an_upstream_on_the_legacy_sse_transport() {
         )
         .start_unsettled()
         .await;
-    let browser = Browser::new();
-    let callback = browser.callback_url(&link(&gw).await).await;
-    assert_eq!(browser.open(&callback).await.0, 200);
+    Browser::new().follow_link(&link(&gw).await).await;
     gw.wait_state("secure", "ready", SOON).await;
     let status = gw.admin_json("/api/status").await;
     assert_eq!(status["servers"][0]["transport"], "sse", "{status}");
@@ -509,9 +506,7 @@ async fn authorized(upstream: &OAuthUpstream) -> (tempfile::TempDir, TestGateway
     let gw = gateway(upstream, state.path(), &preregistered(upstream), "")
         .start_unsettled()
         .await;
-    let browser = Browser::new();
-    let callback = browser.callback_url(&link(&gw).await).await;
-    assert_eq!(browser.open(&callback).await.0, 200);
+    Browser::new().follow_link(&link(&gw).await).await;
     gw.wait_state("secure", "ready", SOON).await;
     (state, gw)
 }

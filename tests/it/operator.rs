@@ -31,12 +31,7 @@ async fn operate(client: &Operator, tool: &str, arguments: Value) -> (bool, Valu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_runs_the_gateway_from_an_mcp_client() {
     let dir = tempfile::tempdir().unwrap();
-    let gw = GatewayBuilder::new()
-        .section("[store]\nkind = \"memory\"")
-        .demo("demo")
-        .demo("other")
-        .start_on_file(dir.path())
-        .await;
+    let gw = GatewayBuilder::two_demos_on_file(dir.path()).await;
     let config = StreamableHttpClientTransportConfig::with_uri(gw.admin_url("/mcp"))
         .auth_header(TEST_ADMIN_TOKEN);
     let client =

@@ -121,6 +121,17 @@ impl GatewayBuilder {
         TestGateway::start(config).await
     }
 
+    /// Two demo upstreams, `demo` and `other`, on the memory store, started from a file in
+    /// `dir`: what the admin API's edits of upstreams (kept in the overlay beside it) work on.
+    pub async fn two_demos_on_file(dir: &Path) -> TestGateway {
+        GatewayBuilder::new()
+            .section("[store]\nkind = \"memory\"")
+            .demo("demo")
+            .demo("other")
+            .start_on_file(dir)
+            .await
+    }
+
     fn config(&self) -> config::Config {
         let text = self.config_text();
         config::parse_str(

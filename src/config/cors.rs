@@ -12,7 +12,7 @@ use super::{AllowedOrigins, keys::Checker};
 /// The methods of the MCP endpoint.
 const METHODS: [&str; 4] = ["GET", "POST", "DELETE", "OPTIONS"];
 /// What a page may send when neither it nor the configuration names more.
-const REQUEST_HEADERS: &str =
+pub const REQUEST_HEADERS: &str =
     "Accept, Authorization, Content-Type, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id";
 /// What an MCP client in a page must read: always exposed.
 const EXPOSED: &str = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate";
@@ -33,8 +33,8 @@ pub struct RawCors {
 /// An endpoint's CORS policy, with its header values written once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cors {
-    /// `Access-Control-Allow-Methods`.
-    pub methods: String,
+    /// The methods pages may use (`Access-Control-Allow-Methods`).
+    pub methods: Vec<&'static str>,
     /// `Access-Control-Allow-Headers`; `None`: the headers the preflight asks for.
     pub headers: Option<String>,
     /// `Access-Control-Expose-Headers`.
@@ -48,24 +48,12 @@ pub struct Cors {
 impl Default for Cors {
     fn default() -> Self {
         Self {
-            methods: METHODS.join(", "),
+            methods: METHODS.to_vec(),
             headers: None,
             exposed: EXPOSED.into(),
             max_age: DEFAULT_MAX_AGE.to_string(),
             origins: None,
         }
-    }
-}
-
-impl Cors {
-    /// Whether a page may call with `method`.
-    pub fn allows(&self, method: &str) -> bool {
-        self.methods.split(", ").any(|allowed| allowed == method)
-    }
-
-    /// What a preflight that asks for nothing in particular is allowed to send.
-    pub fn default_request_headers() -> &'static str {
-        REQUEST_HEADERS
     }
 }
 
@@ -92,7 +80,7 @@ impl Checker<'_> {
                     "must hold POST: every MCP message is posted",
                 );
             }
-            cors.methods = chosen.join(", ");
+            cors.methods = chosen;
         }
         if let Some(headers) = &raw.allowed_headers {
             cors.headers = Some(self.header_names(&format!("{key}.allowed_headers"), headers));

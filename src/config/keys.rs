@@ -113,6 +113,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
     }
 }
 
+/// The key path of `name` under `base` (`base.name`; `name` alone at the top, where `base` is
+/// empty), `name` quoted where it must be.
+pub fn key_under(base: &str, name: &str) -> String {
+    match base {
+        "" => key_segment(name),
+        base => format!("{base}.{}", key_segment(name)),
+    }
+}
+
 /// A key path segment, quoted when it is not a bare TOML key.
 pub fn key_segment(name: &str) -> String {
     if !name.is_empty()

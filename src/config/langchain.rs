@@ -135,15 +135,19 @@ pub fn server(
         );
     }
     let fallback = keys.automatic_sse_fallback;
-    raw.transport = match (transport.or(kind), fallback) {
-        // LangChain.js falls back to SSE unless told not to: that is `auto`.
-        (Some("http"), Some(true) | None) | (Some("streamable_http"), Some(true)) => {
-            Some("auto".into())
-        }
-        (Some("http" | "streamable_http"), Some(false)) => Some("streamable_http".into()),
-        (None, Some(false)) if raw.url.is_some() => Some("streamable_http".into()),
-        (other, _) => other.map(str::to_owned).or(raw.transport.take()),
-    };
+    // An entry with LangChain's transport keys means its transport as LangChain does (an
+    // entry without them, its `type` as the clients do, already in `raw`).
+    if transport.is_some() || fallback.is_some() {
+        raw.transport = match (transport.or(kind), fallback) {
+            // LangChain.js falls back to SSE unless told not to: that is `auto`.
+            (Some("http"), Some(true) | None) | (Some("streamable_http"), Some(true)) => {
+                Some("auto".into())
+            }
+            (Some("http" | "streamable_http"), Some(false)) => Some("streamable_http".into()),
+            (None, Some(false)) if raw.url.is_some() => Some("streamable_http".into()),
+            (other, _) => other.map(str::to_owned),
+        };
+    }
     if transport.is_some() {
         raw.transport_key = Some("transport");
     }

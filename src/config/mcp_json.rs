@@ -199,10 +199,7 @@ fn upstreams_of(
         duplicates: servers.duplicates,
     };
     for (name, server) in servers.items {
-        let key = match base {
-            "" => super::keys::key_segment(&name),
-            base => format!("{base}.{}", super::keys::key_segment(&name)),
-        };
+        let key = super::keys::key_under(base, &name);
         upstreams.items.push((name, to_raw(server, &key, problems)));
     }
     upstreams
@@ -228,14 +225,10 @@ fn to_raw(server: McpJsonServer, key: &str, problems: &mut Vec<Problem>) -> RawU
         auth: server.auth,
         auth_provider: server.auth_provider,
     };
-    // LangChain.js's `http` falls back to SSE unless told not to; the clients' `http` does not.
-    let langchain_http =
-        langchain.transport.is_some() || langchain.automatic_sse_fallback.is_some();
-    // Without a type, a URL may be either HTTP transport: `auto` finds out.
+    // Without a type, a URL may be either HTTP transport: `auto` finds out. (LangChain's
+    // meaning of `http` is `langchain::server`'s to give.)
     let transport = kind.clone().map(|kind| match kind.as_str() {
-        "http" | "streamable-http" | "streamableHttp" if !langchain_http => {
-            "streamable_http".to_owned()
-        }
+        "http" | "streamable-http" | "streamableHttp" => "streamable_http".to_owned(),
         _ => kind,
     });
     let mut raw = RawUpstream {
@@ -250,7 +243,6 @@ fn to_raw(server: McpJsonServer, key: &str, problems: &mut Vec<Problem>) -> RawU
         headers: server.headers,
         ..RawUpstream::default()
     };
-    let kind = kind.filter(|_| langchain_http);
     langchain::server(langchain, kind.as_deref(), &mut raw, key, problems);
     raw
 }

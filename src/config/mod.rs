@@ -34,7 +34,7 @@ pub use audit::{AuditArguments, AuditOutput, AuditSettings};
 pub use auth::{
     ApiKey, AuthSettings, JwtKeys, JwtSettings, SignInClient, hash_api_key, pem_public_key,
 };
-pub use cors::Cors;
+pub use cors::{Cors, REQUEST_HEADERS};
 pub use expand::{ProcessVars, Vars};
 pub use headers::UserHeader;
 pub use items::{CacheRule, INLINE_BYTES, ItemRules};

@@ -182,7 +182,7 @@ inline_resources = true
     )
     .unwrap();
     assert!(config.server.json_response);
-    assert_eq!(config.server.cors.methods, "POST, GET, OPTIONS");
+    assert_eq!(config.server.cors.methods, ["POST", "GET", "OPTIONS"]);
     assert_eq!(
         config.server.cors.headers.as_deref(),
         Some("Content-Type, Authorization")

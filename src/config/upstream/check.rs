@@ -11,7 +11,7 @@ use super::{
 };
 use crate::config::{
     GrantKind,
-    keys::{Checker, Entries, key_segment},
+    keys::{Checker, Entries, key_segment, key_under},
 };
 use crate::names::UpstreamName;
 
@@ -165,17 +165,16 @@ impl Checker<'_> {
         base: &str,
         defaults: &UpstreamPolicy,
     ) -> Vec<UpstreamConfig> {
-        // A file that is only a map of servers has them at the top.
-        let path = |name: &str| match base {
-            "" => key_segment(name),
-            base => format!("{base}.{}", key_segment(name)),
-        };
+        // A file that is only a map of servers has them at the top (`base` is empty).
         for name in &raw.duplicates {
-            self.problem(path(name), "this upstream is defined more than once");
+            self.problem(
+                key_under(base, name),
+                "this upstream is defined more than once",
+            );
         }
         let mut upstreams = Vec::new();
         for (name, upstream) in raw.iter() {
-            let key = path(name);
+            let key = key_under(base, name);
             let checked = self.upstream(&key, name, upstream, defaults);
             if let Some(checked) = checked
                 && upstream.enabled != Some(false)

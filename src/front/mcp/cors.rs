@@ -9,7 +9,10 @@
 use axum::body::Body;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 
-use crate::{config::Cors, front::Guard};
+use crate::{
+    config::{Cors, REQUEST_HEADERS},
+    front::Guard,
+};
 
 /// An endpoint's CORS policy, its header values made once.
 pub struct Policy {
@@ -29,8 +32,8 @@ impl Policy {
             HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""))
         };
         Self {
-            methods: value(&cors.methods),
-            allowed: (cors.methods.split(", "))
+            methods: value(&cors.methods.join(", ")),
+            allowed: (cors.methods.iter())
                 .filter_map(|method| method.parse().ok())
                 .collect(),
             headers: cors.headers.as_deref().map(value),
@@ -75,7 +78,7 @@ impl Policy {
         let allowed = match (&self.headers, asked) {
             (Some(configured), _) => configured.clone(),
             (None, Some(asked)) => asked.clone(),
-            (None, None) => HeaderValue::from_static(Cors::default_request_headers()),
+            (None, None) => HeaderValue::from_static(REQUEST_HEADERS),
         };
         headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allowed);
         headers.insert(header::ACCESS_CONTROL_MAX_AGE, self.max_age.clone());

@@ -91,7 +91,7 @@ pub async fn add(State(admin): State<Admin>, Query(wait): Query<Wait>, body: Byt
     let server = match live.upstream(&name) {
         Some(upstream) => {
             let _ = tokio::time::timeout(wait, upstream.wait_settled()).await;
-            Some(super::api::server(upstream, &admin.gateway.live()))
+            Some(super::api::server(upstream, &live))
         }
         None => None,
     };

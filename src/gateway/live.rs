@@ -12,7 +12,7 @@ use crate::{
     config::Config,
     error::GatewayError,
     names::UpstreamName,
-    policy::{EndpointName, ToolSearch, Viewer},
+    policy::{EndpointName, EndpointSettings, ToolSearch, Viewer},
     protocol::Era,
     upstream::{Upstream, UpstreamState},
 };
@@ -55,9 +55,7 @@ impl std::ops::Deref for Live {
 impl Live {
     /// Whether callers at `endpoint` get tool search (its own setting, else `[catalog]`'s).
     pub fn tool_search(&self, endpoint: &EndpointName) -> ToolSearch {
-        endpoint
-            .as_virtual()
-            .and_then(|name| self.config.endpoints.iter().find(|e| &*e.name == name))
+        self.settings_of(endpoint)
             .and_then(|endpoint| endpoint.tool_search)
             .unwrap_or(self.config.catalog.tool_search)
     }
@@ -65,11 +63,15 @@ impl Live {
     /// How many bytes of linked resources a tool result of `upstream` may have inlined for
     /// callers at `endpoint` (the endpoint's setting, else the upstream's), if inlining is on.
     pub fn inlining(&self, endpoint: &EndpointName, upstream: &Upstream) -> Option<u64> {
-        endpoint
-            .as_virtual()
-            .and_then(|name| self.config.endpoints.iter().find(|e| &*e.name == name))
+        self.settings_of(endpoint)
             .and_then(|endpoint| endpoint.inline_resources)
             .or(upstream.config().items.inline_resources)
+    }
+
+    /// A virtual endpoint's settings (`[endpoints.NAME]`); none for the main endpoint.
+    fn settings_of(&self, endpoint: &EndpointName) -> Option<&EndpointSettings> {
+        let name = endpoint.as_virtual()?;
+        self.config.endpoints.iter().find(|e| &*e.name == name)
     }
 
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {

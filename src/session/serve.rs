@@ -249,11 +249,12 @@ impl Serving<'_> {
             }
             None => dispatch.await,
         };
-        let answer = match request.live.inlining(&request.caller.endpoint, &upstream) {
-            Some(max) if kind == Routed::Tool => {
-                self.inline(answer, max, &call.downstream.outlet).await
-            }
-            _ => answer,
+        let inlining = (kind == Routed::Tool)
+            .then(|| request.live.inlining(&request.caller.endpoint, &upstream))
+            .flatten();
+        let answer = match inlining {
+            Some(max) => self.inline(answer, max, &call.downstream.outlet).await,
+            None => answer,
         };
         if let Some(subject) = &subject {
             audited::record(

@@ -271,7 +271,6 @@ impl Endpoint {
         let Some((endpoint, cors)) = settings.endpoint_at(request.uri().path()) else {
             return reply::refusal(http::StatusCode::NOT_FOUND, "Not Found");
         };
-        let cors = cors.clone();
         if let Err((status, message)) = settings.guard.check(request.uri(), request.headers()) {
             return reply::refusal(status, message);
         }

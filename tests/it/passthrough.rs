@@ -252,6 +252,7 @@ async fn a_passthrough_answer_streams_as_the_upstream_sends_it() {
     assert_eq!(recorder.seen().progress.len(), 1, "progress came late");
     let result = calling.await.unwrap().unwrap();
     assert_eq!(text(&result), "waited 3 seconds");
+    assert!(recorder.progress_reaches(3).await);
     assert_eq!(recorder.seen().progress.len(), 3);
 
     // A GET stream on a session of its own: its header comes before any event does.

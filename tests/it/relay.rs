@@ -20,6 +20,7 @@ async fn progress_reaches_the_caller_under_its_own_token() {
         .await
         .unwrap();
     assert_eq!(text(&result), "3 steps done");
+    assert!(recorder.progress_reaches(3).await);
     let seen = recorder.seen();
     let steps: Vec<_> = seen
         .progress

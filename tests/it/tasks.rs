@@ -176,8 +176,7 @@ async fn tasks_run_over_stdio_as_over_http() {
     assert!(steps.contains_key("notifications"), "{steps:?}");
 
     let recorder = Recorder::plain("no-tasks");
-    let seen = recorder.seen.clone();
-    let client = recorder.connect(&gw.url()).await;
+    let client = recorder.clone().connect(&gw.url()).await;
     let result = crate::harness::call(&client, TOOL, json!({"topic": "streams"}))
         .await
         .expect("the call is answered");
@@ -186,7 +185,7 @@ async fn tasks_run_over_stdio_as_over_http() {
         "{}",
         text(&result)
     );
-    assert!(!seen.lock().unwrap().progress.is_empty());
+    assert!(recorder.progress_reaches(1).await, "progress on the way");
     client.cancel().await.unwrap();
 }
 
@@ -340,8 +339,7 @@ async fn a_client_without_tasks_gets_the_result_in_one_call() {
     let everything = Everything::start(Mode::StreamableHttp).await;
     let gw = gateway_for(&everything, &[]).await;
     let recorder = Recorder::plain("no-tasks");
-    let seen = recorder.seen.clone();
-    let client = recorder.connect(&gw.url()).await;
+    let client = recorder.clone().connect(&gw.url()).await;
     let result = crate::harness::call(&client, TOOL, json!({"topic": "glaciers"}))
         .await
         .expect("the call is answered");
@@ -355,8 +353,8 @@ async fn a_client_without_tasks_gets_the_result_in_one_call() {
         "no upstream task id: {:?}",
         result.meta
     );
-    let progress = seen.lock().unwrap().progress.clone();
-    assert!(progress.len() >= 2, "progress on the way: {progress:?}");
+    assert!(recorder.progress_reaches(2).await, "progress on the way");
+    let progress = recorder.seen().progress.clone();
     assert!(
         progress
             .iter()

@@ -62,6 +62,7 @@ async fn server_everything_over_stdio_legacy_sse_and_streamable_http() {
     .await
     .unwrap();
     assert!(text(&result).contains("completed"), "{result:?}");
+    assert!(client.service().progress_reaches(3).await);
     assert_eq!(client.service().seen().progress.len(), 3);
     let resources = client.list_all_resources().await.unwrap();
     let sse_resource = resources

@@ -67,6 +67,16 @@ impl Recorder {
         self.seen.lock().unwrap()
     }
 
+    /// Waits (5 s at most) until `count` progress notifications have been handled. rmcp's
+    /// client handles each notification on a task of its own, so a call's answer can be back
+    /// before the handler of its last progress has run, although the progress came first.
+    pub async fn progress_reaches(&self, count: usize) -> bool {
+        super::eventually(Duration::from_secs(5), || {
+            self.seen().progress.len() >= count
+        })
+        .await
+    }
+
     /// Connects to `url` statelessly, as a 2026-07-28 client.
     pub async fn connect_modern(self, url: &str) -> RunningService<RoleClient, Recorder> {
         self.serve_with_lifecycle(

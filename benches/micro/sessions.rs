@@ -36,7 +36,7 @@ pub fn session_lookup(c: &mut Criterion) {
     for id in &ids {
         table.insert(Session::new(
             id.as_str().into(),
-            client.clone(),
+            (client.clone(), Default::default()),
             ProtocolVersion::V_2025_11_25,
             Principal::anonymous(),
             EndpointName::MAIN,

@@ -17,16 +17,16 @@ use std::{
 use bytes::Bytes;
 use rmcp::{
     ErrorData,
-    model::{
-        ClientCapabilities, ClientResult, ElicitRequestParams, ErrorCode, RequestId,
-        ServerJsonRpcMessage, ServerRequest,
-    },
+    model::{ClientCapabilities, ClientResult, ElicitRequestParams, ErrorCode, ServerRequest},
 };
-use serde_json::value::RawValue;
+use serde_json::{Value, value::RawValue};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{Downstream, Outlet};
+use super::{
+    Downstream, Outlet,
+    tasks::{Reports, TaskSupport},
+};
 use crate::wire;
 
 /// A client's answer: its result, or its error, as JSON text.
@@ -43,15 +43,28 @@ fn process_tag() -> u64 {
     })
 }
 
-/// The requests a session's client has been sent and not answered yet.
+/// The requests a session's client has been sent and not answered yet, and the tasks it runs
+/// for upstreams that asked it to.
 #[derive(Default)]
 pub struct Asks {
     next: AtomicU64,
     /// Held only to insert or take one entry.
     pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    /// What the client declared it can run as a task when asked.
+    pub tasks: TaskSupport,
+    /// Where the status of each task it runs for an upstream goes.
+    pub reports: Reports,
 }
 
 impl Asks {
+    /// A session's, for a client that runs `tasks` when asked.
+    pub fn new(tasks: TaskSupport) -> Self {
+        Self {
+            tasks,
+            ..Self::default()
+        }
+    }
+
     /// Passes the client's answer to request `id` to whoever asked; false if nobody is waiting
     /// for it (it was cancelled, or never asked).
     pub fn answer(&self, id: &RawValue, answer: Result<&RawValue, &RawValue>) -> bool {
@@ -95,9 +108,27 @@ pub async fn ask_client(
     request: ServerRequest,
     abandoned: &CancellationToken,
 ) -> Result<ClientResult, ErrorData> {
+    let what = kind(&request);
+    let params = serde_json::to_value(&request)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    let method = params["method"].as_str().unwrap_or_default().to_owned();
+    let params = params.get("params").map(Value::to_string);
+    let result = ask_client_raw(target, (what, &method), params.as_deref(), abandoned).await?;
+    serde_json::from_str(result.get())
+        .map_err(|error| not_answered(&format!("its answer is not a valid result: {error}")))
+}
+
+/// `ask_client` for a request as JSON: `method` with `params` (JSON text), asked for `what`
+/// (the capability it needs, for messages). The answer is the client's result as it sent it.
+pub async fn ask_client_raw(
+    target: &Downstream,
+    (what, method): (&str, &str),
+    params: Option<&str>,
+    abandoned: &CancellationToken,
+) -> Result<Box<RawValue>, ErrorData> {
     let Some(asks) = &target.asks else {
         return Err(cannot_forward(
-            kind(&request),
+            what,
             "the client uses protocol 2026-07-28, which cannot receive requests during a call",
         ));
     };
@@ -105,19 +136,15 @@ pub async fn ask_client(
     let (sender, answer) = oneshot::channel();
     asks.lock().insert(id, sender);
     let _waiting = Waiting { asks, id };
-    let message = ServerJsonRpcMessage::request(request, RequestId::Number(id as i64));
-    let bytes = serde_json::to_vec(&message)
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    let message = wire::write::request(&id.to_string(), method, params.map(str::as_bytes));
     target
         .outlet
-        .send(Bytes::from(bytes))
+        .send(Bytes::from(message))
         .await
         .map_err(|closed| not_answered(&closed.to_string()))?;
     tokio::select! {
         answer = answer => match answer {
-            Ok(Ok(result)) => serde_json::from_str(result.get()).map_err(|error| {
-                not_answered(&format!("its answer is not a valid result: {error}"))
-            }),
+            Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
                 not_answered("its error answer is not a valid JSON-RPC error")
             })),

@@ -12,6 +12,7 @@ mod asks;
 mod outlet;
 mod pipe;
 mod shared_stream;
+mod tasks;
 
 use std::sync::{
     Arc,
@@ -20,8 +21,9 @@ use std::sync::{
 
 use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken};
 
-pub use asks::{Asks, ask_client, cannot_forward, check_capability, kind};
+pub use asks::{Asks, ask_client, ask_client_raw, cannot_forward, check_capability, kind};
 pub use outlet::{Attached, Outlet, Standalone};
+pub use tasks::{Report, Reports, STATUS as TASK_STATUS, TaskRequest, TaskSupport};
 
 /// The stream a message was meant for is not open (any more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

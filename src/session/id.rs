@@ -13,7 +13,7 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rmcp::model::InitializeRequestParams;
 use serde::{Deserialize, Serialize};
 
-use crate::{policy::EndpointName, principal::Principal, store::Sealer};
+use crate::{downstream::TaskSupport, policy::EndpointName, principal::Principal, store::Sealer};
 
 /// Bound into every seal, so that nothing else sealed with the same key opens as a session.
 const PURPOSE: &[u8] = b"switchyard session id";
@@ -32,6 +32,9 @@ pub struct Ticket {
     /// The client's `initialize` parameters, with the version agreed.
     #[serde(rename = "c")]
     pub client: InitializeRequestParams,
+    /// What the client declared it runs as a task when asked (the parameters' model lacks it).
+    #[serde(rename = "k", default, skip_serializing_if = "TaskSupport::is_none")]
+    pub tasks: TaskSupport,
     /// When the session was opened (seconds since the Unix epoch).
     #[serde(rename = "t")]
     pub opened: u64,
@@ -43,7 +46,7 @@ impl Ticket {
     pub fn new(
         principal: &Principal,
         endpoint: &EndpointName,
-        client: &InitializeRequestParams,
+        (client, tasks): (&InitializeRequestParams, TaskSupport),
     ) -> Self {
         let mut client = client.clone();
         client.meta = None;
@@ -54,6 +57,7 @@ impl Ticket {
             principal: principal.as_str().to_owned(),
             endpoint: endpoint.as_virtual().map(str::to_owned),
             client,
+            tasks,
             opened: crate::clock::now_seconds(),
         }
     }
@@ -107,7 +111,12 @@ mod tests {
             Implementation::new("inspector", "1.0"),
         );
         client.client_info.icons = Some(Vec::new());
-        Ticket::new(&Principal::user("jwt:alice"), &EndpointName::MAIN, &client)
+        let tasks = TaskSupport::RELAYED;
+        Ticket::new(
+            &Principal::user("jwt:alice"),
+            &EndpointName::MAIN,
+            (&client, tasks),
+        )
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub use upstreams::{SessionUpstreams, Source};
 
 use crate::{
     catalog::ListVersions,
-    downstream::{Asks, Downstream, LogLevel, Outlet, SessionLogLevel, Standalone},
+    downstream::{Asks, Downstream, LogLevel, Outlet, SessionLogLevel, Standalone, TaskSupport},
     gateway::Subscription,
     policy::EndpointName,
     principal::Principal,
@@ -94,7 +94,7 @@ impl Session {
     /// `endpoint`.
     pub fn new(
         id: Arc<str>,
-        mut client: InitializeRequestParams,
+        (mut client, tasks): (InitializeRequestParams, TaskSupport),
         version: ProtocolVersion,
         principal: Principal,
         endpoint: EndpointName,
@@ -105,7 +105,7 @@ impl Session {
         let log_level = Arc::new(SessionLogLevel::new());
         let home = Arc::new(Downstream {
             outlet: Outlet::Session(Arc::new(Standalone::default())),
-            asks: Some(Arc::new(Asks::default())),
+            asks: Some(Arc::new(Asks::new(tasks))),
             progress_token: None,
             capabilities: Arc::new(client.capabilities.clone()),
             principal,

@@ -9,16 +9,19 @@
 // Sampling, roots and logging are deprecated by SEP-2577 but still used on the legacy protocol.
 #![allow(deprecated)]
 
+mod tasks;
+
 use std::sync::Arc;
 
 use rmcp::{
     ClientHandler, ErrorData,
     model::{
         ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
-        CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequest,
-        ElicitRequestParams, ElicitResult, ErrorCode, Implementation, ListRootsRequest,
-        ListRootsResult, LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam,
-        ProtocolVersion, ResourceUpdatedNotificationParam, Root, ServerNotification, ServerRequest,
+        CreateMessageRequestParams, CreateMessageResult, CustomNotification, CustomRequest,
+        CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
+        ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotification,
+        LoggingMessageNotificationParam, ProtocolVersion, RequestParamsMeta,
+        ResourceUpdatedNotificationParam, Root, ServerNotification, ServerRequest,
     },
     service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
 };
@@ -26,7 +29,7 @@ use tokio::sync::mpsc;
 
 use super::relay::{Arrival, Relay, send_notification};
 use crate::{
-    downstream::{Downstream, ask_client, cannot_forward, check_capability, kind},
+    downstream::{Downstream, TaskSupport, ask_client, cannot_forward, check_capability, kind},
     names::UpstreamName,
     principal::Principal,
 };
@@ -54,14 +57,17 @@ pub struct UpstreamClient {
     scope: Option<Principal>,
     /// The roots answered when the upstream asks on its own account (`roots`).
     roots: Arc<[String]>,
+    /// What it declared clients run as tasks when asked.
+    tasks: TaskSupport,
 }
 
 impl UpstreamClient {
-    /// A handler announcing `client_info` and `capabilities` to the upstream, reporting to
-    /// `events` (from `scope`'s connection), and passing requests back through `relay`.
+    /// A handler announcing `client_info`, `capabilities` and the `tasks` clients run to the
+    /// upstream, reporting to `events` (from `scope`'s connection), and passing requests back
+    /// through `relay`.
     pub fn new(
         upstream: UpstreamName,
-        (client_info, capabilities): (Implementation, ClientCapabilities),
+        (client_info, capabilities, tasks): (Implementation, ClientCapabilities, TaskSupport),
         events: mpsc::UnboundedSender<UpstreamEvent>,
         relay: Arc<Relay>,
         (scope, roots): (Option<Principal>, Arc<[String]>),
@@ -75,7 +81,13 @@ impl UpstreamClient {
             relay,
             scope,
             roots,
+            tasks,
         }
+    }
+
+    /// What it declares clients run as tasks when asked.
+    pub fn declared_tasks(&self) -> TaskSupport {
+        self.tasks
     }
 
     fn report(&self, event: UpstreamEvent) {
@@ -127,6 +139,24 @@ impl UpstreamClient {
     }
 }
 
+impl UpstreamClient {
+    /// Gives back to `params` (of a request for the client) the `_meta` rmcp took out of them
+    /// into `context`, with the task it concerns named as the client knows that task.
+    fn restore_meta(
+        &self,
+        params: &mut impl RequestParamsMeta,
+        context: &RequestContext<RoleClient>,
+    ) {
+        let meta = params.meta_mut();
+        if meta.is_none() && !context.meta.0.is_empty() {
+            *meta = Some(context.meta.clone());
+        }
+        if let Some(meta) = meta {
+            self.relate(meta);
+        }
+    }
+}
+
 fn unexpected(result: ClientResult) -> ErrorData {
     ErrorData::new(
         ErrorCode::INTERNAL_ERROR,
@@ -147,9 +177,10 @@ impl ClientHandler for UpstreamClient {
 
     async fn create_message(
         &self,
-        params: CreateMessageRequestParams,
+        mut params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
+        self.restore_meta(&mut params, &context);
         let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
         let target = self.target(&context, &request).await?;
         match ask_client(&target, request, &context.ct).await? {
@@ -160,9 +191,10 @@ impl ClientHandler for UpstreamClient {
 
     async fn create_elicitation(
         &self,
-        params: ElicitRequestParams,
+        mut params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        self.restore_meta(&mut params, &context);
         let url_id = match &params {
             ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } => {
                 Some(elicitation_id.clone())
@@ -200,6 +232,14 @@ impl ClientHandler for UpstreamClient {
             ClientResult::ListRootsResult(result) => Ok(result),
             other => Err(unexpected(other)),
         }
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, ErrorData> {
+        self.custom_request(request, context).await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

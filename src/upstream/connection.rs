@@ -138,16 +138,18 @@ impl Connection {
         let (inject, injected) = mpsc::unbounded_channel();
         let session = opening.session.clone();
         let hook = opening.hook.clone();
+        let declare = handler.declared_tasks().capability();
         let handshake = async {
             match opening.dial {
                 Dial::Stdio(stdio) => {
                     let child =
                         stdio::spawn(opening.upstream, stdio).map_err(UpstreamError::Spawn)?;
-                    let (pipe, taken) =
-                        lines::tap(child, opening.tasks).map_err(UpstreamError::Spawn)?;
+                    let (pipe, taken) = lines::tap(child, opening.tasks, inject.clone())
+                        .map_err(UpstreamError::Spawn)?;
                     let (read, write) = tokio::io::split(pipe);
                     let transport = AsyncRwTransport::new_client(read, write);
-                    let service = serve(handler, transport, &relay, injected, era).await?;
+                    let service =
+                        serve(handler, transport, (&relay, injected), era, declare).await?;
                     Ok((service, Some(Tapped::Lines(taken))))
                 }
                 Dial::StreamableHttp(config) => {
@@ -156,10 +158,10 @@ impl Connection {
                         opening.stream_idle,
                         opening.http.clone(),
                         opening.hook,
-                        session.clone(),
+                        (session.clone(), inject.clone(), declare),
                     );
                     Ok((
-                        serve(handler, transport, &relay, injected, era).await?,
+                        serve(handler, transport, (&relay, injected), era, None).await?,
                         None,
                     ))
                 }
@@ -176,7 +178,7 @@ impl Connection {
                     })?;
                     let tap = transport.tap();
                     Ok((
-                        serve(handler, transport, &relay, injected, era).await?,
+                        serve(handler, transport, (&relay, injected), era, declare).await?,
                         Some(Tapped::Sse(tap)),
                     ))
                 }
@@ -382,17 +384,19 @@ fn client_context(info: &rmcp::model::ClientInfo) -> serde_json::Map<String, ser
 }
 
 /// Runs the handshake of `era` over `transport`, with progress taken off in arrival order.
+/// `declare`: the `tasks` capability to write into `initialize` here (rmcp's streamable-HTTP
+/// worker must see the typed `initialize`: that transport writes it in itself).
 async fn serve<T>(
     handler: UpstreamClient,
     transport: T,
-    relay: &Arc<Relay>,
-    injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    (relay, injected): (&Arc<Relay>, mpsc::UnboundedReceiver<ServerJsonRpcMessage>),
     era: Era,
+    declare: Option<serde_json::Value>,
 ) -> Result<RunningService<RoleClient, UpstreamClient>, UpstreamError>
 where
     T: Transport<RoleClient> + Send + 'static,
 {
-    let transport = Inbound::new(transport, relay.clone(), injected);
+    let transport = Inbound::new(transport, relay.clone(), injected, declare);
     // In a task of its own: rmcp runs the session under the span current where it starts,
     // which must not be that of the request that happened to open it (a traced request's
     // spans would stay open, and unexported, as long as the session).

@@ -11,7 +11,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use futures::{StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue};
 use rmcp::{
-    model::ClientJsonRpcMessage,
+    model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage},
     transport::{
         StreamableHttpClientTransport,
         common::client_side_sse::ExponentialBackoff,
@@ -22,8 +22,9 @@ use rmcp::{
     },
 };
 use sse_stream::Sse;
+use tokio::sync::mpsc;
 
-use super::session_slot::SessionSlot;
+use super::{augmented, session_slot::SessionSlot};
 use crate::{
     config::HttpConfig,
     hook::{RequestHeaders, RequestHook},
@@ -55,6 +56,10 @@ pub struct HookedClient {
     /// A stream that brings no event this long is ended with an error (rmcp then resumes it
     /// with `Last-Event-ID`, or fails what waited on it).
     stream_idle: Duration,
+    /// Where requests to run as tasks, lifted off its streams, go to rmcp's handler.
+    inject: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    /// The `tasks` capability its `initialize` declares, if any (see `augmented`).
+    declare: Option<serde_json::Value>,
 }
 
 /// The headers rmcp's worker passes with each request (protocol version and such).
@@ -133,6 +138,15 @@ impl StreamableHttpClient for HookedClient {
             return Ok(answer);
         }
         self.session.observe(session_id.as_deref());
+        // What comes on the answer's stream is about this request.
+        let origin = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let message = match &self.declare {
+            Some(tasks) => augmented::declare(message, tasks),
+            None => message,
+        };
         let result = if !self.hook.retries() {
             let headers = self.headers(custom_headers).await?;
             let result = self
@@ -169,10 +183,13 @@ impl StreamableHttpClient for HookedClient {
             self.session.observe(Some(id));
         }
         match result {
-            Ok(StreamableHttpPostResponse::Sse(stream, id)) => Ok(StreamableHttpPostResponse::Sse(
-                idle_limited(stream, self.stream_idle),
-                id,
-            )),
+            Ok(StreamableHttpPostResponse::Sse(stream, id)) => {
+                let stream = augmented::lifting(stream, self.inject.clone(), origin);
+                Ok(StreamableHttpPostResponse::Sse(
+                    idle_limited(stream, self.stream_idle),
+                    id,
+                ))
+            }
             other => other,
         }
     }
@@ -239,6 +256,7 @@ impl StreamableHttpClient for HookedClient {
             )
         };
         let stream = self.retrying(custom_headers, send).await?;
+        let stream = augmented::lifting(stream, self.inject.clone(), None);
         Ok(idle_limited(stream, self.stream_idle))
     }
 }
@@ -354,7 +372,11 @@ pub fn transport(
     stream_idle: Duration,
     http: reqwest::Client,
     hook: Arc<dyn RequestHook>,
-    session: Arc<SessionSlot>,
+    (session, inject, declare): (
+        Arc<SessionSlot>,
+        mpsc::UnboundedSender<ServerJsonRpcMessage>,
+        Option<serde_json::Value>,
+    ),
 ) -> StreamableHttpClientTransport<HookedClient> {
     let mut transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
         .max_concurrent_requests(MAX_IN_FLIGHT)
@@ -371,6 +393,8 @@ pub fn transport(
         default_max_event: transport_config.max_sse_event_size,
         session,
         stream_idle,
+        inject,
+        declare,
     };
     StreamableHttpClientTransport::with_client(client, transport_config)
 }

@@ -35,6 +35,8 @@ pub struct Inbound<T> {
     /// Progress on its way to a client, and until when the next message waits for it. Kept
     /// here so that a `receive` dropped while waiting resumes the same wait.
     delivering: Option<(JoinHandle<()>, Instant)>,
+    /// The `tasks` capability `initialize` declares, if any (see `augmented`).
+    declare: Option<serde_json::Value>,
 }
 
 impl<T> Inbound<T> {
@@ -42,12 +44,14 @@ impl<T> Inbound<T> {
         inner: T,
         relay: Arc<Relay>,
         injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+        declare: Option<serde_json::Value>,
     ) -> Self {
         Self {
             inner,
             relay,
             injected,
             delivering: None,
+            declare,
         }
     }
 
@@ -80,6 +84,10 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Inbound<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let item = match &self.declare {
+            Some(tasks) => super::augmented::declare(item, tasks),
+            None => item,
+        };
         self.inner.send(item)
     }
 

@@ -21,6 +21,7 @@ use std::{
 
 use bytes::Bytes;
 use dashmap::DashMap;
+use rmcp::model::ServerJsonRpcMessage;
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
     process::Child,
@@ -144,8 +145,13 @@ impl Lines {
 }
 
 /// Puts the carrying tasks (tracked by `tasks`) between `child` (spawned with piped stdin and
-/// stdout) and rmcp: rmcp's end of the pipe, and the raw path.
-pub fn tap(mut child: Child, tasks: &TaskTracker) -> std::io::Result<(DuplexStream, Lines)> {
+/// stdout) and rmcp: rmcp's end of the pipe, and the raw path. Requests the child asks to be
+/// run as tasks go to rmcp's handler through `inject` (see `augmented`).
+pub fn tap(
+    mut child: Child,
+    tasks: &TaskTracker,
+    inject: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+) -> std::io::Result<(DuplexStream, Lines)> {
     let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
         (Some(stdin), Some(stdout)) => (stdin, stdout),
         _ => {
@@ -172,6 +178,10 @@ pub fn tap(mut child: Child, tasks: &TaskTracker) -> std::io::Result<(DuplexStre
                 continue;
             }
             if waiters.deliver(&line) {
+                continue;
+            }
+            if let Some(lifted) = super::augmented::lift(&line) {
+                let _ = inject.send(lifted);
                 continue;
             }
             if to_rmcp.write_all(&line).await.is_err() {

@@ -11,6 +11,8 @@
 #![allow(deprecated)]
 
 mod admission;
+mod asked;
+mod augmented;
 mod client;
 mod connection;
 mod detect;
@@ -47,6 +49,7 @@ use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use admission::{Admission, Admitted, Overloaded};
+pub use augmented::lift;
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity, log_upstream_message};
 pub use connection::{Connection, Dial, Era};
 pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};

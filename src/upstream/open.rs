@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     config::{HttpProtocol, TransportConfig},
-    downstream::Downstream,
+    downstream::{Downstream, TaskSupport},
     hook::{RequestHook, StaticHeaders},
     oauth::OAuthHook,
     principal::Principal,
@@ -124,7 +124,7 @@ impl Upstream {
             ),
             TransportConfig::Http(_) => None,
         };
-        let capabilities = relayable(&home.capabilities);
+        let (capabilities, tasks) = relayable(&home);
         let holder = Holder {
             hook: self.request_hook(&home.principal).await,
             scope: self.connections_per_user().then(|| home.principal.clone()),
@@ -133,7 +133,7 @@ impl Upstream {
         let connection = self
             .open(
                 Era::Legacy,
-                (client, capabilities),
+                (client, capabilities, tasks),
                 relay,
                 slot,
                 holder,
@@ -182,7 +182,11 @@ impl Upstream {
         };
         self.open(
             era,
-            (client::gateway_identity(), capabilities),
+            (
+                client::gateway_identity(),
+                capabilities,
+                TaskSupport::RELAYED,
+            ),
             Relay::shared(),
             None,
             holder,
@@ -196,7 +200,7 @@ impl Upstream {
     async fn open(
         &self,
         era: Era,
-        (client, capabilities): (Implementation, ClientCapabilities),
+        declared: (Implementation, ClientCapabilities, TaskSupport),
         relay: Arc<Relay>,
         slot: Option<OwnedSemaphorePermit>,
         Holder { hook, scope }: Holder,
@@ -204,7 +208,7 @@ impl Upstream {
     ) -> Result<Connection, UpstreamError> {
         let handler = UpstreamClient::new(
             self.name().clone(),
-            (client, capabilities),
+            declared,
             self.events.clone(),
             relay.clone(),
             (scope, self.config.roots.as_slice().into()),
@@ -318,12 +322,19 @@ struct Holder {
     scope: Option<Principal>,
 }
 
-/// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation.
-/// Extensions (tasks, say) are left out, since their requests would have nowhere to go.
-fn relayable(client: &ClientCapabilities) -> ClientCapabilities {
+/// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation,
+/// and the sampling and elicitation it runs as tasks. Extensions (2026-07-28 tasks, say) are
+/// left out, since their requests would have nowhere to go.
+fn relayable(home: &Downstream) -> (ClientCapabilities, TaskSupport) {
+    let client = &home.capabilities;
     let mut capabilities = ClientCapabilities::default();
     capabilities.roots = client.roots.clone().map(|_| RootsCapabilities::default());
     capabilities.sampling = client.sampling.clone();
     capabilities.elicitation = client.elicitation.clone();
-    capabilities
+    let tasks = home
+        .asks
+        .as_ref()
+        .map(|asks| asks.tasks)
+        .unwrap_or_default();
+    (capabilities, tasks)
 }

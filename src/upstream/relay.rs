@@ -63,6 +63,8 @@ pub struct Relay {
     recent: ArcSwapOption<Finished>,
     /// The tasks created through the connection.
     pub tasks: super::TaskWatches,
+    /// The tasks clients run for the upstream, as it asked.
+    pub asked: super::asked::AskedTasks,
     /// When the relay was made, and milliseconds from then to the last request started or ended.
     epoch: Instant,
     last_active: AtomicU64,
@@ -108,6 +110,7 @@ impl Relay {
             home,
             recent: ArcSwapOption::empty(),
             tasks: super::TaskWatches::default(),
+            asked: Default::default(),
             epoch: Instant::now(),
             last_active: AtomicU64::new(0),
         })

@@ -271,7 +271,11 @@ async fn read(
         if pending.deliver(data.as_bytes()) {
             continue;
         }
-        match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+        let message = match super::augmented::lift(data.as_bytes()) {
+            Some(lifted) => Ok(lifted),
+            None => serde_json::from_str::<ServerJsonRpcMessage>(&data),
+        };
+        match message {
             Ok(message) => {
                 if sender.send(message).await.is_err() {
                     return;

@@ -85,6 +85,11 @@ impl TaskWatches {
             .map(|watch| watch.owner.clone())
     }
 
+    /// The handle the client that created task `task` knows it by.
+    pub fn handle(&self, task: &str) -> Option<String> {
+        self.tasks.get(task).map(|watch| watch.handle.clone())
+    }
+
     /// How many tasks `owner` has running here.
     pub fn count(&self, owner: &str) -> usize {
         let now = Instant::now();

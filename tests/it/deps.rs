@@ -80,6 +80,7 @@ pub fn node_packages() -> &'static Path {
             &[
                 "node/client.mjs",
                 "node/tasks-client.mjs",
+                "node/asked-tasks-client.mjs",
                 "node/replay-server.mjs",
                 "node/bind-local.cjs",
                 "node/oauth-upstream.mjs",

@@ -17,7 +17,7 @@ use super::{
     reply::{self, RefusalResponse},
 };
 use crate::{
-    downstream::SharedStream,
+    downstream::{SharedStream, TaskSupport},
     policy::EndpointName,
     principal::Principal,
     request::Caller,
@@ -82,7 +82,7 @@ impl Endpoint {
         let version = ticket.client.protocol_version.clone();
         let session = Session::new(
             Arc::from(id),
-            ticket.client,
+            (ticket.client, ticket.tasks),
             version,
             principal,
             endpoint,
@@ -102,17 +102,19 @@ impl Endpoint {
     /// shared store) alive for every replica.
     pub(super) async fn new_session(
         &self,
-        mut params: InitializeRequestParams,
+        (mut params, tasks): (InitializeRequestParams, TaskSupport),
         version: rmcp::model::ProtocolVersion,
         principal: Principal,
         endpoint: EndpointName,
         lists: crate::catalog::ListVersions,
     ) -> Arc<Session> {
         params.protocol_version = version.clone();
-        let id = self.ids.mint(&Ticket::new(&principal, &endpoint, &params));
+        let id = self
+            .ids
+            .mint(&Ticket::new(&principal, &endpoint, (&params, tasks)));
         let session = Session::new(
             id,
-            params,
+            (params, tasks),
             version,
             principal,
             endpoint,

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::{
     config::Limits,
+    downstream::TaskSupport,
     error::GatewayError,
     principal::Principal,
     protocol::{Era, MCP_SESSION_ID, MODERN},
@@ -139,7 +140,11 @@ impl Endpoint {
                         return refusal;
                     }
                     let json = settings.json_response;
-                    self.open_session(request.id(), params, caller, json).await
+                    let capabilities = request.params().and_then(|p| p.get("capabilities"));
+                    let tasks =
+                        TaskSupport::declared_in(capabilities.and_then(Fields::of).as_ref());
+                    self.open_session(request.id(), (params, tasks), caller, json)
+                        .await
                 }
                 (Ok(request), None) if request.method() == "server/discover" => {
                     let request = self.request(request, parts, caller, Era::Modern).await;
@@ -243,7 +248,7 @@ impl Endpoint {
     async fn open_session(
         &self,
         id: &str,
-        params: InitializeRequestParams,
+        (params, tasks): (InitializeRequestParams, TaskSupport),
         caller: Caller,
         json: bool,
     ) -> Response<Body> {
@@ -262,7 +267,7 @@ impl Endpoint {
         } = caller;
         let session = self
             .new_session(
-                params,
+                (params, tasks),
                 result.protocol_version.clone(),
                 principal,
                 endpoint,
@@ -467,6 +472,11 @@ fn notice(session: &Arc<Session>, method: &str, params: Option<&Fields<'_>>) {
         "notifications/cancelled" => {
             if let Some(id) = params.and_then(|params| params.get("requestId")) {
                 session.cancel(id.get());
+            }
+        }
+        crate::downstream::TASK_STATUS => {
+            if let Some(params) = params {
+                session.asks().reports.pass_status(params);
             }
         }
         "notifications/roots/list_changed" => {

@@ -392,7 +392,11 @@ impl Exchanging<'_> {
     /// Hands a message to rmcp's handler of the connection, as if it had read it (`origin`: the
     /// request whose stream it came on).
     fn inject_typed(&self, message: &[u8], origin: Option<&RequestId>) {
-        match serde_json::from_slice::<ServerJsonRpcMessage>(message) {
+        let typed = match crate::upstream::lift(message) {
+            Some(lifted) => Ok(lifted),
+            None => serde_json::from_slice::<ServerJsonRpcMessage>(message),
+        };
+        match typed {
             Ok(mut typed) => {
                 if let (Some(origin), ServerJsonRpcMessage::Request(request)) = (origin, &mut typed)
                 {

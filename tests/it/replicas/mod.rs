@@ -86,9 +86,12 @@ async fn any_replica_serves_any_session() {
     let ticket = switchyard::session::Ticket::new(
         &switchyard::principal::Principal::anonymous(),
         &switchyard::policy::EndpointName::MAIN,
-        &serde_json::from_value(json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "forger", "version": "1"}}))
-        .unwrap(),
+        (
+            &serde_json::from_value(json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "forger", "version": "1"}}))
+            .unwrap(),
+            Default::default(),
+        ),
     );
     let foreign = switchyard::session::SessionIds::new(std::sync::Arc::new(
         switchyard::store::Sealer::new(&[[7; 32]]),

@@ -101,14 +101,15 @@ impl TaskSupport {
         self.0 & Self::CANCEL != 0
     }
 
-    pub fn is_none(&self) -> bool {
+    /// Whether the client runs no request as a task.
+    pub fn runs_nothing(&self) -> bool {
         self.0 & (Self::SAMPLING | Self::ELICITATION) == 0
     }
 
     /// `capabilities.tasks` declaring this support to an upstream, if there is any. Listing is
     /// always declared: Switchyard answers it from the tasks it relayed.
     pub fn capability(self) -> Option<Value> {
-        if self.is_none() {
+        if self.runs_nothing() {
             return None;
         }
         let mut requests = serde_json::Map::new();
@@ -247,9 +248,9 @@ mod tests {
         assert!(sampling.runs(TaskRequest::Sampling));
         assert!(!sampling.runs(TaskRequest::Elicitation) && !sampling.cancels());
         // Tool-call tasks alone, a malformed entry, or nothing: nothing it runs when asked.
-        assert!(declared(r#"{"tasks":{"list":{},"cancel":{}}}"#).is_none());
-        assert!(declared(r#"{"tasks":{"requests":{"sampling":true}}}"#).is_none());
-        assert!(declared("{}").is_none());
+        assert!(declared(r#"{"tasks":{"list":{},"cancel":{}}}"#).runs_nothing());
+        assert!(declared(r#"{"tasks":{"requests":{"sampling":true}}}"#).runs_nothing());
+        assert!(declared("{}").runs_nothing());
         assert_eq!(TaskSupport::declared_in(None), TaskSupport::default());
     }
 

@@ -33,7 +33,11 @@ pub struct Ticket {
     #[serde(rename = "c")]
     pub client: InitializeRequestParams,
     /// What the client declared it runs as a task when asked (the parameters' model lacks it).
-    #[serde(rename = "k", default, skip_serializing_if = "TaskSupport::is_none")]
+    #[serde(
+        rename = "k",
+        default,
+        skip_serializing_if = "TaskSupport::runs_nothing"
+    )]
     pub tasks: TaskSupport,
     /// When the session was opened (seconds since the Unix epoch).
     #[serde(rename = "t")]

@@ -10,7 +10,7 @@ use std::{
     collections::HashMap,
     sync::{
         Mutex,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -50,6 +50,8 @@ pub struct Asks {
     next: AtomicU64,
     /// Held only to insert or take one entry.
     pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    /// Set when the session ends: nothing asked is answered any more.
+    closed: AtomicBool,
     /// What the client declared it can run as a task when asked.
     pub tasks: TaskSupport,
     /// Where the status of each task it runs for an upstream goes.
@@ -63,6 +65,13 @@ impl Asks {
             tasks,
             ..Self::default()
         }
+    }
+
+    /// Ends the session's questions: those waiting fail now (the client will not answer them;
+    /// an upstream waiting on a task the client ran learns it at once), and new ones fail.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.lock().clear();
     }
 
     /// Passes the client's answer to request `id` to whoever asked; false if nobody is waiting
@@ -136,6 +145,11 @@ pub async fn ask_client_raw(
     let (sender, answer) = oneshot::channel();
     asks.lock().insert(id, sender);
     let _waiting = Waiting { asks, id };
+    // Checked after the insert: a session that closes meanwhile has either seen the entry
+    // (and dropped it) or set the flag first.
+    if asks.closed.load(Ordering::SeqCst) {
+        return Err(not_answered("its session ended"));
+    }
     let message = wire::write::request(&id.to_string(), method, params.map(str::as_bytes));
     target
         .outlet
@@ -214,4 +228,46 @@ pub fn cannot_forward(what: &str, reason: &str) -> ErrorData {
         format!("Switchyard cannot pass this {what} request to a client: {reason}"),
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{
+        downstream::{LogLevel, Standalone},
+        policy::EndpointName,
+        principal::Principal,
+    };
+
+    #[tokio::test]
+    async fn questions_of_a_session_that_ends_fail_at_once() {
+        let asks = Arc::new(Asks::default());
+        let client = Arc::new(Downstream {
+            outlet: Outlet::Session(Arc::new(Standalone::default())),
+            asks: Some(asks.clone()),
+            progress_token: None,
+            capabilities: Arc::default(),
+            principal: Principal::default(),
+            endpoint: EndpointName::MAIN,
+            log_level: LogLevel::Unset,
+        });
+        let never = CancellationToken::new();
+        let waiting = {
+            let (client, never) = (client.clone(), never.clone());
+            tokio::spawn(async move {
+                ask_client_raw(&client, ("tasks", "tasks/result"), Some("{}"), &never).await
+            })
+        };
+        while asks.lock().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        asks.close();
+        let error = waiting.await.unwrap().unwrap_err();
+        assert!(error.message.contains("its session ended"), "{error:?}");
+        let later = ask_client_raw(&client, ("tasks", "tasks/get"), Some("{}"), &never).await;
+        assert!(later.unwrap_err().message.contains("its session ended"));
+        assert!(asks.lock().is_empty(), "nothing is left waiting");
+    }
 }

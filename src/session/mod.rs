@@ -251,6 +251,7 @@ impl Session {
             token.cancel();
         }
         self.standalone().close_all();
+        self.asks().close();
     }
 
     /// Stops request `id` (JSON text), as the client asked with `notifications/cancelled`.

@@ -101,6 +101,7 @@ pub mod demo;
 pub mod downstream;
 pub mod error;
 pub mod events;
+pub mod expiring;
 pub mod front;
 pub mod gateway;
 pub mod handover;

@@ -3,11 +3,7 @@
 //! lacks), and, for each task it runs for an upstream, where its status notifications go and
 //! under which id that upstream knows the task.
 
-use std::{
-    collections::HashMap,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
 use rmcp::{
     RoleClient,
@@ -17,7 +13,10 @@ use rmcp::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::wire::{Edit, Fields};
+use crate::{
+    expiring::Expiring,
+    wire::{Edit, Fields},
+};
 
 /// The notification of a task's new status.
 pub const STATUS: &str = "notifications/tasks/status";
@@ -139,14 +138,15 @@ pub struct Report {
     pub upstream: Peer<RoleClient>,
     /// The id that upstream knows the task by.
     pub handle: String,
-    expires: Instant,
 }
 
 /// The tasks a session's client runs for upstreams, by the client's own task id.
-#[derive(Default)]
-pub struct Reports {
-    /// Held only to insert, look up or sweep.
-    by_id: Mutex<HashMap<String, Report>>,
+pub struct Reports(Expiring<Report>);
+
+impl Default for Reports {
+    fn default() -> Self {
+        Self(Expiring::new(LONGEST_REPORT, MAX_REPORTED))
+    }
 }
 
 impl Reports {
@@ -159,36 +159,12 @@ impl Reports {
         handle: String,
         ttl_ms: Option<u64>,
     ) {
-        let now = Instant::now();
-        let expires = now
-            + ttl_ms
-                .map_or(LONGEST_REPORT, Duration::from_millis)
-                .min(LONGEST_REPORT);
-        let mut reports = self.lock();
-        reports.retain(|_, report| report.expires > now);
-        if reports.len() >= MAX_REPORTED
-            && let Some(first) = reports
-                .iter()
-                .min_by_key(|(_, report)| report.expires)
-                .map(|(id, _)| id.clone())
-        {
-            reports.remove(&first);
-        }
-        reports.insert(
-            id,
-            Report {
-                upstream,
-                handle,
-                expires,
-            },
-        );
+        self.0.insert(id, Report { upstream, handle }, ttl_ms);
     }
 
     /// Where the client's task `id` reports to, if it runs for an upstream.
     pub fn get(&self, id: &str) -> Option<Report> {
-        let reports = self.lock();
-        let report = reports.get(id)?;
-        (report.expires > Instant::now()).then(|| report.clone())
+        self.0.get(id)
     }
 
     /// Passes the client's `notifications/tasks/status` (its `params`) on to the upstream its
@@ -220,12 +196,6 @@ impl Reports {
             // The upstream's connection may have closed; the status then concerns no one.
             let _ = report.upstream.send_notification(notification).await;
         });
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Report>> {
-        self.by_id
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -9,12 +9,10 @@ use std::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use dashmap::DashMap;
-
-use crate::downstream::Downstream;
+use crate::{downstream::Downstream, expiring::Expiring};
 
 /// The most tasks a connection keeps.
 const MAX_ASKED: usize = 1024;
@@ -30,61 +28,44 @@ pub struct Asked {
     pub id: String,
     /// Its place in the order tasks were created in (`tasks/list` pages follow it).
     seq: u64,
-    expires: Instant,
 }
 
 /// The tasks clients run for one connection, by handle.
-#[derive(Default)]
 pub struct AskedTasks {
-    by_handle: DashMap<String, Asked>,
+    by_handle: Expiring<Asked>,
     next: AtomicU64,
+}
+
+impl Default for AskedTasks {
+    fn default() -> Self {
+        Self {
+            by_handle: Expiring::new(LONGEST, MAX_ASKED),
+            next: AtomicU64::new(0),
+        }
+    }
 }
 
 impl AskedTasks {
     /// Keeps the client's task `id`, which lives `ttl_ms` (none: as long as any is kept), and
     /// gives the handle the upstream is to know it by.
     pub fn hold(&self, client: Arc<Downstream>, id: String, ttl_ms: Option<u64>) -> String {
-        let now = Instant::now();
-        self.by_handle.retain(|_, asked| asked.expires > now);
-        if self.by_handle.len() >= MAX_ASKED
-            && let Some(first) = self
-                .by_handle
-                .iter()
-                .min_by_key(|entry| entry.expires)
-                .map(|entry| entry.key().clone())
-        {
-            self.by_handle.remove(&first);
-        }
-        let ttl = ttl_ms.map_or(LONGEST, Duration::from_millis).min(LONGEST);
         let handle = new_handle();
-        let asked = Asked {
-            client,
-            id,
-            seq: self.next.fetch_add(1, Ordering::Relaxed),
-            expires: now + ttl,
-        };
-        self.by_handle.insert(handle.clone(), asked);
+        let seq = self.next.fetch_add(1, Ordering::Relaxed);
+        let asked = Asked { client, id, seq };
+        self.by_handle.insert(handle.clone(), asked, ttl_ms);
         handle
     }
 
     /// The task the upstream knows as `handle`, if it is kept.
     pub fn get(&self, handle: &str) -> Option<Asked> {
-        self.by_handle
-            .get(handle)
-            .filter(|asked| asked.expires > Instant::now())
-            .map(|asked| asked.clone())
+        self.by_handle.get(handle)
     }
 
     /// Up to `size` tasks created after the one numbered `after` (from the first if none), in
     /// the order they were created, and the number to go on after if more remain.
     pub fn page(&self, after: Option<u64>, size: usize) -> (Vec<(String, Asked)>, Option<u64>) {
-        let now = Instant::now();
-        let mut tasks: Vec<(String, Asked)> = self
-            .by_handle
-            .iter()
-            .filter(|entry| entry.expires > now && after.is_none_or(|after| entry.seq > after))
-            .map(|entry| (entry.key().clone(), entry.value().clone()))
-            .collect();
+        let mut tasks = self.by_handle.live();
+        tasks.retain(|(_, asked)| after.is_none_or(|after| asked.seq > after));
         tasks.sort_by_key(|(_, asked)| asked.seq);
         let more = tasks.len() > size;
         tasks.truncate(size);

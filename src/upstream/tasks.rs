@@ -44,10 +44,7 @@ pub struct TaskWatch {
 impl TaskWatch {
     /// Until when a task given `ttl_ms` (none: no limit) is watched.
     pub fn expiry(ttl_ms: Option<u64>) -> Instant {
-        let ttl = ttl_ms.map_or(LONGEST_WATCH, |ms| {
-            Duration::from_millis(ms).min(LONGEST_WATCH)
-        });
-        Instant::now() + ttl
+        Instant::now() + crate::expiring::lifetime(ttl_ms, LONGEST_WATCH)
     }
 }
 

@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry"],
     &["config", "events", "hook", "metrics", "protocol", "wire"],
     &["policy"],
-    &["clock", "names", "principal"],
+    &["clock", "expiring", "names", "principal"],
 ];
 
 /// Beside the path: they may use anything, and only the binary uses them.

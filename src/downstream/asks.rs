@@ -118,11 +118,12 @@ pub async fn ask_client(
     abandoned: &CancellationToken,
 ) -> Result<ClientResult, ErrorData> {
     let what = kind(&request);
-    let params = serde_json::to_value(&request)
+    // `{"method", "params"}`, as the request is written.
+    let written = serde_json::to_value(&request)
         .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-    let method = params["method"].as_str().unwrap_or_default().to_owned();
-    let params = params.get("params").map(Value::to_string);
-    let result = ask_client_raw(target, (what, &method), params.as_deref(), abandoned).await?;
+    let method = written["method"].as_str().unwrap_or_default();
+    let params = written.get("params").map(Value::to_string);
+    let result = ask_client_raw(target, (what, method), params.as_deref(), abandoned).await?;
     serde_json::from_str(result.get())
         .map_err(|error| not_answered(&format!("its answer is not a valid result: {error}")))
 }

@@ -13,13 +13,18 @@ use crate::{
     deps,
     fixtures::{
         everything::{self, Everything, Mode},
-        task_asker::TaskAsker,
+        task_asker,
     },
     harness::{GatewayBuilder, TestGateway},
 };
 
 const SAMPLING: &str = "ev__trigger-sampling-request-async";
 const ELICITATION: &str = "ev__trigger-elicitation-request-async";
+
+/// A gateway in front of one upstream, `name`, configured by `body`.
+async fn gateway(name: &str, body: &str) -> TestGateway {
+    GatewayBuilder::new().upstream(name, body).start().await
+}
 
 /// Runs the TypeScript client against `gw` (declaring it runs sampling and elicitation as
 /// tasks if `tasks`), calling `tools`: what it printed.
@@ -118,13 +123,11 @@ fn refused(printed: &Value, tool: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_runs_tasks_runs_an_upstreams_sampling_and_elicitation_as_tasks() {
     let everything = Everything::start(Mode::StreamableHttp).await;
-    let gw = GatewayBuilder::new()
-        .upstream(
-            "ev",
-            &format!("url = {:?}\nsession = \"per_client\"", everything.url()),
-        )
-        .start()
-        .await;
+    let gw = gateway(
+        "ev",
+        &format!("url = {:?}\nsession = \"per_client\"", everything.url()),
+    )
+    .await;
     // The upstream offers these tools only to a client that declared it runs such tasks: on
     // the client's own connection, that declaration is the client's.
     let printed = client(&gw, true, &[SAMPLING, ELICITATION]).await;
@@ -148,23 +151,18 @@ async fn shared_by_a_client_that_runs_tasks_and_one_that_does_not(gw: &TestGatew
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_shared_connection_a_client_that_did_not_declare_tasks_is_refused_clearly() {
     let everything = Everything::start(Mode::StreamableHttp).await;
-    let gw = GatewayBuilder::new()
-        .upstream(
-            "ev",
-            &format!("url = {:?}\nsession = \"shared\"", everything.url()),
-        )
-        .start()
-        .await;
+    let gw = gateway(
+        "ev",
+        &format!("url = {:?}\nsession = \"shared\"", everything.url()),
+    )
+    .await;
     shared_by_a_client_that_runs_tasks_and_one_that_does_not(&gw).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_stdio_an_upstreams_tasks_run_at_the_client_as_over_http() {
     // One process shared by every client (the default for stdio).
-    let gw = GatewayBuilder::new()
-        .upstream("ev", &everything::stdio_upstream())
-        .start()
-        .await;
+    let gw = gateway("ev", &everything::stdio_upstream()).await;
     shared_by_a_client_that_runs_tasks_and_one_that_does_not(&gw).await;
 }
 
@@ -174,11 +172,8 @@ async fn over_stdio_an_upstreams_tasks_run_at_the_client_as_over_http() {
 /// handle, and an id it never got names no task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upstream_follows_a_clients_task_under_a_handle_of_its_own() {
-    let asker = TaskAsker::start().await;
-    let gw = GatewayBuilder::new()
-        .upstream("asker", &format!("url = {:?}", asker.url()))
-        .start()
-        .await;
+    let asker = task_asker::serve().await;
+    let gw = gateway("asker", &format!("url = {:?}", asker.url())).await;
     let printed = client(&gw, true, &["asker__ask", "asker__cancel", "asker__probe"]).await;
     let seen = |tool: &str| -> Value {
         serde_json::from_str(answered(&printed, tool)).unwrap_or_else(|_| panic!("{printed}"))
@@ -237,10 +232,7 @@ async fn the_upstream_follows_a_clients_task_under_a_handle_of_its_own() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_about_a_task_names_the_task_the_client_knows() {
     let everything = Everything::start(Mode::StreamableHttp).await;
-    let gw = GatewayBuilder::new()
-        .upstream("ev", &format!("url = {:?}", everything.url()))
-        .start()
-        .await;
+    let gw = gateway("ev", &format!("url = {:?}", everything.url())).await;
     let research = "ev__simulate-research-query";
     let spec = json!({
         "tools": [],

@@ -4,7 +4,7 @@
 use rmcp::model::ReadResourceRequestParams;
 
 use crate::{
-    fixtures::files::FilesServer,
+    fixtures::{files, served::Served},
     harness::{GatewayBuilder, TestGateway, connect_client},
 };
 
@@ -17,7 +17,7 @@ fn tree() -> tempfile::TempDir {
     dir
 }
 
-async fn gateway(files: &FilesServer, policy: &str) -> TestGateway {
+async fn gateway(files: &Served, policy: &str) -> TestGateway {
     GatewayBuilder::new()
         .section(policy)
         .http("files", &files.url())
@@ -41,7 +41,7 @@ async fn read(gw: &TestGateway, uri: &str) -> Result<String, String> {
 #[tokio::test]
 async fn dot_dots_and_escapes_cannot_leave_an_allowed_prefix() {
     let dir = tree();
-    let files = FilesServer::start(dir.path().to_owned()).await;
+    let files = files::serve(dir.path().to_owned()).await;
     let gw = gateway(
         &files,
         "[[policy]]\nallow.resources = [\"files:file:///public/*\"]\n",
@@ -82,7 +82,7 @@ async fn dot_dots_and_escapes_cannot_leave_an_allowed_prefix() {
 #[tokio::test]
 async fn case_escapes_and_slashes_cannot_dodge_a_deny_rule() {
     let dir = tree();
-    let files = FilesServer::start(dir.path().to_owned()).await;
+    let files = files::serve(dir.path().to_owned()).await;
     let gw = gateway(
         &files,
         "[[policy]]\ndeny.resources = [\"files:file:///secret*\"]\n",

@@ -22,7 +22,7 @@
 //! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
 //! | `store`      | what outlives the process and what replicas share: which sessions are alive, their stream events, upstream sessions and subscriptions (in the embedded file, or in Redis with which replicas are alive and the news between them); private files (keys, tokens) |
 //! | `telemetry` | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
-//! | `hook`, `config`, `events`, `wire`, `protocol`, `error`, `policy`, `clock`, `names`, `principal` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), what operators are told as it happens, JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, identifier newtypes, whom a request is for |
+//! | `hook`, `config`, `events`, `wire`, `protocol`, `error`, `policy`, `clock`, `names`, `principal`, `text` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), what operators are told as it happens, JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
 //!
 //! Beside the path: `passthrough` (`/servers/{name}/mcp`: one upstream proxied byte for byte
 //! by pingora, under the same admission), `handover` (listening sockets handed to a new
@@ -92,6 +92,8 @@
 //!   snapshot of each request.
 
 pub mod admin;
+#[cfg(test)]
+mod alloc_meter;
 pub mod audit;
 pub mod auth;
 pub mod catalog;
@@ -123,6 +125,7 @@ pub mod session;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod text;
 pub mod upstream;
 pub mod wire;
 

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use rmcp::model::JsonObject;
 
 pub use access::{Access, ViewKey};
-pub use arguments::ArgumentCheck;
+pub use arguments::{ArgumentCheck, ArgumentError};
 pub use lists::CacheHint;
 
 pub use listed::{

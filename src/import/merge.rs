@@ -1,12 +1,7 @@
 //! Every server found, once: the same server in several files is one upstream, names are made
-//! valid upstream names (and told apart where two servers share one), and the whole is written
-//! as Switchyard TOML, each upstream with a comment saying where it came from.
+//! valid upstream names (and told apart where two servers share one).
 
-use std::{
-    collections::BTreeMap,
-    fmt::Write as _,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use super::{clients::Client, servers::Spec};
 use crate::names::{MAX_UPSTREAM_NAME_LEN, suggest_upstream_name, validate_upstream_name};
@@ -108,82 +103,4 @@ pub fn shown_path(path: &Path, home: &Path) -> String {
         Ok(rest) => format!("~/{}", rest.display()),
         Err(_) => path.display().to_string(),
     }
-}
-
-/// The configuration: a header, then each upstream's table.
-pub fn render(upstreams: &[Upstream], home: &Path) -> String {
-    let mut out = String::from(
-        "# Written by `switchyard import` from the MCP clients' configurations found on this\n\
-         # machine. It may hold their secrets: keep it private (or move them to ${env:NAME}).\n\
-         # Check it with `switchyard check -c FILE`, run it with `switchyard -c FILE`.\n",
-    );
-    for upstream in upstreams {
-        out.push('\n');
-        let from: Vec<String> = upstream
-            .sources
-            .iter()
-            .map(|source| {
-                let named = if source.name == upstream.name {
-                    String::new()
-                } else {
-                    format!(" as `{}`", source.name)
-                };
-                format!(
-                    "{} ({}){named}",
-                    source.client.label(),
-                    shown_path(&source.path, home)
-                )
-            })
-            .collect();
-        let _ = writeln!(out, "# From {}.", from.join(", "));
-        for note in &upstream.notes {
-            let _ = writeln!(out, "# Note: {note}.");
-        }
-        let mut table = toml::Table::new();
-        match &upstream.spec {
-            Spec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                table.insert("command".into(), command.clone().into());
-                if !args.is_empty() {
-                    table.insert("args".into(), args.clone().into());
-                }
-                if let Some(cwd) = cwd {
-                    table.insert("cwd".into(), cwd.clone().into());
-                }
-                if !env.is_empty() {
-                    table.insert("env".into(), string_table(env).into());
-                }
-            }
-            Spec::Remote {
-                url,
-                transport,
-                headers,
-            } => {
-                if let Some(transport) = transport {
-                    table.insert("transport".into(), (*transport).into());
-                }
-                table.insert("url".into(), url.clone().into());
-                if !headers.is_empty() {
-                    table.insert("headers".into(), string_table(headers).into());
-                }
-            }
-        }
-        let mut document = toml::Table::new();
-        let mut upstreams = toml::Table::new();
-        upstreams.insert(upstream.name.clone(), table.into());
-        document.insert("upstreams".into(), upstreams.into());
-        out.push_str(&toml::to_string(&document).expect("a table of strings serializes"));
-    }
-    out
-}
-
-fn string_table(entries: &BTreeMap<String, String>) -> toml::Table {
-    entries
-        .iter()
-        .map(|(name, value)| (name.clone(), toml::Value::String(value.clone())))
-        .collect()
 }

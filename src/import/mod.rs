@@ -1,7 +1,8 @@
 //! `switchyard import`: finds the MCP servers the clients on this machine are configured with
 //! (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Zed: their user files on Linux and
 //! macOS, and a workspace's), shows them (secrets masked, servers found in several files
-//! named once), and writes one Switchyard configuration with every server once. With
+//! named once), and writes one Switchyard configuration with every server once, through a TOML
+//! writer and read back before it is written (`write`). With
 //! `--connect CLIENT` it then points that client at the gateway alone; `--undo CLIENT` puts
 //! the client's file back.
 
@@ -9,6 +10,7 @@ mod clients;
 mod connect;
 mod merge;
 mod servers;
+mod write;
 
 use std::{
     io::Write as _,
@@ -22,10 +24,11 @@ pub use clients::Client;
 pub use connect::backup_of;
 
 use self::{
+    clients::Location,
     merge::{Found, Source, Upstream, shown_path},
     servers::{Context, Entry},
 };
-use crate::{config, store::private};
+use crate::{config, store::private, text::printable};
 
 /// The gateway's MCP URL on the default configuration.
 const DEFAULT_URL: &str = "http://127.0.0.1:8080/mcp";
@@ -91,7 +94,10 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
     if upstreams.is_empty() {
         bail!("no MCP server found in the clients' configurations");
     }
-    let text = merge::render(&upstreams, &home);
+    let text = write::render(&upstreams, &home);
+    write::verify(&upstreams, &text).map_err(|why| {
+        anyhow::anyhow!("the configuration made would not hold exactly the servers found: {why}")
+    })?;
     match &args.output {
         Some(path) => {
             write_output(path, &text, args.force)?;
@@ -139,53 +145,96 @@ pub fn scan(clients: &[Client], home: &Path, workspace: Option<&Path>) -> Scan {
             let Ok(bytes) = std::fs::read(&location.path) else {
                 continue;
             };
-            let shown = shown_path(&location.path, home);
-            let document = match read_document(&location.path, &bytes) {
-                Ok(document) => document,
-                Err(error) => {
-                    scan.problems.push(format!("{shown}: {error:#}"));
-                    continue;
-                }
-            };
-            let context = Context {
-                client: *client,
-                scope: location.scope,
-                home,
-                workspace,
-            };
-            let mut count = 0;
-            for place in client.places(&location.path, &document) {
-                let Some(servers) = place.find(&document) else {
-                    continue;
-                };
-                for (name, entry) in servers {
-                    match servers::read(entry, &context) {
-                        Ok(Entry::Server { spec, notes }) => {
-                            count += 1;
-                            scan.found.push(Found {
-                                source: Source {
-                                    client: *client,
-                                    path: location.path.clone(),
-                                    name: name.clone(),
-                                },
-                                spec,
-                                notes,
-                            });
-                        }
-                        Ok(Entry::Skipped(why)) => {
-                            scan.problems
-                                .push(format!("{shown}: `{name}` left out: {why}"));
-                        }
-                        Err(error) => scan
-                            .problems
-                            .push(format!("{shown}: `{name}` cannot be read: {error}")),
-                    }
-                }
-            }
-            scan.files.push((*client, location.path, count));
+            scan_file(&location, &bytes, home, workspace, &mut scan);
         }
     }
     scan
+}
+
+/// Reads the servers of one client's file, `bytes` at `location`, into `scan`.
+fn scan_file(
+    location: &Location,
+    bytes: &[u8],
+    home: &Path,
+    workspace: Option<&Path>,
+    scan: &mut Scan,
+) {
+    let client = location.client;
+    let shown = shown_path(&location.path, home);
+    let document = match read_document(&location.path, bytes) {
+        Ok(document) => document,
+        Err(error) => {
+            scan.problems.push(format!("{shown}: {error:#}"));
+            return;
+        }
+    };
+    let context = Context {
+        client,
+        scope: location.scope,
+        home,
+        workspace,
+    };
+    let mut count = 0;
+    for place in client.places(&location.path, &document) {
+        let Some(servers) = place.find(&document) else {
+            continue;
+        };
+        for (name, entry) in servers {
+            let shown_name = printable(name);
+            match servers::read(entry, &context) {
+                Ok(Entry::Server { spec, notes }) => {
+                    count += 1;
+                    scan.found.push(Found {
+                        source: Source {
+                            client,
+                            path: location.path.clone(),
+                            name: name.clone(),
+                        },
+                        spec,
+                        notes,
+                    });
+                }
+                Ok(Entry::Skipped(why)) => {
+                    scan.problems
+                        .push(format!("{shown}: `{shown_name}` left out: {why}"));
+                }
+                Err(error) => scan
+                    .problems
+                    .push(format!("{shown}: `{shown_name}` cannot be read: {error}")),
+            }
+        }
+    }
+    scan.files.push((client, location.path.clone(), count));
+}
+
+/// What `switchyard import` would write for one client file: `bytes`, read as `client`'s
+/// file at `path` under `home`. `Ok(None)` if it names no server; an error if the
+/// configuration made would not hold exactly the servers found (never expected: the fuzz
+/// target `import` looks for one).
+pub fn configuration_of(
+    client: Client,
+    path: &Path,
+    bytes: &[u8],
+    home: &Path,
+) -> Result<Option<String>, String> {
+    let mut scan = Scan {
+        found: Vec::new(),
+        files: Vec::new(),
+        problems: Vec::new(),
+    };
+    let location = Location {
+        client,
+        scope: clients::Scope::Workspace,
+        path: path.to_owned(),
+    };
+    scan_file(&location, bytes, home, path.parent(), &mut scan);
+    let upstreams = merge::merge(scan.found);
+    if upstreams.is_empty() {
+        return Ok(None);
+    }
+    let text = write::render(&upstreams, home);
+    write::verify(&upstreams, &text)?;
+    Ok(Some(text))
 }
 
 /// A client's file: JSON with comments and trailing commas allowed (VS Code and Zed write
@@ -228,12 +277,20 @@ fn report(scan: &Scan, upstreams: &[Upstream], home: &Path) {
         let _ = writeln!(err, "\nupstreams:");
     }
     for upstream in upstreams {
-        let _ = writeln!(err, "  {:<20} {}", upstream.name, upstream.spec.describe());
+        let _ = writeln!(
+            err,
+            "  {:<20} {}",
+            upstream.name,
+            printable(&upstream.spec.describe())
+        );
         if upstream.sources.len() > 1 {
             let clients: Vec<String> = upstream
                 .sources
                 .iter()
-                .map(|source| format!("{} as `{}`", source.client.label(), source.name))
+                .map(|source| {
+                    let name = printable(&source.name);
+                    format!("{} as `{name}`", source.client.label())
+                })
                 .collect();
             let _ = writeln!(
                 err,
@@ -243,11 +300,11 @@ fn report(scan: &Scan, upstreams: &[Upstream], home: &Path) {
             );
         }
         for note in &upstream.notes {
-            let _ = writeln!(err, "  {:<20} note: {note}", "");
+            let _ = writeln!(err, "  {:<20} note: {}", "", printable(note));
         }
     }
     for problem in &scan.problems {
-        let _ = writeln!(err, "warning: {problem}");
+        let _ = writeln!(err, "warning: {}", printable(problem));
     }
 }
 

@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use super::{clients::Client, connect, merge, scan, servers::Spec};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+use super::{clients::Client, configuration_of, connect, merge, scan, servers::Spec, write};
 
 /// Writes `text` at `home/relative`.
 fn put(home: &Path, relative: &str, text: &str) {
@@ -250,7 +253,8 @@ fn the_written_configuration_loads_with_every_server() {
     let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
     fixture_home(&home, &workspace);
     let upstreams = merge::merge(scan(&Client::ALL, &home, Some(&workspace)).found);
-    let text = merge::render(&upstreams, &home);
+    let text = write::render(&upstreams, &home);
+    write::verify(&upstreams, &text).unwrap();
     assert!(text.contains("# From Claude Desktop (~/.config/Claude/claude_desktop_config.json) as `GitHub Server`."), "{text}");
     let config = crate::config::parse_str(&dir.path().join("imported.toml"), &text, &Set)
         .unwrap_or_else(|error| panic!("{error}\n{text}"));
@@ -326,5 +330,117 @@ impl crate::config::Vars for Set {
 
     fn self_exe(&self) -> Option<String> {
         None
+    }
+}
+
+/// A project's `.mcp.json` whose server name closes the comment it is written in and opens
+/// tables of its own: an admin listener on every address with a known token, and commands
+/// allowed. The written file holds the one server, its name kept in the comment as text.
+#[test]
+fn a_name_with_newlines_cannot_write_configuration() {
+    let name =
+        "docs\n\n[admin]\nlisten = \"0.0.0.0:9999\"\ntoken = \"known\"\nallow_commands = true\n#";
+    let file = json!({"mcpServers": {
+        name: {"command": "npx", "args": ["-y", "docs-server"],
+               "env": {"KEY\n[x]": "v\"\n[y]\nz = 1"}},
+        "remote\r\n[server]": {"type": "http", "url": "https://example.com/mcp\n[z]",
+                               "headers": {"x-note": "c\u{85}d\u{2028}e"}}
+    }});
+    let dir = tempfile::tempdir().unwrap();
+    let text = configuration_of(
+        Client::ClaudeCode,
+        &dir.path().join("project/.mcp.json"),
+        file.to_string().as_bytes(),
+        dir.path(),
+    )
+    .unwrap()
+    .unwrap();
+    let document: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(document.keys().collect::<Vec<_>>(), ["upstreams"], "{text}");
+    let upstreams = document["upstreams"].as_table().unwrap();
+    assert_eq!(upstreams.len(), 2, "{text}");
+    assert!(!text.contains("\n[admin]"), "{text}");
+    assert!(text.contains(r"as `docs\n\n[admin]"), "{text}");
+    let config = crate::config::parse_str(&dir.path().join("imported.toml"), &text, &Set)
+        .unwrap_or_else(|error| panic!("{error}\n{text}"));
+    assert!(config.admin.token.is_none() && !config.admin.allow_commands);
+}
+
+/// Text with what TOML, JSON and terminals treat specially well represented.
+fn any_text() -> impl Strategy<Value = String> {
+    let special = prop::sample::select(vec![
+        '\n', '\r', '\t', '\0', '\u{1b}', '\u{7f}', '\u{85}', '\u{2028}', '\u{202e}', '"', '\'',
+        '\\', '#', '[', ']', '{', '}', '=', '.', ',', '$', ' ', ':',
+    ]);
+    let any = prop::char::any();
+    prop::collection::vec(
+        prop_oneof![2 => special, 1 => any, 2 => prop::char::range('a', 'z')],
+        0..24,
+    )
+    .prop_map(|chars| chars.into_iter().collect())
+}
+
+fn any_map() -> impl Strategy<Value = Value> {
+    prop::collection::btree_map(any_text(), any_text(), 0..3)
+        .prop_map(|map| Value::Object(map.into_iter().map(|(k, v)| (k, v.into())).collect()))
+}
+
+/// A server entry of any client: a command or a URL, every field any text.
+fn any_entry() -> impl Strategy<Value = Value> {
+    let stdio = (
+        any_text(),
+        prop::collection::vec(any_text(), 0..3),
+        any_map(),
+        prop::option::of(any_text()),
+    )
+        .prop_map(|(command, args, env, cwd)| {
+            let mut entry = json!({"command": command, "args": args, "env": env});
+            if let Some(cwd) = cwd {
+                entry["cwd"] = cwd.into();
+            }
+            entry
+        });
+    let remote = (
+        any_text(),
+        prop::option::of(any_text()),
+        any_map(),
+        any::<bool>(),
+    )
+        .prop_map(|(url, kind, headers, named_sse)| {
+            let kind = if named_sse {
+                Some("sse".to_owned())
+            } else {
+                kind
+            };
+            json!({"url": url, "type": kind, "headers": headers})
+        });
+    prop_oneof![stdio, remote]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever a client's file holds, in names and every field, the written configuration
+    /// reads back as exactly the upstreams imported and nothing else.
+    #[test]
+    fn any_text_in_any_field_writes_exactly_the_upstreams_found(
+        servers in prop::collection::vec((any_text(), any_entry()), 1..4),
+        client in prop::sample::select(Client::ALL.to_vec()),
+    ) {
+        let servers: Map<String, Value> = servers.into_iter().collect();
+        let key = match client {
+            Client::Vscode => "servers",
+            Client::Zed => "context_servers",
+            _ => "mcpServers",
+        };
+        let file = json!({key: servers});
+        let dir = std::path::Path::new("/nonexistent/home");
+        let path = dir.join("project/mcp.json");
+        let written = configuration_of(client, &path, file.to_string().as_bytes(), dir);
+        let Some(text) = written.map_err(TestCaseError::fail)? else {
+            return Ok(());
+        };
+        let document: toml::Table = toml::from_str(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(document.keys().collect::<Vec<_>>(), ["upstreams"]);
     }
 }

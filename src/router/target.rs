@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::{
-    catalog::{ArgumentCheck, NameScheme, ParamHeader, TaskSupport},
+    catalog::{ArgumentCheck, ArgumentError, NameScheme, ParamHeader, TaskSupport},
     error::GatewayError,
     protocol::Era,
     request::Request,
@@ -82,8 +82,13 @@ fn check_arguments(
         })?),
         None => None,
     };
-    check.check(parsed.as_ref()).map_err(|reason| {
-        GatewayError::InvalidParams(format!("invalid arguments for tool `{name}`: {reason}"))
+    check.check(parsed.as_ref()).map_err(|error| {
+        GatewayError::InvalidParams(match error {
+            ArgumentError::Invalid(why) => format!("invalid arguments for tool `{name}`: {why}"),
+            ArgumentError::TooCostly(why) => {
+                format!("the arguments for tool `{name}` cannot be checked: {why}")
+            }
+        })
     })
 }
 

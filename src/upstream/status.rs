@@ -103,19 +103,10 @@ const MAX_ERROR_LEN: usize = 1000;
 /// An error text as it may be shown anywhere: control characters escaped, at most
 /// `MAX_ERROR_LEN` characters. (It may come from an upstream and contain anything.)
 pub fn escape_for_display(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(MAX_ERROR_LEN));
-    for (count, c) in text.chars().enumerate() {
-        if count == MAX_ERROR_LEN {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+    match text.char_indices().nth(MAX_ERROR_LEN) {
+        Some((cut, _)) => format!("{}…", crate::text::printable(&text[..cut])),
+        None => crate::text::printable(text).into_owned(),
     }
-    out
 }
 
 fn unix_seconds<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {

@@ -184,7 +184,12 @@ async fn real_servers_definitions_reach_the_client_unchanged_over_stdio() {
 }
 
 /// A call's answer text, or its error message.
-async fn call(url: &str, session: &str, tool: &str, arguments: Value) -> Result<String, String> {
+pub async fn call(
+    url: &str,
+    session: &str,
+    tool: &str,
+    arguments: Value,
+) -> Result<String, String> {
     let (_, body) = post(
         url,
         Some(session),

@@ -199,3 +199,42 @@ fn connect_and_undo_round_trip_a_client_file() {
     let without_output = switchyard(&["import", "--home", &home_arg, "--connect", "zed"]);
     assert!(!without_output.status.success(), "--connect needs --output");
 }
+
+/// A project's `.mcp.json` (read from the current directory by default) whose server name
+/// would, written raw into a comment, open an admin listener on every address with a known
+/// token and allow commands. What `switchyard import` writes holds the one server, and what
+/// it prints carries no raw control character from the file.
+#[test]
+fn a_crafted_project_file_cannot_write_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    let name = "docs\n\n[admin]\nlisten = \"0.0.0.0:9999\"\ntoken = \"known-to-the-attacker\"\n\
+                allow_commands = true\n# \u{1b}[2J";
+    let file = serde_json::json!({"mcpServers": {name: {"command": "docs-server"}}});
+    put(&work, ".mcp.json", &file.to_string());
+    let out = dir.path().join("imported.toml");
+    let import = Command::new(SWITCHYARD)
+        .args(["import", "--home", &home.display().to_string(), "-o"])
+        .arg(&out)
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&import.stderr);
+    assert!(import.status.success(), "{report}");
+    assert!(!report.contains('\u{1b}'), "{report}");
+    let config = switchyard::config::load(&out).unwrap();
+    assert_eq!(config.upstreams.len(), 1);
+    assert!(config.admin.token.is_none() && !config.admin.allow_commands);
+    assert!(
+        config
+            .admin
+            .listen
+            .is_none_or(|listen| listen.ip().is_loopback())
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !written.contains('\u{1b}') && !written.contains("\n[admin]"),
+        "{written}"
+    );
+}

@@ -21,7 +21,9 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry"],
     &["config", "events", "hook", "metrics", "protocol", "wire"],
     &["policy"],
-    &["clock", "expiring", "names", "principal"],
+    &["clock", "expiring", "names", "principal", "text"],
+    // The unit tests' counting allocator.
+    &["alloc_meter"],
 ];
 
 /// Beside the path: they may use anything, and only the binary uses them.

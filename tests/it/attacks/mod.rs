@@ -3,6 +3,7 @@
 //! list is the one in SECURITY.md.
 
 mod admin;
+mod arguments;
 mod discovery;
 mod hygiene;
 mod links;

@@ -44,8 +44,9 @@ use crate::{
     metrics::ToolOutcome,
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
+    quota::Granted,
     request::Request,
-    store::Sealer,
+    store::Store,
     telemetry,
     upstream::{Connection, InFlight, Upstream},
 };
@@ -62,14 +63,40 @@ pub trait ConnectionSource: Sync {
 /// it is (for what comes back), and its cancellation.
 pub struct Call<'a, S> {
     pub request: &'a Request,
-    /// What task handles are sealed with (the keys the replicas share).
-    pub sealer: &'a Sealer,
+    /// The store: what task handles are sealed with (the keys the replicas share), and who
+    /// created the tasks of upstreams without sessions.
+    pub store: &'a Arc<Store>,
     pub source: &'a S,
     pub downstream: Arc<Downstream>,
     pub ct: &'a CancellationToken,
+    /// The call's place under `concurrent` quotas, while the call holds it: a call that
+    /// creates a task hands it to the task (see `tasks`).
+    pub held: std::sync::Mutex<Option<Granted>>,
+}
+
+/// The answer for a task id that is not one of the caller's (made up, another user's, expired,
+/// or of an upstream's earlier run): the same whichever it is.
+fn unknown_task() -> GatewayError {
+    GatewayError::InvalidParams("unknown task: no task of yours has this id".into())
 }
 
 impl<S: ConnectionSource> Call<'_, S> {
+    /// Holds `granted` (a place under `concurrent` quotas) for as long as the call, or the
+    /// task it creates, runs.
+    pub fn hold(&self, granted: Granted) {
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(granted);
+    }
+
+    fn take_held(&self) -> Option<Granted> {
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
     /// `tools/call`, to `target`: the result comes back as the upstream sent it, but for the
     /// URIs of resources it links or embeds, which are mapped like listed ones.
     pub async fn call_tool(

@@ -67,10 +67,11 @@ impl SessionHandler {
     ) -> Call<'a, Source<'a>> {
         Call {
             request: &self.request,
-            sealer: self.gateway.store().sealer(),
+            store: self.gateway.store(),
             source,
             downstream: self.downstream.clone(),
             ct: &context.ct,
+            held: Default::default(),
         }
     }
 

@@ -153,10 +153,11 @@ impl Serving<'_> {
         };
         let call = Call {
             request,
-            sealer: self.gateway.store().sealer(),
+            store: self.gateway.store(),
             source: &source,
             downstream: self.downstream(outlet),
             ct: self.ct,
+            held: Default::default(),
         };
         if search::searching(request) {
             match fast {
@@ -217,8 +218,13 @@ impl Serving<'_> {
             .trace
             .routed(method, target.upstream.name().as_str(), &target.original);
         let subject = audit.is_on().then(|| audited::Subject::of(&target));
-        let _granted = match self.spend(&target, kind).await {
-            Ok(granted) => granted,
+        match self.spend(&target, kind).await {
+            // Held by the call (or the task it creates) and given back when it ends.
+            Ok(granted) => {
+                if let Some(granted) = granted {
+                    call.hold(granted);
+                }
+            }
             Err(answer) => {
                 audited::record(
                     audit,

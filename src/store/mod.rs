@@ -2,8 +2,9 @@
 //! rest of a session travels in its id), the events of their standalone streams (sealed), the
 //! news that one ended or has a new event, the upstream sessions of each (`upstreams`), the
 //! resource subscriptions of each and which replica holds them (`subscriptions`), which
-//! replicas are alive (`replicas`), and sealed records, sets and leases for whoever keeps more
-//! (`records`: the OAuth vault).
+//! replicas are alive (`replicas`), who created the tasks of upstreams without sessions
+//! (`tasks`), and sealed records, sets and leases for whoever keeps more (`records`: the OAuth
+//! vault).
 //!
 //! `embedded` (the default) keeps the sessions' part of it in a file (`file`), for the next
 //! process on this machine: after a restart or an upgrade, sessions, their stream events,
@@ -35,6 +36,7 @@ mod redis;
 mod replicas;
 mod seal;
 mod subscriptions;
+mod tasks;
 mod upstreams;
 
 pub use counters::{Count, Counted, Counter};
@@ -84,6 +86,8 @@ pub struct Store {
     replica: String,
     /// The replicas that beat recently, this one included, as of the last beat.
     alive: std::sync::atomic::AtomicUsize,
+    /// Who created the tasks of upstreams without sessions (`tasks`).
+    task_owners: crate::expiring::Expiring<String>,
 }
 
 /// What the store is and whether it answers, for `/healthz` and the admin API.
@@ -148,6 +152,7 @@ impl Store {
             hearers: Default::default(),
             alive: std::sync::atomic::AtomicUsize::new(1),
             replica: replicas::new_replica_id(),
+            task_owners: tasks::owners(),
         })
     }
 

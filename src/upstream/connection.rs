@@ -102,6 +102,9 @@ pub struct Opening<'a> {
 /// A live session with one upstream.
 pub struct Connection {
     era: Era,
+    /// Names this connection among every one ever opened (random): a task created on a
+    /// transport without upstream sessions belongs to it (see `router::tasks`).
+    run: Arc<str>,
     transport: &'static str,
     peer: Peer<RoleClient>,
     /// Where requests sent on this connection are registered, for what comes back.
@@ -236,6 +239,7 @@ impl Connection {
         });
         Ok(Self {
             era,
+            run: Arc::from(uuid::Uuid::new_v4().simple().to_string()),
             transport: opening.dial.name(),
             peer,
             relay,
@@ -247,6 +251,11 @@ impl Connection {
             retired: AtomicBool::new(false),
             stop,
         })
+    }
+
+    /// This connection's run: what no other connection, before or after, is named.
+    pub fn run(&self) -> &str {
+        &self.run
     }
 
     /// The raw path of this connection, if it has one (streamable HTTP and stdio).

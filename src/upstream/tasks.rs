@@ -39,6 +39,10 @@ pub struct TaskWatch {
     pub notify: bool,
     /// Whether it was seen to end (it then no longer counts against its owner's bound).
     pub ended: bool,
+    /// The place the call that created it holds under `concurrent` quotas: given back when
+    /// the task is seen to end, when the watch goes (or the connection with it), and at the
+    /// latest when it expires.
+    pub held: Option<tokio_util::sync::DropGuard>,
 }
 
 impl TaskWatch {
@@ -103,6 +107,7 @@ impl TaskWatches {
             && !watch.ended
         {
             watch.ended = true;
+            watch.held = None;
             if let Some(series) = &watch.series {
                 series.task(event);
             }
@@ -160,6 +165,7 @@ mod tests {
             series: None,
             notify: true,
             ended: false,
+            held: None,
         }
     }
 

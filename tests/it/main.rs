@@ -39,7 +39,7 @@ mod restart;
 mod routing;
 mod search;
 mod sessions;
-mod tasks;
+pub(crate) mod tasks;
 mod telemetry;
 mod transports;
 mod users;

@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 use crate::{
     deps,
     fixtures::{
+        crashable::Crashable,
         everything::{self, Everything, Mode},
         redis::RedisServer,
+        served::serve_until,
     },
     harness::{
         GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, script_steps, text,
@@ -191,7 +193,19 @@ async fn tasks_run_over_stdio_as_over_http() {
 
 /// A 2026-07-28 request: its lifecycle `_meta` (declaring the tasks extension if `tasks`) and
 /// its SEP-2243 headers; the answer's message.
-async fn modern(url: &str, method: &str, name: &str, mut params: Value, tasks: bool) -> Value {
+async fn modern(url: &str, method: &str, name: &str, params: Value, tasks: bool) -> Value {
+    modern_as(url, None, method, name, params, tasks).await
+}
+
+/// `modern`, as `user` (with their API key) if one is given.
+pub(crate) async fn modern_as(
+    url: &str,
+    user: Option<&str>,
+    method: &str,
+    name: &str,
+    mut params: Value,
+    tasks: bool,
+) -> Value {
     let extensions = if tasks {
         json!({"io.modelcontextprotocol/tasks": {}})
     } else {
@@ -203,8 +217,11 @@ async fn modern(url: &str, method: &str, name: &str, mut params: Value, tasks: b
         "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"}
     });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let response = reqwest::Client::new()
-        .post(url)
+    let mut request = reqwest::Client::new().post(url);
+    if let Some(user) = user {
+        request = request.bearer_auth(api_key(user));
+    }
+    let response = request
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
@@ -505,4 +522,249 @@ async fn a_task_created_through_one_replica_is_finished_through_another() {
         answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         task.as_str()
     );
+}
+
+/// What a 2026-07-28 client gets for `tasks/get` of `task` as `user`, once it is no longer
+/// `working` (or after ten seconds).
+async fn settled(url: &str, user: &str, task: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..40 {
+        last = modern_as(
+            url,
+            Some(user),
+            "tasks/get",
+            task,
+            json!({"taskId": task}),
+            true,
+        )
+        .await;
+        if last["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    last
+}
+
+fn is_unknown_task(answer: &Value) -> bool {
+    answer["error"]["code"] == -32602
+        && answer["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("unknown task"))
+}
+
+/// An upstream that numbers its tasks from each start (and keeps no sessions) gives a new task
+/// the id of an old one once it restarts: Alice's handle of her old task then names Bob's new
+/// task upstream. Through her handle she neither sees his task nor cancels it: it is an
+/// unknown task to her, and Bob's own handle works on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_handle_reaches_no_new_task_of_its_id_after_the_upstream_restarts() {
+    let numbered = switchyard_conformance::numbered::NumberedTasks::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = tokio_util::sync::CancellationToken::new();
+    serve_until(listener, numbered.app(), stop.clone());
+    let _stop = stop.drop_guard();
+    let gw = GatewayBuilder::new()
+        .section(&api_keys_section(&["alice", "bob"]))
+        .upstream(
+            "jobs",
+            &format!("url = {upstream:?}\noauth = {{ enabled = false }}"),
+        )
+        .start()
+        .await;
+    let url = gw.url();
+    let job = |label: &str, seconds: u64| json!({"name": "jobs__job", "arguments": {"label": label, "seconds": seconds}});
+    let call = |user: &'static str, label: &'static str, seconds| {
+        let url = url.clone();
+        let params = job(label, seconds);
+        async move { modern_as(&url, Some(user), "tools/call", "jobs__job", params, true).await }
+    };
+    let alices = call("alice", "alice", 0).await;
+    let alices = alices["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{alices}"))
+        .to_owned();
+    let done = settled(&url, "alice", &alices).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+
+    numbered.restart();
+    let bobs = call("bob", "bob", 30).await;
+    assert_eq!(bobs["result"]["resultType"], "task", "{bobs}");
+    let bobs = bobs["result"]["taskId"].as_str().unwrap().to_owned();
+    assert_ne!(alices, bobs);
+
+    let seen = modern_as(
+        &url,
+        Some("alice"),
+        "tasks/get",
+        &alices,
+        json!({"taskId": alices}),
+        true,
+    )
+    .await;
+    assert!(is_unknown_task(&seen), "Alice reads Bob's task: {seen}");
+    let cancel = modern_as(
+        &url,
+        Some("alice"),
+        "tasks/cancel",
+        &alices,
+        json!({"taskId": alices}),
+        true,
+    )
+    .await;
+    assert!(
+        is_unknown_task(&cancel),
+        "Alice cancels Bob's task: {cancel}"
+    );
+    let his = modern_as(
+        &url,
+        Some("bob"),
+        "tasks/get",
+        &bobs,
+        json!({"taskId": bobs}),
+        true,
+    )
+    .await;
+    assert_eq!(his["result"]["status"], "working", "{his}");
+    let ack = modern_as(
+        &url,
+        Some("bob"),
+        "tasks/cancel",
+        &bobs,
+        json!({"taskId": bobs}),
+        true,
+    )
+    .await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+}
+
+/// A research task `user` created (through a 2026-07-28 client) on `topic`, once the
+/// upstream creates one (it may still be starting): its handle.
+async fn research_task(url: &str, user: &str, topic: &str) -> String {
+    let mut answer = Value::Null;
+    for _ in 0..40 {
+        let call = json!({"name": TOOL, "arguments": {"topic": topic}});
+        answer = modern_as(url, Some(user), "tools/call", TOOL, call, true).await;
+        if let Some(task) = answer["result"]["taskId"].as_str() {
+            return task.to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("no task was created: {answer}");
+}
+
+/// A handle names the run of the connection its task was created on: once a stdio upstream
+/// has restarted (a new process, whose task ids may come round again), an old handle is an
+/// unknown task, not a question the new process answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_handle_is_unknown_once_a_stdio_upstream_restarted() {
+    let crashable = Crashable::new();
+    let command = format!(
+        "'{}' '{}' stdio",
+        deps::node22().display(),
+        everything::entry().display()
+    );
+    let gw = GatewayBuilder::new()
+        .section(&api_keys_section(&["alice"]))
+        .upstream(
+            "ev",
+            &crashable.upstream_running(
+                &command,
+                "connect_timeout_seconds = 60\nrestart = { delay_ms = 1000 }",
+            ),
+        )
+        .start()
+        .await;
+    let url = gw.url();
+    let task = research_task(&url, "alice", "runs").await;
+    let before = modern_as(
+        &url,
+        Some("alice"),
+        "tasks/get",
+        &task,
+        json!({"taskId": task}),
+        true,
+    )
+    .await;
+    assert!(before["result"]["status"].is_string(), "{before}");
+
+    crashable.kill().await;
+    gw.wait_state("ev", "failed", Duration::from_secs(20)).await;
+    gw.wait_state("ev", "ready", Duration::from_secs(60)).await;
+    // Served again (its tools listed) once a new task can be created.
+    research_task(&url, "alice", "again").await;
+    let after = modern_as(
+        &url,
+        Some("alice"),
+        "tasks/get",
+        &task,
+        json!({"taskId": task}),
+        true,
+    )
+    .await;
+    assert!(is_unknown_task(&after), "{after}");
+}
+
+/// A task keeps the place its call took under a `concurrent` quota until it ends: while it
+/// runs, the next call is refused (before, the place was given back as soon as the task was
+/// created, and a caller could run any number of tasks at once); once it has ended, there is
+/// room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_holds_its_place_under_concurrent_until_it_ends() {
+    let numbered = switchyard_conformance::numbered::NumberedTasks::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = tokio_util::sync::CancellationToken::new();
+    serve_until(listener, numbered.app(), stop.clone());
+    let _stop = stop.drop_guard();
+    let gw = GatewayBuilder::new()
+        .section(&api_keys_section(&["alice"]))
+        .section("[[quota]]\nname = \"one-job\"\nupstreams = [\"jobs\"]\nconcurrent = 1\n")
+        .upstream(
+            "jobs",
+            &format!("url = {upstream:?}\noauth = {{ enabled = false }}"),
+        )
+        .start()
+        .await;
+    let url = gw.url();
+    let job = json!({"name": "jobs__job", "arguments": {"label": "long", "seconds": 30}});
+    let created = modern_as(
+        &url,
+        Some("alice"),
+        "tools/call",
+        "jobs__job",
+        job.clone(),
+        true,
+    )
+    .await;
+    let task = (created["result"]["taskId"].as_str())
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let refused = modern_as(
+        &url,
+        Some("alice"),
+        "tools/call",
+        "jobs__job",
+        job.clone(),
+        true,
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32029, "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], "concurrent", "{refused}");
+
+    let ack = modern_as(
+        &url,
+        Some("alice"),
+        "tasks/cancel",
+        &task,
+        json!({"taskId": task}),
+        true,
+    )
+    .await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let ended = settled(&url, "alice", &task).await;
+    assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+    let again = modern_as(&url, Some("alice"), "tools/call", "jobs__job", job, true).await;
+    assert_eq!(again["result"]["resultType"], "task", "{again}");
 }

@@ -8,6 +8,9 @@
 //! `switchyard-conformance client`: the client of the suite's authorization scenarios, built on
 //! the gateway's OAuth client (`auth_client`).
 //!
+//! Beside them, `numbered`: a server that numbers its tasks from 1 at each start, for the
+//! gateway's tests of task handles across an upstream's restarts.
+//!
 //! Test support: a crate of its own, so that none of it is compiled into the gateway.
 
 // Logging, subscriptions and the legacy lifecycle are deprecated by SEP-2577 but still tested.
@@ -16,6 +19,7 @@
 pub mod auth_client;
 mod content;
 mod mrtr;
+pub mod numbered;
 mod tasks;
 mod tools;
 

@@ -159,7 +159,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: target.kind.method(),
             name: &target.original,
             write: &write,
-            session: None,
+            task: None,
         };
         let (answer, connection) = self.exchange(&request, forwarded, &mut timer).await?;
         Ok(self.relay_answer(answer, target, &connection))
@@ -180,6 +180,9 @@ impl<S: ConnectionSource> Call<'_, S> {
         let mut retried = false;
         loop {
             let connection = self.connect(upstream, timer).await?;
+            if let Some(task) = &request.task {
+                task.admits(request.name, &connection)?;
+            }
             let Some(raw) = connection.raw() else {
                 return Err(GatewayError::Internal(format!(
                     "upstream `{}` has no raw path on its connection",
@@ -198,7 +201,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 name: request.name,
                 body: (request.write)(number, rewrite),
                 forwarded,
-                session: request.session,
+                session: request.task.and_then(|task| task.session),
             };
             let request_id = RequestId::Number(number);
             let exchange = Exchanging {
@@ -208,7 +211,9 @@ impl<S: ConnectionSource> Call<'_, S> {
                 upstream,
             };
             match exchange.run(self, &outgoing, timer, &mut outage).await {
-                Err(Stop::Exchange(ExchangeError::SessionGone)) if request.session.is_some() => {
+                Err(Stop::Exchange(ExchangeError::SessionGone))
+                    if request.task.is_some_and(|task| task.session.is_some()) =>
+                {
                     return Err(GatewayError::InvalidParams(format!(
                         "the task is gone: upstream `{}` no longer has the session it ran in",
                         upstream.name()
@@ -291,8 +296,31 @@ pub(in crate::router) struct RawRequest<'r> {
     pub name: &'r str,
     /// Writes the request, given its upstream id and how its `_meta` must change.
     pub write: &'r (dyn Fn(i64, Rewrite) -> Bytes + Sync),
-    /// The upstream session to send it in, if not the connection's own.
+    /// The task the request is about, if it is one of the task methods.
+    pub task: Option<TaskBound<'r>>,
+}
+
+/// Where a request about a task may go: in the upstream session the task lives in (if it lives
+/// in one; not the connection's own), only on the connection of the task's run (if it belongs
+/// to one), and only for the task's owner.
+#[derive(Clone, Copy)]
+pub(in crate::router) struct TaskBound<'r> {
     pub session: Option<&'r str>,
+    pub run: Option<&'r str>,
+    pub owner: &'r str,
+}
+
+impl TaskBound<'_> {
+    /// Refuses `connection` if it is not the one the task belongs to, or if the task was
+    /// created through it by someone else.
+    fn admits(&self, task: &str, connection: &Connection) -> Result<(), GatewayError> {
+        let run_differs = self.run.is_some_and(|run| run != connection.run());
+        let owner = connection.relay().tasks.owner(task);
+        if run_differs || owner.is_some_and(|owner| owner != self.owner) {
+            return Err(super::unknown_task());
+        }
+        Ok(())
+    }
 }
 
 /// Why a raw request ended without an answer.

@@ -105,7 +105,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: "tasks/result",
             name: &handle.task,
             write: &write,
-            session: handle.session.as_deref(),
+            task: Some(self.bound(handle)),
         };
         let mut timer = Timer::for_task(upstream);
         let (answer, _) = self.exchange(&request, &[], &mut timer).await?;

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::handle::TaskHandle;
+use super::handle::{TaskHandle, TaskScope};
 use crate::{
     error::GatewayError,
     names::UpstreamName,
@@ -34,7 +34,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             .filter(|cursor| cursor.get() != "null")
             .map(|cursor| {
                 wire::string(cursor)
-                    .and_then(|text| ListCursor::open(self.sealer, &text, self.owner()))
+                    .and_then(|text| ListCursor::open(self.store.sealer(), &text, self.owner()))
                     .ok_or_else(|| GatewayError::InvalidParams("invalid cursor".into()))
             })
             .transpose()?;
@@ -70,7 +70,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 method: "tasks/list",
                 name: "",
                 write: &write,
-                session: None,
+                task: None,
             };
             let mut timer = Timer::start(&upstream, None);
             let _admitted = self.admit(&upstream, &mut timer).await?;
@@ -81,6 +81,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             }
             let page = upstream_page(&answer)?;
             let relay = connection.relay();
+            let scope = TaskScope::of(&connection);
             for mut task in page.tasks {
                 let Some(id) = task
                     .get("taskId")
@@ -89,18 +90,27 @@ impl<S: ConnectionSource> Call<'_, S> {
                 else {
                     continue;
                 };
-                let theirs = relay.is_per_session()
-                    || relay.tasks.owner(&id).as_deref() == Some(self.owner());
+                // Without sessions, every caller's tasks are in one list: the store says whose.
+                let theirs = match scope {
+                    TaskScope::Server => {
+                        let owner = self.store.task_owner(name.as_str(), &id).await;
+                        owner.as_deref() == Some(self.owner())
+                    }
+                    _ => {
+                        relay.is_per_session()
+                            || relay.tasks.owner(&id).as_deref() == Some(self.owner())
+                    }
+                };
                 if !theirs {
                     continue;
                 }
                 let handle = TaskHandle {
                     upstream: name.clone(),
-                    session: connection.session().id(),
+                    scope: scope.clone(),
                     task: id,
                     owner: self.owner().to_owned(),
                 };
-                task["taskId"] = Value::String(handle.seal(self.sealer));
+                task["taskId"] = Value::String(handle.seal(self.store.sealer()));
                 tasks.push(task);
             }
             let following = match page.next_cursor {
@@ -108,7 +118,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 None => upstreams.get(at + 1).map(|name| (name.clone(), None)),
             };
             next = following.map(|(upstream, cursor)| {
-                ListCursor { upstream, cursor }.seal(self.sealer, self.owner())
+                ListCursor { upstream, cursor }.seal(self.store.sealer(), self.owner())
             });
             break;
         }

@@ -16,11 +16,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
-use self::handle::TaskHandle;
+use self::handle::{TaskHandle, TaskScope};
 use super::{
     Call, ConnectionSource, Routed, Target,
-    raw::{RawRequest, client_answer, relay_error, upstream_request},
+    raw::{RawRequest, TaskBound, client_answer, relay_error, upstream_request},
     timeout::Timer,
+    unknown_task,
 };
 use crate::{
     error::GatewayError,
@@ -64,12 +65,6 @@ impl TaskMethod {
             Self::List => "tasks/list",
         }
     }
-}
-
-/// The answer for a task id that is not one of the caller's (made up, another user's, or
-/// expired): the same whichever it is.
-fn unknown_task() -> GatewayError {
-    GatewayError::InvalidParams("unknown task: no task of yours has this id".into())
 }
 
 impl<S: ConnectionSource> Call<'_, S> {
@@ -133,11 +128,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             .and_then(|params| params.get("taskId"))
             .and_then(wire::string)
             .ok_or_else(|| GatewayError::InvalidParams("`taskId` must be a string".into()))?;
-        let handle = TaskHandle::open(self.sealer, &text, self.owner()).ok_or_else(unknown_task)?;
-        let view = self.request.view();
-        if !view.runs_tasks_of(&handle.upstream) {
-            return Err(unknown_task());
-        }
+        let handle = self.open_handle(&text).await?;
         let upstream = self.request.live.serving_upstream(&handle.upstream)?;
         let empty = Fields::default();
         let params = self.request.message.params().unwrap_or(&empty);
@@ -157,7 +148,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: method.method(),
             name: &handle.task,
             write: &write,
-            session: handle.session.as_deref(),
+            task: Some(self.bound(&handle)),
         };
         let forwarded = upstream.config().forwarded(&self.request.headers);
         let mut timer = match method {
@@ -175,7 +166,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 era,
             ));
         }
-        let handle_text = handle.seal(self.sealer);
+        let handle_text = handle.seal(self.store.sealer());
         let legacy_upstream = connection.raw().is_some_and(|raw| raw.era() == Era::Legacy);
         if era == Era::Modern && legacy_upstream {
             match method {
@@ -236,6 +227,36 @@ impl<S: ConnectionSource> Call<'_, S> {
         Some(shaped)
     }
 
+    /// The task `text` names, if it is a handle of the caller's for a task they may still
+    /// reach: of an upstream that runs tasks in their view, and, for an upstream without
+    /// sessions, one they were the last to create under its id.
+    async fn open_handle(&self, text: &str) -> Result<TaskHandle, GatewayError> {
+        let handle =
+            TaskHandle::open(self.store.sealer(), text, self.owner()).ok_or_else(unknown_task)?;
+        if !self.request.view().runs_tasks_of(&handle.upstream) {
+            return Err(unknown_task());
+        }
+        if handle.scope == TaskScope::Server {
+            let owner = self
+                .store
+                .task_owner(handle.upstream.as_str(), &handle.task)
+                .await;
+            if owner.as_deref() != Some(self.owner()) {
+                return Err(unknown_task());
+            }
+        }
+        Ok(handle)
+    }
+
+    /// Where requests about `handle`'s task may go.
+    pub(super) fn bound<'h>(&'h self, handle: &'h TaskHandle) -> TaskBound<'h> {
+        TaskBound {
+            session: handle.scope.session(),
+            run: handle.scope.run(),
+            owner: self.owner(),
+        }
+    }
+
     /// Counts a task a call created on `upstream` through `connection`, and watches it (for
     /// the owner's bound and `tasks/list`, and, if `notify`, to pass its status on): its
     /// handle.
@@ -253,13 +274,20 @@ impl<S: ConnectionSource> Call<'_, S> {
         // The task lives in the upstream session: it must outlive this connection (a replica
         // leaving, a connection reaped) for as long as the task may be asked about.
         connection.session().keep();
+        let scope = TaskScope::of(connection);
+        if scope == TaskScope::Server {
+            // Its id is the upstream's alone: whoever creates it next owns it from then on.
+            let name = upstream.name().as_str();
+            self.store
+                .own_task(name, &created.task, self.owner(), created.ttl_ms);
+        }
         let handle = TaskHandle {
             upstream: upstream.name().clone(),
-            session: connection.session().id(),
+            scope,
             task: created.task.clone(),
             owner: self.owner().to_owned(),
         }
-        .seal(self.sealer);
+        .seal(self.store.sealer());
         connection.relay().tasks.watch(
             created.task.clone(),
             TaskWatch {
@@ -271,9 +299,28 @@ impl<S: ConnectionSource> Call<'_, S> {
                 series,
                 notify,
                 ended: false,
+                held: self.hold_until_ended(created.ttl_ms),
             },
         );
         handle
+    }
+
+    /// The call's place under `concurrent` quotas, if it holds one, moved to the task it
+    /// created: given back when the guard is dropped (the task seen to end, its watch gone),
+    /// or once the task's time to live has passed.
+    fn hold_until_ended(&self, ttl_ms: Option<u64>) -> Option<tokio_util::sync::DropGuard> {
+        let granted = self.take_held()?;
+        let ended = tokio_util::sync::CancellationToken::new();
+        let until = tokio::time::Instant::from_std(TaskWatch::expiry(ttl_ms));
+        let release = ended.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = release.cancelled() => {}
+                _ = tokio::time::sleep_until(until) => {}
+            }
+            drop(granted);
+        });
+        Some(ended.drop_guard())
     }
 
     /// Calls `target`'s tool asking for a task the 2025-11-25 way (`params.task`), within
@@ -303,7 +350,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: Routed::Tool.method(),
             name: &target.original,
             write: &write,
-            session: None,
+            task: None,
         };
         let (answer, connection) = self.exchange(&request, forwarded, timer).await?;
         let (id, era, upstream) = (self.request.id(), self.request.era, target.upstream.name());

@@ -8,6 +8,7 @@ pub(crate) mod cluster;
 mod quotas;
 pub(crate) mod streams;
 pub(crate) mod subscriptions;
+mod tasks;
 mod tokens;
 mod upstreams;
 

@@ -57,6 +57,10 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_PROGRESS_TOKEN: &str = "progressToken";
 /// The tasks extension of 2026-07-28 (SEP-2663), as capabilities name it.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Switchyard's JSON-RPC error code of a call beyond a quota (answered with HTTP 429 and
+/// `Retry-After` where it can be).
+pub const QUOTA_EXCEEDED: i32 = -32029;
 /// The `_meta` key that ties a message to the task it concerns (2025-11-25).
 pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 

@@ -28,6 +28,7 @@ pub use verify::{Verified, verify};
 use crate::{
     config::{AuditArguments, AuditSettings},
     metrics::Metrics,
+    wire,
 };
 
 /// How often a dropped record is logged at most.
@@ -65,6 +66,26 @@ pub struct Record<'a> {
     pub arguments: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'a str>,
+}
+
+/// How `answer` ended, and its JSON-RPC error code if it is an error; `routed`: whether the
+/// request reached an upstream (an unrouted one was refused).
+pub fn outcome_of(answer: &[u8], routed: bool) -> (&'static str, Option<i64>) {
+    match wire::parse(answer) {
+        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
+            ("tool_error", None)
+        }
+        Ok(wire::Message::Response { .. }) => ("ok", None),
+        Ok(wire::Message::Error { error, .. }) => {
+            let code = wire::Fields::of(error)
+                .and_then(|fields| fields.get("code"))
+                .and_then(|code| code.get().parse().ok());
+            // An unknown name (unrouted) and a call beyond a quota are refused; the rest failed.
+            let refused = !routed || code == Some(i64::from(crate::protocol::QUOTA_EXCEEDED));
+            (if refused { "refused" } else { "error" }, code)
+        }
+        _ => ("error", None),
+    }
 }
 
 /// The audit log, or none.

@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use guard::Guard;
-pub use mcp::{Held, McpEndpoint, refusal, refusal_retry};
+pub use mcp::{Held, McpEndpoint, beyond_quota, refusal, refusal_retry};
 
 use crate::{
     auth::{self, AdminToken},

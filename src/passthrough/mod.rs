@@ -2,9 +2,11 @@
 //! streamable-HTTP upstream proxied byte for byte by pingora's HTTP proxy (`proxy`), for
 //! clients that want one server at the lowest overhead. Connections are accepted here, on
 //! the gateway's runtime, and each is handed to pingora's proxy application over a
-//! `downstream::ClientStream`, which lets the proxy send a response's pieces together.
+//! `downstream::ClientStream`, which lets the proxy send a response's pieces together. Calls
+//! through it are counted by `[[quota]]` and audited as the MCP endpoint's are (`metered`).
 
 mod downstream;
+mod metered;
 mod proxy;
 mod route;
 

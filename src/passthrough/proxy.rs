@@ -24,6 +24,7 @@ use pingora::{
 
 use super::{
     downstream::ClientStream,
+    metered::Metered,
     route::{Routes, UpstreamAddr},
 };
 use crate::{
@@ -62,6 +63,10 @@ pub struct Ctx {
     upstream: Option<Target>,
     /// Why Switchyard answers itself instead of the upstream (status, message).
     refusal: Option<(StatusCode, String)>,
+    /// Switchyard's own answer instead of the upstream's, whole.
+    answer: Option<Response<Bytes>>,
+    /// What is counted and recorded of the request (`[[quota]]`, the audit log), if any.
+    metered: Option<Metered>,
     /// The principal's place under `[limits]`, held until the request is done.
     _held: Option<Held>,
     /// Whether the request is a POST (its streaming answer is the reply to a message).
@@ -100,6 +105,8 @@ impl ProxyHttp for Passthrough {
             started: Instant::now(),
             upstream: None,
             refusal: None,
+            answer: None,
+            metered: None,
             _held: None,
             post: false,
             open_ended: false,
@@ -116,6 +123,31 @@ impl ProxyHttp for Passthrough {
                 Ok(true)
             }
         }
+    }
+
+    async fn request_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        let Some(metered) = ctx.metered.as_mut() else {
+            return Ok(());
+        };
+        if let Err(refused) = metered.body(&self.gateway, body, end_of_stream).await {
+            let status = refused.status().as_u16();
+            let (parts, body) = refused.into_parts();
+            let body = axum::body::to_bytes(body, MAX_REFUSAL)
+                .await
+                .unwrap_or_default();
+            ctx.answer = Some(Response::from_parts(parts, body));
+            return Err(Error::explain(
+                ErrorType::HTTPStatus(status),
+                "Switchyard refused the call",
+            ));
+        }
+        Ok(())
     }
 
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
@@ -186,6 +218,9 @@ impl ProxyHttp for Passthrough {
     ) -> Result<()> {
         let status = response.status.as_u16();
         ctx.open_ended = !response.headers.contains_key(header::CONTENT_LENGTH);
+        if let Some(metered) = ctx.metered.as_mut() {
+            metered.answered(is_event_stream(response));
+        }
         if ctx.post && status == 200 && ctx.open_ended && is_event_stream(response) {
             // A POST's event stream: its header goes out with the first event, which the
             // upstream sends at once (the reply, or the priming event of a longer stream).
@@ -217,6 +252,9 @@ impl ProxyHttp for Passthrough {
         end_of_stream: bool,
         ctx: &mut Ctx,
     ) -> Result<Option<std::time::Duration>> {
+        if let Some(metered) = ctx.metered.as_mut() {
+            metered.answer(body.as_ref());
+        }
         let Some(downstream) = ClientStream::of(session.stream()).filter(|_| ctx.open_ended) else {
             return Ok(None);
         };
@@ -239,6 +277,14 @@ impl ProxyHttp for Passthrough {
         error: &Error,
         ctx: &mut Ctx,
     ) -> FailToProxy {
+        if let Some(response) = ctx.answer.take() {
+            let code = response.status().as_u16();
+            answer(session, response.map(Body::from)).await;
+            return FailToProxy {
+                error_code: code,
+                can_reuse_downstream: false,
+            };
+        }
         let refused = ctx.refusal.take();
         let Some((status, message)) = refused.or_else(|| failure(error, ctx)) else {
             // The client's connection broke: there is no one to answer.
@@ -260,6 +306,9 @@ impl ProxyHttp for Passthrough {
             return;
         };
         let status = session.response_written().map(|r| r.status.as_u16());
+        if let Some(metered) = ctx.metered.as_mut() {
+            metered.finish(&self.gateway, status);
+        }
         target
             .route
             .series
@@ -324,6 +373,9 @@ impl Passthrough {
                     &format!("Bad Gateway: `{name}` cannot be reached: {reason}"),
                 )
             })?;
+        if ctx.post {
+            ctx.metered = Metered::of(&self.gateway, &principal, &upstream);
+        }
         ctx.upstream = Some(Target {
             hook: upstream.request_hook(&principal).await,
             forwarded: upstream.config().forwarded(&request.headers),

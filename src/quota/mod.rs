@@ -28,9 +28,7 @@ use crate::{
     store::{Count, Counted, Counter, Store, record_hash},
 };
 
-/// The JSON-RPC error code of a call beyond a quota (the front answers it with HTTP 429 and
-/// `Retry-After` where it can).
-pub const QUOTA_EXCEEDED: i32 = -32029;
+pub use crate::protocol::QUOTA_EXCEEDED;
 
 /// How long a concurrent call keeps its place at most, should its replica die with it.
 const LEASE: Duration = Duration::from_secs(15 * 60);

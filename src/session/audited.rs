@@ -47,7 +47,7 @@ pub(super) fn record(
     if !audit.is_on() {
         return;
     }
-    let (mut outcome, code) = outcome_of(answer, subject.is_some());
+    let (mut outcome, code) = crate::audit::outcome_of(answer, subject.is_some());
     let task = created_task(answer);
     if task.is_some() {
         outcome = "task_created";
@@ -92,7 +92,7 @@ pub(super) fn task_end(
     if !audit.is_on() {
         return;
     }
-    let (mut outcome, code) = outcome_of(answer, true);
+    let (mut outcome, code) = crate::audit::outcome_of(answer, true);
     if outcome == "ok" && request.method() == "tasks/cancel" {
         outcome = "cancelled";
     }
@@ -111,26 +111,6 @@ pub(super) fn task_end(
         duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
         ..Default::default()
     });
-}
-
-/// How `answer` ended, and its JSON-RPC error code if it is an error; `routed`: whether the
-/// request reached an upstream (an unrouted one was refused).
-fn outcome_of(answer: &Bytes, routed: bool) -> (&'static str, Option<i64>) {
-    match wire::parse(answer) {
-        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
-            ("tool_error", None)
-        }
-        Ok(wire::Message::Response { .. }) => ("ok", None),
-        Ok(wire::Message::Error { error, .. }) => {
-            let code = wire::Fields::of(error)
-                .and_then(|fields| fields.get("code"))
-                .and_then(|code| code.get().parse().ok());
-            // An unknown name (unrouted) and a call beyond a quota are refused; the rest failed.
-            let refused = !routed || code == Some(i64::from(crate::quota::QUOTA_EXCEEDED));
-            (if refused { "refused" } else { "error" }, code)
-        }
-        _ => ("error", None),
-    }
 }
 
 /// The id of the task a call's `answer` created, if it created one.

@@ -316,3 +316,110 @@ async fn ready(gw: &GatewayProcess, down: &[&str]) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// What a client spends of a `[[quota]]` through the pass-through route counts as through the
+/// MCP endpoint, and a call beyond the quota is refused there too (before, the same key went
+/// on through `/servers/NAME/mcp` once `/mcp` answered 429); every call through it is in the
+/// audit log, with how it ended.
+#[tokio::test]
+async fn passthrough_calls_spend_quotas_and_are_audited_as_the_endpoints_are() {
+    let notes = NotesServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let config = write_config(
+        &dir,
+        &format!(
+            "[server]\nwatch_config = false\n\n{}\n\
+             [[quota]]\nname = \"notes-daily\"\nupstreams = [\"notes\"]\ndaily = 3\n\n\
+             [audit]\nfile = {:?}\n\n\
+             [upstreams.notes]\nurl = \"{}\"\n",
+            api_keys_section(&["alice"]),
+            log.display().to_string(),
+            notes.url(),
+        ),
+    );
+    let gw = GatewayProcess::start_with(&config, &["--passthrough-listen", "127.0.0.1:0"]);
+    ready(&gw, &[]).await;
+    let through = format!(
+        "http://{}/servers/notes/mcp",
+        gw.passthrough.expect("a pass-through listener")
+    );
+    let endpoint = client_sending(&gw.url(), "alice", &[]).await;
+    let passthrough = client_sending(&through, "alice", &[]).await;
+    let echo = |text: &str| {
+        CallToolRequestParams::new("echo")
+            .with_arguments(json!({"text": text}).as_object().unwrap().clone())
+    };
+    let prefixed = |text: &str| {
+        CallToolRequestParams::new("notes__echo")
+            .with_arguments(json!({"text": text}).as_object().unwrap().clone())
+    };
+    // Three calls in all, two of them through the pass-through route, spend the day's count.
+    let one = endpoint.call_tool(prefixed("one")).await.unwrap();
+    assert_eq!(text(&one), "notes: one");
+    for n in ["two", "three"] {
+        let result = passthrough.call_tool(echo(n)).await.unwrap();
+        assert_eq!(text(&result), format!("notes: {n}"));
+    }
+    let refused = endpoint.call_tool(prefixed("four")).await.unwrap_err();
+    assert!(refused.to_string().contains("429"), "{refused}");
+    let refused = passthrough.call_tool(echo("five")).await.unwrap_err();
+    assert!(refused.to_string().contains("429"), "{refused}");
+    // As the endpoint answers it: 429, when to try again, the quota and its limit.
+    let answer = reqwest::Client::new()
+        .post(&through)
+        .bearer_auth(crate::harness::api_key("alice"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"six"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 429);
+    assert!(answer.headers().contains_key("retry-after"));
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(body["id"], 9, "{body}");
+    assert_eq!(body["error"]["data"]["quota"], "notes-daily", "{body}");
+
+    // Each call is recorded, those through the pass-through route as such.
+    let records = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .filter(|record: &serde_json::Value| record["kind"] == "tools/call")
+            .collect()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || records().len() == 6).await,
+        "{:?}",
+        records()
+    );
+    let through: Vec<(String, String)> = records()
+        .iter()
+        .filter(|record| {
+            record["detail"]
+                .as_str()
+                .is_some_and(|detail| detail.starts_with("pass-through"))
+        })
+        .map(|record| {
+            assert_eq!(record["principal"], "user:key:alice", "{record}");
+            assert_eq!(record["upstream"], "notes", "{record}");
+            (
+                record["item"].as_str().unwrap().to_owned(),
+                record["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        through,
+        [
+            ("echo".to_owned(), "ok".to_owned()),
+            ("echo".to_owned(), "ok".to_owned()),
+            ("echo".to_owned(), "refused".to_owned()),
+            ("echo".to_owned(), "refused".to_owned())
+        ]
+    );
+    endpoint.cancel().await.unwrap();
+    passthrough.cancel().await.unwrap();
+}

@@ -16,7 +16,7 @@ mod post;
 mod reply;
 
 pub use limits::Held;
-pub use reply::{refusal, refusal_retry};
+pub use reply::{beyond_quota, refusal, refusal_retry};
 
 use std::{
     convert::Infallible,

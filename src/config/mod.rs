@@ -22,6 +22,8 @@ mod overrides;
 mod parse;
 mod quota;
 mod raw;
+#[cfg(test)]
+pub use raw::file_sections;
 mod server;
 mod store;
 mod telemetry;

@@ -3,10 +3,11 @@
 //! Unchanged upstreams are kept as they are, with their connections and every client session
 //! that uses them. Added ones start; removed and changed ones are retired (their calls in flight
 //! get `server.shutdown_grace_seconds` to finish, then their sessions and processes close), and
-//! a changed one starts again under its new configuration. Settings that can change live
-//! (catalog naming and paging, the endpoint's limits and guards) change at once; those that
-//! cannot (the listen addresses, the endpoint path, `[oauth]`, `[admin]`) keep their running
-//! values and are reported as needing a restart. Clients are told which lists changed.
+//! a changed one starts again under its new configuration. Every other section of the file is
+//! either applied at once (`sections_changed`, which cannot compile without a rule for every
+//! field of `Config`) or kept as it runs and named as needing a restart (`keep_fixed`); the
+//! tests hold every section of the file to one or the other.
+//! Clients are told which lists changed.
 
 use std::sync::Arc;
 
@@ -106,11 +107,7 @@ impl Gateway {
             .map(|u| u.name().to_string())
             .filter(|name| !changed.contains(name))
             .collect();
-        let settings_changed = next.server != old.server
-            || next.catalog != old.catalog
-            || next.auth != old.auth
-            || next.limits != old.limits;
-        let access_changed = next.policy != old.policy || next.endpoints != old.endpoints;
+        let sections = sections_changed(old, &next);
         let pinning = |c: &Config| (c.catalog.pin, c.catalog.pin_new, c.catalog.pin_changed);
         if pinning(&next) != pinning(old) {
             self.pins.configure(&next.catalog);
@@ -127,12 +124,7 @@ impl Gateway {
                 }
             });
         }
-        if added.is_empty()
-            && changed.is_empty()
-            && removed.is_empty()
-            && !settings_changed
-            && !access_changed
-        {
+        if added.is_empty() && changed.is_empty() && removed.is_empty() && sections.is_empty() {
             return ReloadEntry {
                 at: unix_now(),
                 trigger,
@@ -207,11 +199,8 @@ impl Gateway {
                 summary.push(format!("{verb} {}", names.join(", ")));
             }
         }
-        if settings_changed {
-            summary.push("server or catalog settings changed".into());
-        }
-        if access_changed {
-            summary.push("policy or endpoints changed".into());
+        if !sections.is_empty() {
+            summary.push(format!("applied {}", sections.join(", ")));
         }
         ReloadEntry {
             at: unix_now(),
@@ -267,8 +256,58 @@ fn keep_fixed(old: &Config, next: &mut Config, written: &Option<Written>) -> Vec
         needs_restart.push("admin".to_owned());
         next.admin = old.admin.clone();
     }
+    // Its writer (the file and its chain) is opened at start.
+    if next.audit != old.audit {
+        needs_restart.push("audit".to_owned());
+        next.audit = old.audit.clone();
+    }
     needs_restart.dedup();
     needs_restart
+}
+
+/// The sections applied at once that `next` changes, by their names in the file.
+/// (Those that need a restart were set back to their running values by `keep_fixed`.)
+fn sections_changed(old: &Config, next: &Config) -> Vec<&'static str> {
+    // Every field named: a field added to `Config` does not compile here until it is taken.
+    // The upstreams (with the overlay and the disabled) are compared one by one by `apply`;
+    // the sections that need a restart were set back to their running values by `keep_fixed`.
+    let Config {
+        source: _,
+        server,
+        catalog,
+        upstreams: _,
+        oauth: _,
+        admin: _,
+        auth,
+        limits,
+        policy,
+        endpoints,
+        endpoint_cors,
+        store: _,
+        audit: _,
+        quotas,
+        telemetry: _,
+        overlay: _,
+        disabled: _,
+    } = next;
+    let mut changed = Vec::new();
+    for (name, differs) in [
+        ("server", *server != old.server),
+        ("catalog", *catalog != old.catalog),
+        ("auth", *auth != old.auth),
+        ("limits", *limits != old.limits),
+        ("policy", *policy != old.policy),
+        (
+            "endpoints",
+            *endpoints != old.endpoints || *endpoint_cors != old.endpoint_cors,
+        ),
+        ("quota", *quotas != old.quotas),
+    ] {
+        if differs {
+            changed.push(name);
+        }
+    }
+    changed
 }
 
 fn log(entry: &ReloadEntry) {
@@ -293,6 +332,9 @@ fn log(entry: &ReloadEntry) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 /// Who asked for a reload, as audit records name them.
 fn trigger_name(trigger: Trigger) -> &'static str {

@@ -11,14 +11,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use switchyard::{
-    Gateway, admin,
-    auth::{AdminToken, AdminTokenOrigin},
-    config, demo,
-    front::Front,
-    gateway::Written,
-    handover,
-    metrics::Metrics,
-    passthrough, reload,
+    Gateway, admin, auth::AdminToken, config, demo, front::Front, gateway::Written, handover,
+    metrics::Metrics, passthrough, reload,
 };
 use switchyard_bench as bench;
 use tokio_util::sync::CancellationToken;
@@ -150,12 +144,26 @@ enum Command {
 
 #[derive(Subcommand)]
 enum AuditCommand {
-    /// Check that audit files are one unbroken hash chain; exits 1 naming the first record
-    /// that was altered, removed or reordered. Give rotated files oldest first:
-    /// `audit.log.2 audit.log.1 audit.log`.
+    /// Check audit files, oldest first (`audit.log.2 audit.log.1 audit.log`): every record
+    /// unaltered (its hash), none missing or moved between the first and the last (each names
+    /// the one before it and its number), the first record the start of the chain (or the one
+    /// --from names), and the last record the head the gateway kept outside the log (in its
+    /// state directory), so that records cut from the end or a replaced last record show too.
+    /// Exits 1 naming the first problem. Without a kept head (none found, or stdout logs), cuts
+    /// at the end cannot be seen, and it says so.
     Verify {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+        /// The number of the first record the files hold, when older files were deleted.
+        #[arg(long, value_name = "SEQ")]
+        from: Option<u64>,
+        /// The kept head to compare the last file with [default: the one kept for it in the
+        /// state directory of --config, or of the default configuration].
+        #[arg(long, value_name = "FILE")]
+        head: Option<PathBuf>,
+        /// The gateway's configuration, for its state directory.
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -213,10 +221,16 @@ fn run_command(cli: Cli, loaded: Option<Loaded>) -> ExitCode {
             (Some(Command::HashKey), _) => hash_key(),
             (
                 Some(Command::Audit {
-                    command: AuditCommand::Verify { files },
+                    command:
+                        AuditCommand::Verify {
+                            files,
+                            from,
+                            head,
+                            config,
+                        },
                 }),
                 _,
-            ) => verify_audit(&files),
+            ) => verify_audit(&files, from, head.as_deref(), config.as_deref()),
             (Some(Command::Import(args)), _) => switchyard::import::run(&args),
             (Some(Command::DemoServer { http: None, .. }), _) => {
                 demo::serve_stdio().await.map_err(|e| anyhow::anyhow!(e))
@@ -243,13 +257,33 @@ fn run_command(cli: Cli, loaded: Option<Loaded>) -> ExitCode {
 }
 
 /// `switchyard audit verify FILE…`.
-fn verify_audit(files: &[PathBuf]) -> anyhow::Result<()> {
-    let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-    let verified = switchyard::audit::verify(&files).map_err(|reason| anyhow::anyhow!(reason))?;
-    println!(
-        "{} records verified: one unbroken chain, ending at {}",
-        verified.records, verified.head
-    );
+fn verify_audit(
+    files: &[PathBuf],
+    from: Option<u64>,
+    head: Option<&Path>,
+    config: Option<&Path>,
+) -> anyhow::Result<()> {
+    use switchyard::audit::head as kept;
+    let last = files.last().context("no file to verify")?;
+    let head_at = match (head, config) {
+        (Some(head), _) => head.to_path_buf(),
+        (None, Some(config)) => kept::path_for(&config::load(config)?.oauth.state_dir, last),
+        (None, None) => {
+            let here = std::env::current_dir().unwrap_or_default();
+            let state = config::default_state_dir(&config::ProcessVars, &here);
+            kept::path_for(&state, last)
+        }
+    };
+    let found = kept::read(&head_at)
+        .with_context(|| format!("the kept head {} cannot be read", head_at.display()))?;
+    let checks = switchyard::audit::Checks {
+        from,
+        head: found.filter(|found| found.names(last) || head.is_some()),
+    };
+    let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let verified =
+        switchyard::audit::verify(&files, &checks).map_err(|reason| anyhow::anyhow!(reason))?;
+    println!("{}", verified.report(&head_at));
     Ok(())
 }
 
@@ -322,7 +356,7 @@ async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result<()> {
         overrides,
         mut config,
     } = loaded;
-    let written = written_in_file(&path, &config, &overrides);
+    let written = Written::in_file(&path, &config, &overrides);
     let (admin_token, origin) = AdminToken::for_config(&config).context(
         "cannot read or make the admin token ([admin] token, or admin.token in [oauth] state_dir)",
     )?;
@@ -394,7 +428,7 @@ async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result<()> {
     if let Some(admin_listener) = admin_listener {
         let address = admin_listener.local_addr()?;
         tracing::info!("admin API, status page and metrics on http://{address}/");
-        tell_admin_token(&origin, &admin_token, address);
+        switchyard::startup::tell_admin_token(&origin, &admin_token, address);
         let admin_stop = stopping.clone();
         tokio::spawn(admin::serve(
             admin_listener,
@@ -477,44 +511,6 @@ async fn open_store(gateway: &Gateway, upgrade: bool) -> anyhow::Result<()> {
     }
 }
 
-/// The listen addresses the file itself gives (a reload compares the file with them), where
-/// the command line overrode some: `config`'s own where the file alone does not load.
-fn written_in_file(path: &Path, config: &config::Config, overrides: &config::Overrides) -> Written {
-    let effective = Written {
-        listen: config.server.listen,
-        admin_listen: config.admin.listen,
-    };
-    if overrides.listen.is_none() && overrides.admin_listen.is_none() {
-        return effective;
-    }
-    match config::load(path) {
-        Ok(file) => Written {
-            listen: file.server.listen,
-            admin_listen: file.admin.listen,
-        },
-        Err(_) => effective,
-    }
-}
-
-/// Tells the operator the admin token made at this first start, once: where it is kept, and
-/// the status page's address with it. A token configured or kept from before is not shown.
-fn tell_admin_token(origin: &AdminTokenOrigin, token: &AdminToken, address: SocketAddr) {
-    match origin {
-        AdminTokenOrigin::Made(path) => eprintln!(
-            "\nswitchyard: made the admin token (kept in {}, readable only by you):\n  {}\n\
-             Open the status page at http://{address}/#token={} ; send it as \
-             `Authorization: Bearer TOKEN` to the admin API.\n",
-            path.display(),
-            token.reveal(),
-            token.reveal(),
-        ),
-        AdminTokenOrigin::Kept(path) => {
-            tracing::info!(file = %path.display(), "the admin API wants the token kept in this file")
-        }
-        AdminTokenOrigin::Configured => {}
-    }
-}
-
 /// Serves the demo server over streamable HTTP, announcing its URL on stdout.
 async fn serve_demo_http(listen: SocketAddr, fleet: demo::Fleet) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
@@ -548,6 +544,7 @@ async fn bare_hop(listen: SocketAddr, upstreams: &[String]) -> anyhow::Result<()
 fn check(path: PathBuf) -> anyhow::Result<()> {
     let config = config::load(&path)?;
     for warning in config.warnings() {
+        let warning = switchyard::text::printable(&warning);
         eprintln!("{}: warning: {warning}", path.display());
     }
     println!(

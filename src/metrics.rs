@@ -165,6 +165,8 @@ pub struct Metrics {
     pub cache: IntCounterVec,
     /// Audit records by outcome (written, dropped, failed).
     pub audit: IntCounterVec,
+    /// The number of the last audit record written (where the chain stands).
+    pub audit_head: IntGauge,
     /// Calls checked against a quota or a per-principal limit, by its name and outcome.
     pub quota: IntCounterVec,
     pub sessions_active: IntGauge,
@@ -283,6 +285,11 @@ impl Metrics {
                 ),
                 &["outcome"],
             )?,
+            audit_head: IntGauge::new(
+                "switchyard_audit_head_seq",
+                "The number of the last audit record written: where the log's hash chain \
+                 stands (a log that ends before it lost records)",
+            )?,
             quota: IntCounterVec::new(
                 Opts::new(
                     "switchyard_quota_checks_total",
@@ -335,6 +342,7 @@ impl Metrics {
         registry.register(Box::new(metrics.tool_changes.clone()))?;
         registry.register(Box::new(metrics.cache.clone()))?;
         registry.register(Box::new(metrics.audit.clone()))?;
+        registry.register(Box::new(metrics.audit_head.clone()))?;
         registry.register(Box::new(metrics.quota.clone()))?;
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;

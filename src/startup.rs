@@ -1,10 +1,15 @@
 //! What a person who just started Switchyard in a terminal wants to see: the URL to give their
 //! MCP client, where the admin listener is, and each upstream as it becomes ready (its tool
-//! count) or fails (why), in a few lines rather than only in the log.
+//! count) or fails (why), in a few lines rather than only in the log; and, once, the admin
+//! token made at its first start.
 
 use std::{collections::HashMap, io::Write as _, sync::Arc, time::Duration};
 
-use crate::{gateway::Gateway, upstream::UpstreamState};
+use crate::{
+    auth::{AdminToken, AdminTokenOrigin},
+    gateway::Gateway,
+    upstream::UpstreamState,
+};
 
 /// How often upstream states are looked at, and for how long at most.
 const LOOK_EVERY: Duration = Duration::from_millis(200);
@@ -83,5 +88,28 @@ fn print(lines: &[String]) {
     let mut err = std::io::stderr().lock();
     for line in lines {
         let _ = writeln!(err, "{line}");
+    }
+}
+
+/// Tells the operator the admin token made at this first start, once: where it is kept, and
+/// the status page's address with it. A token configured or kept from before is not shown.
+pub fn tell_admin_token(
+    origin: &AdminTokenOrigin,
+    token: &AdminToken,
+    address: std::net::SocketAddr,
+) {
+    match origin {
+        AdminTokenOrigin::Made(path) => eprintln!(
+            "\nswitchyard: made the admin token (kept in {}, readable only by you):\n  {}\n\
+             Open the status page at http://{address}/#token={} ; send it as \
+             `Authorization: Bearer TOKEN` to the admin API.\n",
+            path.display(),
+            token.reveal(),
+            token.reveal(),
+        ),
+        AdminTokenOrigin::Kept(path) => {
+            tracing::info!(file = %path.display(), "the admin API wants the token kept in this file")
+        }
+        AdminTokenOrigin::Configured => {}
     }
 }

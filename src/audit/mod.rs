@@ -11,6 +11,7 @@
 //! queue is full, so that nothing happens that the log does not show.
 
 mod chain;
+pub mod head;
 mod verify;
 mod writer;
 
@@ -23,10 +24,10 @@ use serde::Serialize;
 use serde_json::{Value, value::RawValue};
 use tokio::sync::mpsc;
 
-pub use verify::{Verified, verify};
+pub use verify::{Checks, Verified, verify};
 
 use crate::{
-    config::{AuditArguments, AuditSettings},
+    config::{AuditArguments, AuditOutput, AuditSettings},
     metrics::Metrics,
     wire,
 };
@@ -88,6 +89,26 @@ pub fn outcome_of(answer: &[u8], routed: bool) -> (&'static str, Option<i64>) {
     }
 }
 
+fn now_millis() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis()
+}
+
+/// `json` with the line breaks JSON leaves raw escaped: U+2028, U+2029 and U+0085 end a line
+/// for many readers of logs (and U+2028/9 for JavaScript), so a name holding one could split a
+/// record in two where it is read. JSON writes them only inside strings, where `\uXXXX` means
+/// the same.
+fn one_line(json: String) -> String {
+    if !json.contains(['\u{2028}', '\u{2029}', '\u{85}']) {
+        return json;
+    }
+    json.replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+        .replace('\u{85}', "\\u0085")
+}
+
 /// The audit log, or none.
 pub struct Audit {
     queue: Option<mpsc::Sender<String>>,
@@ -101,9 +122,10 @@ pub struct Audit {
 
 impl Audit {
     /// The log `settings` describe, its writer started; off if they name no output. A file
-    /// that cannot be opened is a start-up error.
+    /// that cannot be opened is a start-up error. Its head is kept in `state_dir`.
     pub fn start(
         settings: &AuditSettings,
+        state_dir: &std::path::Path,
         metrics: std::sync::Arc<Metrics>,
     ) -> std::io::Result<Self> {
         let mut audit = Self {
@@ -117,8 +139,15 @@ impl Audit {
         let Some(output) = &settings.output else {
             return Ok(audit);
         };
-        let mut writer = writer::Writer::open(output)?;
+        let kept = match output {
+            AuditOutput::File { path, .. } => Some(head::path_for(state_dir, path)),
+            AuditOutput::Stdout => None,
+        };
+        let (mut writer, lost) = writer::Writer::open(output, kept.as_deref())?;
         let (sender, mut receiver) = mpsc::channel::<String>(settings.queue);
+        if let Some(lost) = lost {
+            let _ = sender.try_send(format!("\"at_ms\":{},{lost}", now_millis()));
+        }
         let counted = audit.metrics.clone();
         std::thread::Builder::new()
             .name("switchyard-audit".into())
@@ -135,6 +164,7 @@ impl Audit {
                             }
                         };
                         counted.audit.with_label_values(&[outcome]).inc();
+                        counted.audit_head.set(writer.seq() as i64);
                         written += 1;
                         if written < BATCH {
                             next = receiver.try_recv().ok();
@@ -160,14 +190,15 @@ impl Audit {
     /// file it cannot write is a start-up error rather than a log without records).
     pub fn check(settings: &AuditSettings) -> std::io::Result<()> {
         match &settings.output {
-            Some(output) => writer::Writer::open(output).map(drop),
+            Some(output) => writer::Writer::open(output, None).map(drop),
             None => Ok(()),
         }
     }
 
     /// A log that records nothing.
     pub fn off(metrics: std::sync::Arc<Metrics>) -> Self {
-        Self::start(&AuditSettings::default(), metrics).expect("no output, nothing to open")
+        Self::start(&AuditSettings::default(), std::path::Path::new(""), metrics)
+            .expect("no output, nothing to open")
     }
 
     pub fn is_on(&self) -> bool {
@@ -205,13 +236,11 @@ impl Audit {
         let Some(queue) = &self.queue else {
             return;
         };
-        let millis = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis();
+        let millis = now_millis();
         let Ok(text) = serde_json::to_string(record) else {
             return;
         };
+        let text = one_line(text);
         // `{"kind":…}` → `"at_ms":N,"kind":…` (the writer adds `seq` before and the chain after).
         let fields = format!("\"at_ms\":{millis},{}", &text[1..text.len() - 1]);
         if queue.try_send(fields).is_err() {
@@ -230,5 +259,28 @@ impl Audit {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_one_line_whatever_its_names_hold() {
+        let record = Record {
+            kind: "tools/call",
+            principal: "user:a\u{2028}b",
+            item: Some("x\u{85}y\u{2029}z\n"),
+            outcome: "ok",
+            ..Default::default()
+        };
+        let line = one_line(serde_json::to_string(&record).unwrap());
+        for separator in ['\u{2028}', '\u{2029}', '\u{85}', '\n'] {
+            assert!(!line.contains(separator), "{line:?}");
+        }
+        let read: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(read["principal"], "user:a\u{2028}b");
+        assert_eq!(read["item"], "x\u{85}y\u{2029}z\n");
     }
 }

@@ -1,7 +1,8 @@
 //! Writing the audit log: one thread takes records off the queue, seals each into the chain
 //! and appends it to the file (or standard output), renaming the file to `FILE.1` (`.1` to
 //! `.2`, …, up to the number kept) when the next line would take it past its size. Started on
-//! an existing file, the chain goes on from its last record.
+//! an existing file, the chain goes on from its last record, or from the head kept outside it
+//! (`head`) if the file lost records at its end: the first record written then says so.
 
 use std::{
     fs::{File, OpenOptions},
@@ -9,7 +10,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::chain::{self, Head};
+use super::{
+    chain::{self, Head},
+    head::{self, KeptHead},
+};
 use crate::config::AuditOutput;
 
 /// The most of a file's end read to find its last record.
@@ -18,6 +22,8 @@ const TAIL_BYTES: u64 = 1024 * 1024;
 pub struct Writer {
     output: Output,
     head: Head,
+    /// Where the head is kept outside the file, and the number of the record kept there last.
+    kept: Option<(PathBuf, u64)>,
 }
 
 enum Output {
@@ -32,12 +38,21 @@ enum Output {
 }
 
 impl Writer {
-    pub fn open(output: &AuditOutput) -> std::io::Result<Self> {
+    /// Opens `output`; a file's head is kept at `kept` (see `head`). With the writer comes
+    /// what its first record must say, if the file lost records since the head was kept.
+    pub fn open(
+        output: &AuditOutput,
+        kept: Option<&Path>,
+    ) -> std::io::Result<(Self, Option<String>)> {
         match output {
-            AuditOutput::Stdout => Ok(Self {
-                output: Output::Stdout,
-                head: Head::default(),
-            }),
+            AuditOutput::Stdout => Ok((
+                Self {
+                    output: Output::Stdout,
+                    head: Head::default(),
+                    kept: None,
+                },
+                None,
+            )),
             AuditOutput::File {
                 path,
                 max_bytes,
@@ -46,11 +61,28 @@ impl Writer {
                 if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir)?;
                 }
-                let head = last_head(path)?;
+                let mut head = last_head(path)?;
+                let mut lost = None;
+                if let Some(at) = kept
+                    && let Some(saved) = head::read(at)?.filter(|saved| saved.names(path))
+                    && (saved.seq > head.seq || (saved.seq == head.seq && saved.hash != head.hash))
+                {
+                    lost = Some(lost_record(&head, &saved));
+                    tracing::error!(
+                        log = %path.display(),
+                        "{}: the audit log ends before where its chain was kept; it goes on \
+                         from there, and `switchyard audit verify` will show the gap",
+                        gap(&head, &saved)
+                    );
+                    head = Head {
+                        seq: saved.seq,
+                        hash: saved.hash,
+                    };
+                }
                 let file = OpenOptions::new().create(true).append(true).open(path)?;
                 let written = file.metadata()?.len();
                 let file = BufWriter::new(file);
-                Ok(Self {
+                let writer = Self {
                     output: Output::File {
                         path: path.clone(),
                         file,
@@ -58,8 +90,10 @@ impl Writer {
                         max_bytes: *max_bytes,
                         keep: *keep,
                     },
+                    kept: kept.map(|at| (at.to_path_buf(), head.seq)),
                     head,
-                })
+                };
+                Ok((writer, lost))
             }
         }
     }
@@ -99,11 +133,26 @@ impl Writer {
         }
     }
 
-    /// Hands what was written to the system (after each batch of records).
+    /// The number of the last record written.
+    pub fn seq(&self) -> u64 {
+        self.head.seq
+    }
+
+    /// Hands what was written to the system (after each batch of records), and keeps the
+    /// head where it is kept.
     pub fn flush(&mut self) -> std::io::Result<()> {
         match &mut self.output {
             Output::Stdout => std::io::stdout().flush(),
-            Output::File { file, .. } => file.flush(),
+            Output::File { file, path, .. } => {
+                file.flush()?;
+                if let Some((at, saved)) = &mut self.kept
+                    && *saved != self.head.seq
+                {
+                    head::write(at, &KeptHead::of(path, &self.head))?;
+                    *saved = self.head.seq;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -115,6 +164,32 @@ impl Writer {
             Output::File { file, .. } => file.get_ref().sync_data(),
         }
     }
+}
+
+/// What was lost: "records N+1…M" (cut from the end) or "record M" (replaced).
+fn gap(found: &Head, saved: &KeptHead) -> String {
+    if saved.seq > found.seq {
+        format!(
+            "records {}…{} are missing from its end",
+            found.seq + 1,
+            saved.seq
+        )
+    } else {
+        format!("record {} is not the one written", saved.seq)
+    }
+}
+
+/// The fields of the record that says what the file lost before this start.
+fn lost_record(found: &Head, saved: &KeptHead) -> String {
+    let detail = serde_json::Value::String(format!(
+        "{} (the log ended at record {}; its kept head is record {})",
+        gap(found, saved),
+        found.seq,
+        saved.seq
+    ));
+    format!(
+        "\"kind\":\"audit\",\"principal\":\"switchyard\",\"outcome\":\"records_lost\",\"detail\":{detail}"
+    )
 }
 
 /// `FILE` becomes `FILE.1`, `FILE.1` becomes `FILE.2`, …; the oldest past `keep` goes.
@@ -180,7 +255,7 @@ mod tests {
             max_bytes: 4096,
             keep: 5,
         };
-        let mut writer = Writer::open(&output).unwrap();
+        let (mut writer, _) = Writer::open(&output, None).unwrap();
         for n in 0..3 {
             writer
                 .write(&format!("\"kind\":\"test\",\"n\":{n}"))
@@ -188,7 +263,7 @@ mod tests {
         }
         writer.sync().unwrap();
         drop(writer);
-        let mut writer = Writer::open(&output).unwrap();
+        let (mut writer, _) = Writer::open(&output, None).unwrap();
         for n in 3..40 {
             writer
                 .write(&format!("\"kind\":\"test\",\"n\":{n}"))
@@ -203,7 +278,7 @@ mod tests {
         assert!(!files.is_empty(), "it rotated");
         files.push(path);
         let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        let verified = super::super::verify(&files).unwrap();
+        let verified = super::super::verify(&files, &Default::default()).unwrap();
         assert_eq!(verified.records, 40);
     }
 }

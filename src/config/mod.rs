@@ -50,7 +50,9 @@ pub use crate::names::PrefixMode;
 pub use catalog::{CatalogSettings, DEFAULT_SEPARATOR, PinChanged, PinNew, check_separator};
 pub use keys::decode_key;
 pub use keys::{RESERVED_PATHS, is_reserved_path};
-pub use oauth::{AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth};
+pub use oauth::{
+    AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth, default_state_dir,
+};
 pub use overlay::{Overlay, overlay_path, privileged_key};
 pub use overrides::Overrides;
 pub use server::{

@@ -184,6 +184,19 @@ pub struct RawUpstreamOAuth {
 }
 
 const DEFAULT_CLIENT_NAME: &str = "Switchyard";
+
+/// The state directory where `[oauth] state_dir` names none: `$XDG_STATE_HOME/switchyard`,
+/// `~/.local/state/switchyard`, or `.switchyard` in `base_dir` (the configuration's).
+pub fn default_state_dir(vars: &dyn super::Vars, base_dir: &std::path::Path) -> PathBuf {
+    let var = |name| vars.env(name).filter(|v| !v.is_empty());
+    if let Some(state) = var("XDG_STATE_HOME") {
+        return PathBuf::from(state).join("switchyard");
+    }
+    if let Some(home) = var("HOME") {
+        return PathBuf::from(home).join(".local/state/switchyard");
+    }
+    base_dir.join(".switchyard")
+}
 const DEFAULT_AUTHORIZATION_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
 impl Checker<'_> {
@@ -255,14 +268,7 @@ impl Checker<'_> {
     /// `$XDG_STATE_HOME/switchyard`, else `~/.local/state/switchyard`, else `.switchyard` next
     /// to the configuration file.
     fn default_state_dir(&self) -> PathBuf {
-        let var = |name| self.vars.env(name).filter(|v| !v.is_empty());
-        if let Some(state) = var("XDG_STATE_HOME") {
-            return PathBuf::from(state).join("switchyard");
-        }
-        if let Some(home) = var("HOME") {
-            return PathBuf::from(home).join(".local/state/switchyard");
-        }
-        self.base_dir.join(".switchyard")
+        default_state_dir(self.vars, &self.base_dir)
     }
 
     pub(super) fn path(&mut self, key: &str, text: &str) -> PathBuf {

@@ -56,6 +56,32 @@ pub struct Written {
     pub admin_listen: Option<std::net::SocketAddr>,
 }
 
+impl Written {
+    /// The listen addresses the file at `path` itself gives (a reload compares the file with
+    /// them), where the command line's `overrides` changed some: `config`'s own where the file
+    /// alone does not load.
+    pub fn in_file(
+        path: &std::path::Path,
+        config: &Config,
+        overrides: &crate::config::Overrides,
+    ) -> Self {
+        let effective = Self {
+            listen: config.server.listen,
+            admin_listen: config.admin.listen,
+        };
+        if overrides.listen.is_none() && overrides.admin_listen.is_none() {
+            return effective;
+        }
+        match crate::config::load(path) {
+            Ok(file) => Self {
+                listen: file.server.listen,
+                admin_listen: file.admin.listen,
+            },
+            Err(_) => effective,
+        }
+    }
+}
+
 /// Everything requests share. Cheap to reach through an `Arc`.
 pub struct Gateway {
     live: ArcSwap<Live>,
@@ -118,10 +144,11 @@ impl Gateway {
             events.clone(),
         ));
         let cache = ResultCache::new(store.clone(), metrics.clone());
-        let audit = Audit::start(&config.audit, metrics.clone()).unwrap_or_else(|error| {
-            tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
-            Audit::off(metrics.clone())
-        });
+        let audit = Audit::start(&config.audit, &config.oauth.state_dir, metrics.clone())
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
+                Audit::off(metrics.clone())
+            });
         let quotas = Quotas::new(store.clone(), metrics.clone());
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {

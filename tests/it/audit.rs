@@ -237,3 +237,119 @@ async fn an_audit_log_written_under_load_verifies_and_names_what_was_tampered_wi
     let (ok, text) = copy(&|lines| lines.swap(1, 2));
     assert!(!ok && text.contains("part1 line 2"), "{text}");
 }
+
+/// `switchyard audit verify` with `--head` and `--from`: whether it passed, and what it
+/// printed.
+fn verify_with(files: &[PathBuf], extra: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(SWITCHYARD)
+        .args(["audit", "verify"])
+        .args(extra)
+        .args(files)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+/// `count` echo calls through a gateway process at `url`.
+async fn calls(url: &str, count: u64) {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}});
+    let opened = post(url, None, None, initialize).await;
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for n in 0..count {
+        let call = json!({"jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
+                          "params": {"name": "demo__echo", "arguments": {"text": "x"}}});
+        let answer = post(url, None, Some(&session), call).await;
+        assert_eq!(answer.status(), 200);
+        answer.text().await.unwrap();
+    }
+}
+
+/// The ends of the chain are checked too. Records cut from the end of the log, or a gateway
+/// restarted on a cut log (which used to go on from the cut as if nothing had happened), make
+/// `audit verify` fail naming the missing records, where the head kept in the state directory
+/// can be read; a log cut at its start is said to be so, unless the caller says where it
+/// starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_cut_from_either_end_of_the_log_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, state) = (dir.path().join("audit.log"), dir.path().join("state"));
+    let config = dir.path().join("switchyard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nwatch_config = false\n\n[oauth]\nstate_dir = {:?}\n\n\
+             [audit]\nfile = {:?}\n\n[upstreams.demo]\ncommand = {SWITCHYARD:?}\n\
+             args = [\"demo-server\"]\n",
+            state.display().to_string(),
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    let kept = switchyard::audit::head::path_for(&state, &log);
+    let kept_seq = || {
+        switchyard::audit::head::read(&kept)
+            .ok()
+            .flatten()
+            .map_or(0, |head| head.seq)
+    };
+    let mut gw = crate::harness::GatewayProcess::start(&config);
+    calls(&gw.url(), 20).await;
+    let written =
+        crate::harness::eventually(std::time::Duration::from_secs(10), || kept_seq() == 20).await;
+    assert!(written, "the head kept: {}", kept_seq());
+    gw.kill();
+    let records = lines(std::slice::from_ref(&log));
+    assert_eq!(records.len(), 20);
+    let head_arg = kept.display().to_string();
+    let with_head = ["--head", head_arg.as_str()];
+    let (ok, text) = verify_with(std::slice::from_ref(&log), &with_head);
+    assert!(ok && text.contains("its end is the head kept"), "{text}");
+    let (ok, text) = verify_with(
+        std::slice::from_ref(&log),
+        &["--config", config.to_str().unwrap()],
+    );
+    assert!(ok && text.contains("its end is the head kept"), "{text}");
+
+    // Cut from the end: the file alone is a good chain, the kept head is not its end.
+    let cut = dir.path().join("cut.log");
+    std::fs::write(&cut, records[..15].join("\n") + "\n").unwrap();
+    let (ok, text) = verify_with(std::slice::from_ref(&cut), &with_head);
+    assert!(
+        !ok && text.contains("records 16…20 are missing from the end"),
+        "{text}"
+    );
+    let (ok, text) = verify_with(std::slice::from_ref(&cut), &[]);
+    assert!(
+        ok && text.contains("cannot be seen"),
+        "without a head, it says so: {text}"
+    );
+
+    // Cut from the start: said so, unless the caller says where the files start.
+    let late = dir.path().join("late.log");
+    std::fs::write(&late, records[5..].join("\n") + "\n").unwrap();
+    let (ok, text) = verify_with(std::slice::from_ref(&late), &[]);
+    assert!(!ok && text.contains("start at record 6"), "{text}");
+    let (ok, text) = verify_with(&[late], &["--from", "6"]);
+    assert!(ok, "{text}");
+
+    // The log cut, and the gateway started on it again: it goes on from the kept head, says
+    // so in the log, and the gap shows.
+    std::fs::write(&log, records[..15].join("\n") + "\n").unwrap();
+    let gw = crate::harness::GatewayProcess::start(&config);
+    calls(&gw.url(), 1).await;
+    let written =
+        crate::harness::eventually(std::time::Duration::from_secs(10), || kept_seq() == 22).await;
+    assert!(written, "the head kept: {}", kept_seq());
+    let after = lines(std::slice::from_ref(&log));
+    let lost: Value = serde_json::from_str(&after[15]).unwrap();
+    assert_eq!(lost["outcome"], "records_lost", "{lost}");
+    assert!(lost["detail"].as_str().unwrap().contains("16…20"), "{lost}");
+    let (ok, text) = verify_with(&[log], &with_head);
+    assert!(!ok && text.contains("records 16…20 are missing"), "{text}");
+}

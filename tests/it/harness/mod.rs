@@ -175,6 +175,12 @@ impl TestGateway {
         if let config::StoreKind::Embedded { path: path @ None } = &mut config.store.kind {
             *path = Some(state.path().join("sessions.redb"));
         }
+        // The state directory (the audit log's kept head, OAuth's files): a test's own, unless
+        // it names one, never the home directory's.
+        let home_state = config::default_state_dir(&config::ProcessVars, Path::new("/tmp"));
+        if config.oauth.state_dir == home_state {
+            config.oauth.state_dir = state.path().to_path_buf();
+        }
         let gateway = Gateway::start(config);
         let stop = CancellationToken::new();
         let token = switchyard::auth::AdminToken::configured(

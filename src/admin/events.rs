@@ -3,7 +3,7 @@
 //! `Last-Event-ID` is given what it missed, or a `reset` when that cannot be done (another
 //! run, too long ago, or it fell behind), after which it reads the whole state again. A
 //! `traffic` event (no id: it is not state) carries the counters once a second while they
-//! move.
+//! move. At most `MAX_FOLLOWERS` follow at once; the next is refused with 429.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
@@ -26,9 +26,25 @@ use crate::events::Event;
 const TRAFFIC_EVERY: Duration = Duration::from_secs(1);
 /// How long a follower waits before it comes back, once its stream ended.
 const RETRY: Duration = Duration::from_secs(2);
+/// The most followers at once (an operator's pages and tools; each costs a task and a
+/// receiver of every event).
+pub const MAX_FOLLOWERS: usize = 64;
 
 /// `GET /api/events`.
 pub async fn follow(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    let Ok(place) = admin.followers.clone().try_acquire_owned() else {
+        let mut refused = api::error(
+            http::StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "{MAX_FOLLOWERS} followers of the event stream already: close one (a status \
+                 page) and try again"
+            ),
+        );
+        refused
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(5));
+        return refused;
+    };
     let last = (headers.get("last-event-id")).and_then(|value| value.to_str().ok());
     let following = admin.gateway.events().follow(last);
     let first = following
@@ -42,6 +58,7 @@ pub async fn follow(State(admin): State<Admin>, headers: HeaderMap) -> Response 
     let live = stream::unfold(
         Follower {
             admin,
+            _place: place,
             next: following.next,
             ticks: tokio::time::interval(TRAFFIC_EVERY),
             traffic: None,
@@ -61,6 +78,8 @@ pub async fn follow(State(admin): State<Admin>, headers: HeaderMap) -> Response 
 
 struct Follower {
     admin: Admin,
+    /// Its place among the followers, given back when its stream is dropped.
+    _place: tokio::sync::OwnedSemaphorePermit,
     next: Receiver<Arc<Event>>,
     ticks: tokio::time::Interval,
     /// The traffic last sent.

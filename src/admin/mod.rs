@@ -48,6 +48,9 @@ struct Admin {
     hosts: Arc<Guard>,
     /// Held while the overlay is being changed, so that edits apply one after the other.
     editing: Arc<tokio::sync::Mutex<()>>,
+    /// A place per follower of the event stream (`events::MAX_FOLLOWERS`): each holds a task
+    /// and a broadcast receiver for as long as it stays.
+    followers: Arc<tokio::sync::Semaphore>,
 }
 
 /// The admin application for `gateway`, whose MCP endpoint is `mcp`; `token` is the
@@ -60,6 +63,7 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
         token,
         hosts,
         editing: Arc::default(),
+        followers: Arc::new(tokio::sync::Semaphore::new(events::MAX_FOLLOWERS)),
     };
     Router::new()
         .route("/", get(page::index))

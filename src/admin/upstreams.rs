@@ -33,21 +33,21 @@ pub struct Wait {
 /// `POST /api/upstreams[?wait_seconds=S]`: adds an upstream. The body is `{"name": NAME, ...}`
 /// with the keys of an `[upstreams.NAME]` table. 201 with the reload and the new upstream as
 /// `/api/servers` shows it once its first connection ended either way (ready, failed, or
-/// waiting for authorization, with its `auth_url`) or `S` seconds passed (5 by default, at most
-/// 30; `connecting` then); 400 for a body that is not such an object, 403 for one that would
+/// waiting for authorization, with its `auth_url`) or `S` seconds passed (5 by default, 0 to
+/// 30; `connecting` then); 400 for another `S` or a body that is not such an object, 403 for one that would
 /// run a program or read the gateway's files or environment (unless `[admin] allow_commands`),
 /// 409 if the name is taken, 422 with every problem if the upstream is invalid. Nothing of a
 /// refused request is written.
 pub async fn add(State(admin): State<Admin>, Query(wait): Query<Wait>, body: Bytes) -> Response {
     let wait = match wait.wait_seconds.as_deref().map(str::parse::<f64>) {
         None => FIRST_CONNECT,
-        Some(Ok(seconds)) if seconds.is_finite() && seconds >= 0.0 => {
-            Duration::from_secs_f64(seconds).min(FIRST_CONNECT_MOST)
+        Some(Ok(seconds)) if (0.0..=FIRST_CONNECT_MOST.as_secs_f64()).contains(&seconds) => {
+            Duration::from_secs_f64(seconds)
         }
         Some(_) => {
             return error(
                 StatusCode::BAD_REQUEST,
-                "`wait_seconds` must be a number of seconds (at most 30 are waited)",
+                "`wait_seconds` must be a number of seconds from 0 to 30",
             );
         }
     };

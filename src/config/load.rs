@@ -10,6 +10,7 @@ use std::{
 use super::{
     Config, Overlay, Overrides, ProcessVars, Vars, mcp_json, overlay_path, parse, validate,
 };
+use crate::text::printable;
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -47,12 +48,15 @@ pub struct Problem {
     pub message: String,
 }
 
+/// Shown with what could disguise it escaped: keys and values quoted in a message come from
+/// the file, and a key may hold any character (`"\u001b[2J" = 1`).
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = printable(&self.message);
         if self.key.is_empty() {
-            f.write_str(&self.message)
+            f.write_str(&message)
         } else {
-            write!(f, "{}: {}", self.key, self.message)
+            write!(f, "{}: {message}", printable(&self.key))
         }
     }
 }

@@ -70,6 +70,23 @@ fn check_reports_every_problem_with_file_and_key_path() {
         );
     }
 
+    // Names from the file are shown with what could move the cursor or fake a line escaped.
+    let disguised = write(
+        dir.path(),
+        "disguised.toml",
+        "[upstreams.demo]\ncommand = \"x\"\n\"\\u001b[2J\\nall fine\" = 1\n\
+         [upstreams.\"ev\\u001bil\"]\ncommand = \"x\"\n",
+    );
+    let output = Command::new(SWITCHYARD)
+        .args(["check", "-c"])
+        .arg(&disguised)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains(r"\u{1b}[2J\nall fine"), "{stderr}");
+
     let missing = Command::new(SWITCHYARD)
         .args(["check", "-c", "/nonexistent/switchyard.toml"])
         .output()

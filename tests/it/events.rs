@@ -1,6 +1,6 @@
 //! `GET /api/events`: an operator following the gateway hears a state change as it happens,
 //! picks up what it missed with `Last-Event-ID`, is told to reset when that cannot be done,
-//! and needs the admin token.
+//! needs the admin token, and is one of a bounded number.
 
 use std::time::{Duration, Instant};
 
@@ -161,4 +161,44 @@ async fn the_event_stream_wants_the_admin_token_and_the_same_origin() {
         .await
         .unwrap();
     assert_eq!(rebound.status(), 403, "a rebound host name");
+}
+
+/// Followers are bounded: past the limit, the next is refused with 429 (a JSON error and
+/// `Retry-After`) rather than holding one more task and receiver; once one leaves, there is
+/// room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_of_the_event_stream_are_bounded() {
+    let gw = GatewayBuilder::new().demo("demo").start().await;
+    let mut followers = Vec::new();
+    for _ in 0..64 {
+        followers.push(Follower::open(&gw, None).await);
+    }
+    let refused = gw
+        .admin_request(reqwest::Method::GET, "/api/events")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("followers"),
+        "{body}"
+    );
+    drop(followers.pop());
+    // (The gateway learns of it when it next writes to it: a keep-alive at the latest.)
+    let mut admitted = false;
+    for _ in 0..250 {
+        let again = gw
+            .admin_request(reqwest::Method::GET, "/api/events")
+            .send()
+            .await
+            .unwrap();
+        if again.status() == 200 {
+            admitted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(admitted, "a place is given back when a follower leaves");
 }

@@ -47,6 +47,7 @@ const SEEN: TableDefinition<&str, &str> = TableDefinition::new("seen");
 const UPSTREAMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("upstreams");
 const SUBSCRIPTIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("subscriptions");
 const PINS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("pins");
+const TASK_OWNERS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("task_owners");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const NEXT_EVENT: &str = "next_event";
 
@@ -79,6 +80,9 @@ pub(super) enum Records {
     Subscriptions,
     /// Approved tool definitions, by upstream (never swept: they belong to no session).
     Pins,
+    /// Who created the tasks of upstreams without sessions, by upstream: each record begins
+    /// with until when it is kept (see `put_expiring`).
+    TaskOwners,
 }
 
 impl Records {
@@ -87,6 +91,7 @@ impl Records {
             Records::Upstreams => UPSTREAMS,
             Records::Subscriptions => SUBSCRIPTIONS,
             Records::Pins => PINS,
+            Records::TaskOwners => TASK_OWNERS,
         }
     }
 }
@@ -411,6 +416,37 @@ impl StoreFile {
         .await
     }
 
+    /// Writes record `field` of `hash`, which is kept until the Unix time in milliseconds its
+    /// first eight bytes hold (big-endian), and drops the records of `hash` kept no longer.
+    pub(super) async fn put_expiring(
+        &self,
+        records: Records,
+        hash: String,
+        field: String,
+        value: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let now = now_millis();
+        self.write(move |txn| {
+            let mut table = txn.open_table(records.table())?;
+            let mut expired = Vec::new();
+            for entry in table.range((hash.as_str(), "")..)? {
+                let (key, kept) = entry?;
+                if key.value().0 != hash {
+                    break;
+                }
+                if expiring_until(kept.value()) <= now {
+                    expired.push(key.value().1.to_owned());
+                }
+            }
+            for old in &expired {
+                table.remove((hash.as_str(), old.as_str()))?;
+            }
+            table.insert((hash.as_str(), field.as_str()), value.as_slice())?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Writes session `hash`'s record `field`: always (`expected` none and `replace`), only
     /// if there is none (`replace` false), or only over `expected`. Whether it was written.
     pub(super) async fn put_record(
@@ -506,6 +542,14 @@ impl StoreFile {
 }
 
 /// Removes session `hash` and everything it kept.
+/// Until when a record written by `put_expiring` is kept (Unix milliseconds).
+pub(super) fn expiring_until(value: &[u8]) -> u64 {
+    value
+        .get(..8)
+        .and_then(|bytes| bytes.try_into().ok())
+        .map_or(0, u64::from_be_bytes)
+}
+
 fn forget(txn: &WriteTransaction, hash: &str) -> Result<(), redb::Error> {
     txn.open_table(SESSIONS)?.remove(hash)?;
     txn.open_table(SEEN)?.remove(hash)?;

@@ -1,6 +1,8 @@
 //! How long does a tool search take among 50,000 tools (the real servers' recorded tools,
 //! under 440 upstream names), once the snapshot's index is built? And how long does checking
-//! one call's arguments against its tool's schema take (reading them, then validating)?
+//! one call's arguments against its tool's schema take (reading them, then validating), and
+//! compiling a schema at discovery (with the bound on what checking against it can cost,
+//! beside the validator's compilation alone)?
 
 use std::{hint::black_box, path::Path, sync::Arc};
 
@@ -71,6 +73,13 @@ pub fn tool_search(c: &mut Criterion) {
         .unwrap()
         .input_schema
         .clone();
+    c.bench_function("arguments/compile_create_issue", |b| {
+        b.iter(|| black_box(ArgumentCheck::compile(black_box(&schema)).unwrap()))
+    });
+    let value = Value::Object((*schema).clone());
+    c.bench_function("arguments/validator_alone_create_issue", |b| {
+        b.iter(|| black_box(jsonschema::validator_for(black_box(&value)).unwrap()))
+    });
     let check = ArgumentCheck::compile(&schema).unwrap();
     let arguments = r#"{"owner":"octo","repo":"hello","title":"It breaks","body":"Steps: run it.","labels":["bug"]}"#;
     c.bench_function("arguments/read_and_check_create_issue", |b| {

@@ -53,6 +53,21 @@ impl Graph {
     /// more than `MAX_NODES` subschemas).
     pub fn of(schema: &Value) -> Result<Self, String> {
         let draft = Draft::default().detect(schema);
+        let mut walk = Walk {
+            draft,
+            graph: Graph::default(),
+            seen: HashMap::new(),
+            values: Vec::new(),
+            pending: Vec::new(),
+            dynamic: Vec::new(),
+            recursive: Vec::new(),
+        };
+        // Most schemas refer to nothing: they are walked without a registry, which costs
+        // more than the walk.
+        if !refers(schema) {
+            walk.node(schema, None)?;
+            return walk.finish();
+        }
         let resource = draft.create_resource_ref(schema);
         let base = resource.id().unwrap_or(DEFAULT_BASE);
         let registry = Registry::new()
@@ -63,21 +78,20 @@ impl Graph {
             .map_err(|error| format!("its references cannot be resolved: {error}"))?;
         let base =
             uri::from_str(base).map_err(|error| format!("its `$id` is not a URI: {error}"))?;
-        let mut walk = Walk {
-            draft,
-            graph: Graph::default(),
-            seen: HashMap::new(),
-            values: Vec::new(),
-            pending: Vec::new(),
-            dynamic: Vec::new(),
-            recursive: Vec::new(),
-        };
-        walk.node(schema, registry.resolver(base))?;
-        while let Some((at, value, resolver)) = walk.pending.pop() {
-            walk.applicators(at, value, &resolver)?;
-        }
-        walk.link_dynamic();
-        Ok(walk.graph)
+        walk.node(schema, Some(registry.resolver(base)))?;
+        walk.finish()
+    }
+}
+
+/// Whether `schema` holds a reference anywhere (a key `$ref`, `$dynamicRef` or
+/// `$recursiveRef`; in a place that is not a subschema too, which only costs a registry).
+fn refers(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.iter().any(|(key, value)| {
+            matches!(key.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef") || refers(value)
+        }),
+        Value::Array(items) => items.iter().any(refers),
+        _ => false,
     }
 }
 
@@ -89,7 +103,9 @@ struct Walk<'r> {
     seen: HashMap<*const Value, usize>,
     /// Each node's subschema.
     values: Vec<&'r Value>,
-    pending: Vec<(usize, &'r Value, Resolver<'r>)>,
+    /// Subschemas to walk, with what resolves references where they stand (none where the
+    /// schema has no reference).
+    pending: Vec<(usize, &'r Value, Option<Resolver<'r>>)>,
     /// `$dynamicRef`s (the node, the anchor's name), linked once every node is known.
     dynamic: Vec<(usize, String)>,
     /// Nodes with a `$recursiveRef`.
@@ -97,8 +113,17 @@ struct Walk<'r> {
 }
 
 impl<'r> Walk<'r> {
+    /// Walks every queued subschema, then links the dynamic references: the graph.
+    fn finish(mut self) -> Result<Graph, String> {
+        while let Some((at, value, resolver)) = self.pending.pop() {
+            self.applicators(at, value, resolver.as_ref())?;
+        }
+        self.link_dynamic();
+        Ok(self.graph)
+    }
+
     /// The node of `value`, added (and its applicators queued) if new.
-    fn node(&mut self, value: &'r Value, resolver: Resolver<'r>) -> Result<usize, String> {
+    fn node(&mut self, value: &'r Value, resolver: Option<Resolver<'r>>) -> Result<usize, String> {
         let key = value as *const Value;
         if let Some(&at) = self.seen.get(&key) {
             return Ok(at);
@@ -113,19 +138,24 @@ impl<'r> Walk<'r> {
         // A subschema with an `$id` is a resource of its own: references in it resolve
         // against that.
         let resolver = resolver
-            .in_subresource(ResourceRef::new(value, self.draft))
+            .map(|resolver| resolver.in_subresource(ResourceRef::new(value, self.draft)))
+            .transpose()
             .map_err(|error| format!("its `$id` cannot be resolved: {error}"))?;
         self.pending.push((at, value, resolver));
         Ok(at)
     }
 
-    fn nodes(&mut self, values: &'r Value, resolver: &Resolver<'r>) -> Result<Vec<usize>, String> {
+    fn nodes(
+        &mut self,
+        values: &'r Value,
+        resolver: Option<&Resolver<'r>>,
+    ) -> Result<Vec<usize>, String> {
         match values {
             Value::Array(items) => items
                 .iter()
-                .map(|item| self.node(item, resolver.clone()))
+                .map(|item| self.node(item, resolver.cloned()))
                 .collect(),
-            Value::Object(_) | Value::Bool(_) => Ok(vec![self.node(values, resolver.clone())?]),
+            Value::Object(_) | Value::Bool(_) => Ok(vec![self.node(values, resolver.cloned())?]),
             _ => Ok(Vec::new()),
         }
     }
@@ -135,7 +165,7 @@ impl<'r> Walk<'r> {
         &mut self,
         at: usize,
         value: &'r Value,
-        resolver: &Resolver<'r>,
+        resolver: Option<&Resolver<'r>>,
     ) -> Result<(), String> {
         let Value::Object(keywords) = value else {
             return Ok(());
@@ -176,14 +206,14 @@ impl<'r> Walk<'r> {
                 }
                 "properties" => {
                     for (name, schema) in inner.as_object().into_iter().flatten() {
-                        let child = self.node(schema, resolver.clone())?;
+                        let child = self.node(schema, resolver.cloned())?;
                         node.properties.push((name.clone(), child));
                     }
                 }
                 "patternProperties" => {
                     for schema in inner.as_object().into_iter().flat_map(|map| map.values()) {
                         node.every_property
-                            .push(self.node(schema, resolver.clone())?);
+                            .push(self.node(schema, resolver.cloned())?);
                     }
                 }
                 "unevaluatedProperties" => node.every_property.extend(self.nodes(inner, resolver)?),
@@ -205,12 +235,17 @@ impl<'r> Walk<'r> {
     }
 
     /// The node `reference` leads to from where `resolver` stands.
-    fn reference(&mut self, reference: &str, resolver: &Resolver<'r>) -> Result<usize, String> {
+    fn reference(
+        &mut self,
+        reference: &str,
+        resolver: Option<&Resolver<'r>>,
+    ) -> Result<usize, String> {
+        let resolver = resolver.ok_or("a reference was missed")?;
         let resolved = resolver
             .lookup(reference)
             .map_err(|error| format!("its reference `{reference}` cannot be resolved: {error}"))?;
         let (contents, resolver, _) = resolved.into_inner();
-        self.node(contents, resolver)
+        self.node(contents, Some(resolver))
     }
 
     /// A `$dynamicRef` may land on any `$dynamicAnchor` of its name, and a `$recursiveRef` on

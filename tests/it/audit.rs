@@ -46,14 +46,7 @@ fn lines(files: &[PathBuf]) -> Vec<String> {
 
 /// `switchyard audit verify FILES`: whether it passed, and what it printed.
 fn verify(files: &[PathBuf]) -> (bool, String) {
-    let output = std::process::Command::new(SWITCHYARD)
-        .args(["audit", "verify"])
-        .args(files)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).to_string()
-        + &String::from_utf8_lossy(&output.stderr);
-    (output.status.success(), text)
+    verify_with(files, &[])
 }
 
 fn sha256_hex(text: &str) -> String {
@@ -238,8 +231,8 @@ async fn an_audit_log_written_under_load_verifies_and_names_what_was_tampered_wi
     assert!(!ok && text.contains("part1 line 2"), "{text}");
 }
 
-/// `switchyard audit verify` with `--head` and `--from`: whether it passed, and what it
-/// printed.
+/// `switchyard audit verify` with `extra` options (`--head`, `--from`): whether it passed,
+/// and what it printed.
 fn verify_with(files: &[PathBuf], extra: &[&str]) -> (bool, String) {
     let output = std::process::Command::new(SWITCHYARD)
         .args(["audit", "verify"])

@@ -223,6 +223,22 @@ fn checked_tool() -> Value {
     })
 }
 
+/// The tools `gw` serves, and the definitions of its first upstream left out (name, why), as
+/// the admin API reports them.
+pub async fn served_and_rejected(gw: &TestGateway) -> (Vec<String>, Vec<(String, String)>) {
+    let names = (gw.gateway.live().catalog.tools().iter())
+        .map(|tool| tool.name.to_string())
+        .collect();
+    let status = gw.admin_json("/api/status").await;
+    let rejected = (status["servers"][0]["rejected"].as_array().unwrap().iter())
+        .map(|r| {
+            let text = |key: &str| r[key].as_str().unwrap().to_owned();
+            (text("name"), text("reason"))
+        })
+        .collect();
+    (names, rejected)
+}
+
 /// Broken definitions are left out, and reported; the rest of the upstream is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_definition_leaves_the_rest_of_its_upstream_served() {
@@ -239,27 +255,11 @@ async fn a_broken_definition_leaves_the_rest_of_its_upstream_served() {
         .http("up", &server.url())
         .start()
         .await;
-    let names: Vec<String> = gw
-        .gateway
-        .live()
-        .catalog
-        .tools()
-        .iter()
-        .map(|tool| tool.name.to_string())
-        .collect();
+    let (names, rejected) = served_and_rejected(&gw).await;
     assert_eq!(names, ["up__walk", "up__fine"]);
-    let status: Value = gw
-        .admin_request(reqwest::Method::GET, "/api/status")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let rejected = status["servers"][0]["rejected"].as_array().unwrap().clone();
     let rejected: Vec<(&str, &str)> = rejected
         .iter()
-        .map(|r| (r["name"].as_str().unwrap(), r["reason"].as_str().unwrap()))
+        .map(|(name, why)| (name.as_str(), why.as_str()))
         .collect();
     assert_eq!(rejected.len(), 4, "{rejected:?}");
     assert!(

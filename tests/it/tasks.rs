@@ -14,8 +14,8 @@ use crate::{
     fixtures::{
         crashable::Crashable,
         everything::{self, Everything, Mode},
+        numbered::Numbered,
         redis::RedisServer,
-        served::serve_until,
     },
     harness::{
         GatewayBuilder, Recorder, TestGateway, api_key, api_keys_section, script_steps, text,
@@ -198,7 +198,7 @@ async fn modern(url: &str, method: &str, name: &str, params: Value, tasks: bool)
 }
 
 /// `modern`, as `user` (with their API key) if one is given.
-pub(crate) async fn modern_as(
+async fn modern_as(
     url: &str,
     user: Option<&str>,
     method: &str,
@@ -529,15 +529,7 @@ async fn a_task_created_through_one_replica_is_finished_through_another() {
 async fn settled(url: &str, user: &str, task: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..40 {
-        last = modern_as(
-            url,
-            Some(user),
-            "tasks/get",
-            task,
-            json!({"taskId": task}),
-            true,
-        )
-        .await;
+        last = on_task(url, user, "tasks/get", task).await;
         if last["result"]["status"] != "working" {
             break;
         }
@@ -553,89 +545,58 @@ fn is_unknown_task(answer: &Value) -> bool {
             .is_some_and(|message| message.contains("unknown task"))
 }
 
+/// `method` (`tasks/get`, `tasks/cancel`) on the task of handle `task`, as `user`, from a
+/// 2026-07-28 client of the tasks extension.
+pub(crate) async fn on_task(url: &str, user: &str, method: &str, task: &str) -> Value {
+    modern_as(url, Some(user), method, task, json!({"taskId": task}), true).await
+}
+
+/// The numbered server's `job` (as upstream `jobs`) called by `user`, working `seconds`: the
+/// handle of the task it created.
+pub(crate) async fn job(url: &str, user: &str, seconds: u64) -> String {
+    let params = json!({"name": "jobs__job", "arguments": {"label": user, "seconds": seconds}});
+    let created = modern_as(url, Some(user), "tools/call", "jobs__job", params, true).await;
+    (created["result"]["taskId"].as_str())
+        .unwrap_or_else(|| panic!("no task was created: {created}"))
+        .to_owned()
+}
+
+/// A gateway for `users`, with the numbered server as `jobs`, and `extra` configuration.
+async fn jobs_gateway(numbered: &Numbered, users: &[&str], extra: &str) -> TestGateway {
+    GatewayBuilder::new()
+        .section(&api_keys_section(users))
+        .section(extra)
+        .upstream("jobs", &numbered.upstream())
+        .start()
+        .await
+}
+
 /// An upstream that numbers its tasks from each start (and keeps no sessions) gives a new task
 /// the id of an old one once it restarts: Alice's handle of her old task then names Bob's new
 /// task upstream. Through her handle she neither sees his task nor cancels it: it is an
 /// unknown task to her, and Bob's own handle works on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_handle_reaches_no_new_task_of_its_id_after_the_upstream_restarts() {
-    let numbered = switchyard_conformance::numbered::NumberedTasks::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let stop = tokio_util::sync::CancellationToken::new();
-    serve_until(listener, numbered.app(), stop.clone());
-    let _stop = stop.drop_guard();
-    let gw = GatewayBuilder::new()
-        .section(&api_keys_section(&["alice", "bob"]))
-        .upstream(
-            "jobs",
-            &format!("url = {upstream:?}\noauth = {{ enabled = false }}"),
-        )
-        .start()
-        .await;
+    let numbered = Numbered::start().await;
+    let gw = jobs_gateway(&numbered, &["alice", "bob"], "").await;
     let url = gw.url();
-    let job = |label: &str, seconds: u64| json!({"name": "jobs__job", "arguments": {"label": label, "seconds": seconds}});
-    let call = |user: &'static str, label: &'static str, seconds| {
-        let url = url.clone();
-        let params = job(label, seconds);
-        async move { modern_as(&url, Some(user), "tools/call", "jobs__job", params, true).await }
-    };
-    let alices = call("alice", "alice", 0).await;
-    let alices = alices["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{alices}"))
-        .to_owned();
+    let alices = job(&url, "alice", 0).await;
     let done = settled(&url, "alice", &alices).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 
     numbered.restart();
-    let bobs = call("bob", "bob", 30).await;
-    assert_eq!(bobs["result"]["resultType"], "task", "{bobs}");
-    let bobs = bobs["result"]["taskId"].as_str().unwrap().to_owned();
+    let bobs = job(&url, "bob", 30).await;
     assert_ne!(alices, bobs);
-
-    let seen = modern_as(
-        &url,
-        Some("alice"),
-        "tasks/get",
-        &alices,
-        json!({"taskId": alices}),
-        true,
-    )
-    .await;
+    let seen = on_task(&url, "alice", "tasks/get", &alices).await;
     assert!(is_unknown_task(&seen), "Alice reads Bob's task: {seen}");
-    let cancel = modern_as(
-        &url,
-        Some("alice"),
-        "tasks/cancel",
-        &alices,
-        json!({"taskId": alices}),
-        true,
-    )
-    .await;
+    let cancel = on_task(&url, "alice", "tasks/cancel", &alices).await;
     assert!(
         is_unknown_task(&cancel),
         "Alice cancels Bob's task: {cancel}"
     );
-    let his = modern_as(
-        &url,
-        Some("bob"),
-        "tasks/get",
-        &bobs,
-        json!({"taskId": bobs}),
-        true,
-    )
-    .await;
+    let his = on_task(&url, "bob", "tasks/get", &bobs).await;
     assert_eq!(his["result"]["status"], "working", "{his}");
-    let ack = modern_as(
-        &url,
-        Some("bob"),
-        "tasks/cancel",
-        &bobs,
-        json!({"taskId": bobs}),
-        true,
-    )
-    .await;
+    let ack = on_task(&url, "bob", "tasks/cancel", &bobs).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
 }
 
@@ -678,15 +639,7 @@ async fn an_old_handle_is_unknown_once_a_stdio_upstream_restarted() {
         .await;
     let url = gw.url();
     let task = research_task(&url, "alice", "runs").await;
-    let before = modern_as(
-        &url,
-        Some("alice"),
-        "tasks/get",
-        &task,
-        json!({"taskId": task}),
-        true,
-    )
-    .await;
+    let before = on_task(&url, "alice", "tasks/get", &task).await;
     assert!(before["result"]["status"].is_string(), "{before}");
 
     crashable.kill().await;
@@ -694,15 +647,7 @@ async fn an_old_handle_is_unknown_once_a_stdio_upstream_restarted() {
     gw.wait_state("ev", "ready", Duration::from_secs(60)).await;
     // Served again (its tools listed) once a new task can be created.
     research_task(&url, "alice", "again").await;
-    let after = modern_as(
-        &url,
-        Some("alice"),
-        "tasks/get",
-        &task,
-        json!({"taskId": task}),
-        true,
-    )
-    .await;
+    let after = on_task(&url, "alice", "tasks/get", &task).await;
     assert!(is_unknown_task(&after), "{after}");
 }
 
@@ -712,59 +657,19 @@ async fn an_old_handle_is_unknown_once_a_stdio_upstream_restarted() {
 /// room again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_holds_its_place_under_concurrent_until_it_ends() {
-    let numbered = switchyard_conformance::numbered::NumberedTasks::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let stop = tokio_util::sync::CancellationToken::new();
-    serve_until(listener, numbered.app(), stop.clone());
-    let _stop = stop.drop_guard();
-    let gw = GatewayBuilder::new()
-        .section(&api_keys_section(&["alice"]))
-        .section("[[quota]]\nname = \"one-job\"\nupstreams = [\"jobs\"]\nconcurrent = 1\n")
-        .upstream(
-            "jobs",
-            &format!("url = {upstream:?}\noauth = {{ enabled = false }}"),
-        )
-        .start()
-        .await;
+    let numbered = Numbered::start().await;
+    let quota = "[[quota]]\nname = \"one-job\"\nupstreams = [\"jobs\"]\nconcurrent = 1\n";
+    let gw = jobs_gateway(&numbered, &["alice"], quota).await;
     let url = gw.url();
-    let job = json!({"name": "jobs__job", "arguments": {"label": "long", "seconds": 30}});
-    let created = modern_as(
-        &url,
-        Some("alice"),
-        "tools/call",
-        "jobs__job",
-        job.clone(),
-        true,
-    )
-    .await;
-    let task = (created["result"]["taskId"].as_str())
-        .unwrap_or_else(|| panic!("{created}"))
-        .to_owned();
-    let refused = modern_as(
-        &url,
-        Some("alice"),
-        "tools/call",
-        "jobs__job",
-        job.clone(),
-        true,
-    )
-    .await;
+    let task = job(&url, "alice", 30).await;
+    let params = json!({"name": "jobs__job", "arguments": {"seconds": 30}});
+    let refused = modern_as(&url, Some("alice"), "tools/call", "jobs__job", params, true).await;
     assert_eq!(refused["error"]["code"], -32029, "{refused}");
     assert_eq!(refused["error"]["data"]["limit"], "concurrent", "{refused}");
 
-    let ack = modern_as(
-        &url,
-        Some("alice"),
-        "tasks/cancel",
-        &task,
-        json!({"taskId": task}),
-        true,
-    )
-    .await;
+    let ack = on_task(&url, "alice", "tasks/cancel", &task).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     let ended = settled(&url, "alice", &task).await;
     assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
-    let again = modern_as(&url, Some("alice"), "tools/call", "jobs__job", job, true).await;
-    assert_eq!(again["result"]["resultType"], "task", "{again}");
+    job(&url, "alice", 30).await;
 }

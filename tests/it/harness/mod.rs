@@ -37,6 +37,9 @@ pub const SWITCHYARD: &str = env!("CARGO_BIN_EXE_switchyard");
 pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-0123456789";
 
 /// Logs to the test output when `RUST_LOG` is set.
+/// Where a configuration built in memory says it was read from.
+const IN_MEMORY: &str = "/tmp/switchyard-it.toml";
+
 pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -115,6 +118,9 @@ impl GatewayBuilder {
             // The store's file beside it, so that a reload finds the same one.
             text = format!("[store]\npath = \"sessions.redb\"\n\n{text}");
         }
+        if !text.contains("[oauth]") {
+            text = format!("[oauth]\nstate_dir = \"state\"\n\n{text}");
+        }
         std::fs::write(&path, text).unwrap();
         let config = config::load(&path)
             .unwrap_or_else(|e| panic!("test config rejected: {e}\n{}", self.config_text()));
@@ -134,12 +140,8 @@ impl GatewayBuilder {
 
     fn config(&self) -> config::Config {
         let text = self.config_text();
-        config::parse_str(
-            Path::new("/tmp/switchyard-it.toml"),
-            &text,
-            &config::ProcessVars,
-        )
-        .unwrap_or_else(|e| panic!("test config rejected: {e}\n{text}"))
+        config::parse_str(Path::new(IN_MEMORY), &text, &config::ProcessVars)
+            .unwrap_or_else(|e| panic!("test config rejected: {e}\n{text}"))
     }
 }
 
@@ -176,9 +178,10 @@ impl TestGateway {
             *path = Some(state.path().join("sessions.redb"));
         }
         // The state directory (the audit log's kept head, OAuth's files): a test's own, unless
-        // it names one, never the home directory's.
+        // it names one, never the home directory's. (A configuration from a file keeps its
+        // own, which a reload reads again: `start_on_file` names one.)
         let home_state = config::default_state_dir(&config::ProcessVars, Path::new("/tmp"));
-        if config.oauth.state_dir == home_state {
+        if config.oauth.state_dir == home_state && config.source == Path::new(IN_MEMORY) {
             config.oauth.state_dir = state.path().to_path_buf();
         }
         let gateway = Gateway::start(config);

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{keep_fixed, sections_changed};
-use crate::config::{Config, Vars, file_sections, parse_str};
+use crate::config::{Config, ProcessVars, file_sections, parse_str};
 
 /// How a reload takes a section of the configuration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,18 +38,6 @@ const SECTIONS: &[(&str, Taken)] = &[
     ("quota", Taken::Live),
 ];
 
-struct NoVars;
-
-impl Vars for NoVars {
-    fn env(&self, _name: &str) -> Option<String> {
-        None
-    }
-
-    fn self_exe(&self) -> Option<String> {
-        Some("/usr/bin/switchyard".into())
-    }
-}
-
 const BASE: &str = "[upstreams.demo]\ncommand = \"demo\"\n";
 
 /// For each section applied at once or at a restart, a change of it (added to `BASE`).
@@ -78,8 +66,12 @@ const CHANGES: &[(&str, &str)] = &[
 ];
 
 fn load(text: &str) -> Config {
-    parse_str(Path::new("/nonexistent/switchyard.toml"), text, &NoVars)
-        .unwrap_or_else(|error| panic!("{error}\n{text}"))
+    parse_str(
+        Path::new("/nonexistent/switchyard.toml"),
+        text,
+        &ProcessVars,
+    )
+    .unwrap_or_else(|error| panic!("{error}\n{text}"))
 }
 
 #[test]

@@ -174,6 +174,12 @@ pub enum GatewayError {
     UnknownResource(String),
     #[error("{0}")]
     InvalidParams(String),
+    /// A tool call's arguments Switchyard does not pass on: they break the tool's input schema
+    /// (every problem named), or cannot be checked at a bounded cost. Answered as the tool's
+    /// own failure (`isError`), which a model reads and corrects, as 2025-11-25 asks of input
+    /// validation errors.
+    #[error("invalid arguments for tool `{tool}`:\n{}", bullets(.problems))]
+    InvalidArguments { tool: String, problems: Vec<String> },
     #[error("upstream `{upstream}` is unavailable: {reason}")]
     Unavailable {
         upstream: UpstreamName,
@@ -240,6 +246,7 @@ impl GatewayError {
             | Self::UnknownPrompt(_)
             | Self::UnknownResource(_)
             | Self::InvalidParams(_)
+            | Self::InvalidArguments { .. }
             | Self::Cancelled => Side::Downstream,
             Self::Unavailable { .. }
             | Self::UpstreamFailed { .. }
@@ -260,7 +267,9 @@ impl GatewayError {
             Self::UnknownResource(uri) => {
                 ErrorData::resource_not_found(message, Some(json!({ "uri": uri })))
             }
-            Self::InvalidParams(_) => ErrorData::invalid_params(message, None),
+            Self::InvalidParams(_) | Self::InvalidArguments { .. } => {
+                ErrorData::invalid_params(message, None)
+            }
             Self::Cancelled => ErrorData::invalid_request(message, None),
             Self::UpstreamRpc { error, .. } => error,
             Self::Unavailable { upstream, .. } | Self::UpstreamFailed { upstream, .. } => {
@@ -302,8 +311,16 @@ impl GatewayError {
         }
     }
 
-    /// The JSON-RPC error answer to request `id` (JSON text) of a client of `era`.
+    /// The answer to request `id` (JSON text) of a client of `era`: a JSON-RPC error, or, for
+    /// arguments not passed on, the tool's failed result.
     pub fn answer(self, id: &str, era: Era) -> Bytes {
+        if let Self::InvalidArguments { .. } = &self {
+            let result = serde_json::json!({
+                "content": [{"type": "text", "text": self.to_string()}],
+                "isError": true,
+            });
+            return wire::write::response(id, &result.to_string());
+        }
         let mut data = self.into_error_data();
         if era == Era::Modern && data.code == ErrorCode::RESOURCE_NOT_FOUND {
             // 2026-07-28 reports a missing resource as invalid params.
@@ -335,6 +352,15 @@ impl GatewayError {
             other => other,
         }
     }
+}
+
+/// Each of `problems` on a line of its own, as a list.
+fn bullets(problems: &[String]) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|problem| format!("- {problem}"))
+        .collect();
+    lines.join("\n")
 }
 
 /// A duration as a person would say it: whole minutes from two minutes on (rounded to the

@@ -73,8 +73,9 @@ pub struct Record<'a> {
 /// request reached an upstream (an unrouted one was refused).
 pub fn outcome_of(answer: &[u8], routed: bool) -> (&'static str, Option<i64>) {
     match wire::parse(answer) {
+        // A tool's failure, or, unrouted, the arguments Switchyard did not pass on.
         Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
-            ("tool_error", None)
+            (if routed { "tool_error" } else { "refused" }, None)
         }
         Ok(wire::Message::Response { .. }) => ("ok", None),
         Ok(wire::Message::Error { error, .. }) => {

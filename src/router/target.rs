@@ -82,14 +82,15 @@ fn check_arguments(
         })?),
         None => None,
     };
-    check.check(parsed.as_ref()).map_err(|error| {
-        GatewayError::InvalidParams(match error {
-            ArgumentError::Invalid(why) => format!("invalid arguments for tool `{name}`: {why}"),
-            ArgumentError::TooCostly(why) => {
-                format!("the arguments for tool `{name}` cannot be checked: {why}")
-            }
+    check
+        .check(parsed.as_ref())
+        .map_err(|error| GatewayError::InvalidArguments {
+            tool: name.to_owned(),
+            problems: match error {
+                ArgumentError::Invalid(problems) => problems,
+                ArgumentError::TooCostly(why) => vec![format!("they cannot be checked: {why}")],
+            },
         })
-    })
 }
 
 impl Target {

@@ -16,6 +16,7 @@ mod handler;
 mod id;
 mod inlined;
 mod listen;
+mod modern;
 mod notify;
 mod search;
 mod serve;

@@ -102,6 +102,10 @@ pub fn serve(
                 ct: &ct,
             };
             let answer = serving.answer(found, outlet).await;
+            let answer = match request.era {
+                Era::Modern => super::modern::shaped(request.method(), answer),
+                Era::Legacy => answer,
+            };
             let failed = wire::is_error_answer(&answer);
             timer.finish(if failed { Outcome::Error } else { Outcome::Ok });
             if failed {

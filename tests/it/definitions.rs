@@ -203,12 +203,14 @@ pub async fn call(
         .chain(std::iter::once(body.as_str()))
         .find_map(|line| serde_json::from_str::<Value>(line).ok())
         .unwrap_or_else(|| panic!("no answer in {body}"));
+    let text = message["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     match message.get("error") {
         Some(error) => Err(format!("{} {}", error["code"], error["message"])),
-        None => Ok(message["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()),
+        None if message["result"]["isError"] == true => Err(format!("isError {text}")),
+        None => Ok(text),
     }
 }
 
@@ -289,8 +291,9 @@ async fn a_broken_definition_leaves_the_rest_of_its_upstream_served() {
     );
 }
 
-/// A call whose arguments break the tool's schema is refused, naming what is wrong, and the
-/// upstream never sees it; with `validate_arguments = false` it goes on as it is.
+/// A call whose arguments break the tool's schema is refused, as the tool's failed result (a
+/// model reads it and corrects the call) naming every problem, and the upstream never sees it;
+/// with `validate_arguments = false` it goes on as it is. An unknown tool stays an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arguments_that_break_the_schema_never_reach_the_upstream() {
     let checked = Scripted::start(json!({"tools": [checked_tool()]})).await;
@@ -310,11 +313,23 @@ async fn arguments_that_break_the_schema_never_reach_the_upstream() {
     )
     .await
     .unwrap_err();
-    assert!(refused.starts_with("-32602"), "{refused}");
+    assert!(refused.starts_with("isError"), "{refused}");
     assert!(
         refused.contains("/depth") && refused.contains("type"),
         "{refused}"
     );
+    // Every problem, each on a line of its own.
+    let both = call(&url, &session, "checked__walk", json!({"depth": -1}))
+        .await
+        .unwrap_err();
+    assert!(
+        both.contains("\n- ") && both.contains("required") && both.contains("/depth"),
+        "{both}"
+    );
+    let unknown = call(&url, &session, "checked__nothing", json!({}))
+        .await
+        .unwrap_err();
+    assert!(unknown.starts_with("-32602"), "{unknown}");
     assert!(
         !refused.contains("deep"),
         "the value sent is not repeated: {refused}"
@@ -341,14 +356,16 @@ async fn arguments_that_break_the_schema_never_reach_the_upstream() {
 
     // A stateless 2026-07-28 client is checked the same way.
     let modern = gw.modern_client().await;
-    let error = modern
+    let result = modern
         .call_tool(
             rmcp::model::CallToolRequestParams::new("checked__walk")
                 .with_arguments(json!({"path": 3}).as_object().unwrap().clone()),
         )
         .await
-        .unwrap_err();
-    assert!(error.to_string().contains("/path"), "{error}");
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let text = crate::harness::text(&result);
+    assert!(text.contains("/path"), "{text}");
     assert_eq!(checked.calls("walk").len(), 1);
 }
 

@@ -1,6 +1,9 @@
 //! The official TypeScript and Python SDK clients, through Switchyard with two upstreams
 //! (server-everything over stdio and the notes fixture over HTTP): each lists tools, calls a
 //! tool, calls one with progress, reads a resource, gets a prompt and answers an elicitation.
+//! The Python SDK's default client, which speaks 2026-07-28 to the gateway, does the same with
+//! upstreams of an earlier era, and every kind of answer it can get is checked against the
+//! protocol's published types.
 
 use serde_json::{Value, json};
 
@@ -88,4 +91,43 @@ async fn python_sdk_client() {
         "Python SDK",
     )
     .await;
+}
+
+/// The Python SDK's default client (`mcp.Client(url)`, 2026-07-28) through the gateway to
+/// upstreams of the session era: each answer in the 2026-07-28 shape (before, every call failed
+/// in the client: `resultType` missing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_default_client_gets_answers_of_its_era_from_older_upstreams() {
+    let (python, client) = deps::python();
+    let modern = client.with_file_name("modern.py");
+    let (_notes, gw) = two_upstreams().await;
+    let spec = json!({
+        "tool": {"name": "everything__echo", "args": {"message": "modern"}, "expect": "modern"},
+        "resource": {"prefix": "everything+"},
+        "prompt": {"name": "everything__args-prompt", "args": {"city": "Paris"}},
+        "completion": {
+            "prompt": "everything__completable-prompt", "argument": "department",
+            "value": "En", "expect": "Engineering"
+        }
+    });
+    let (steps, success) = script_steps(
+        tokio::process::Command::new(python)
+            .arg(&modern)
+            .arg(gw.url())
+            .arg(spec.to_string()),
+        "Python SDK (2026-07-28)",
+    )
+    .await;
+    for step in [
+        "shapes",
+        "connect",
+        "call_tool",
+        "read_resource",
+        "get_prompt",
+        "complete",
+    ] {
+        assert_eq!(steps[step]["ok"], true, "{step}: {}", steps[step]);
+    }
+    assert_eq!(steps["connect"]["protocol_version"], "2026-07-28");
+    assert!(success, "{steps:?}");
 }

@@ -43,11 +43,15 @@ pub struct ArgumentCheck {
     profile: Profile,
 }
 
+/// The most problems named for one call's arguments.
+pub const MOST_PROBLEMS: usize = 10;
+
 /// Why a call's arguments were not let through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArgumentError {
-    /// They break the schema: where and how, or that telling it would cost too much.
-    Invalid(String),
+    /// They break the schema: each problem, where and how (at most `MOST_PROBLEMS`), or that
+    /// telling it would cost too much.
+    Invalid(Vec<String>),
     /// Checking them would cost more than the budget: what to change.
     TooCostly(String),
 }
@@ -55,7 +59,8 @@ pub enum ArgumentError {
 impl fmt::Display for ArgumentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Invalid(why) | Self::TooCostly(why) => f.write_str(why),
+            Self::Invalid(problems) => f.write_str(&problems.join("; ")),
+            Self::TooCostly(why) => f.write_str(why),
         }
     }
 }
@@ -90,7 +95,8 @@ impl ArgumentCheck {
         Ok(Arc::new(Self { validator, profile }))
     }
 
-    /// Checks `arguments` (absent: none were given, as `{}`). The first failure is named by
+    /// Checks `arguments` (absent: none were given, as `{}`). Each failure (up to
+    /// `MOST_PROBLEMS`, where collecting them fits the budget; else the first) is named by
     /// where it is in the arguments and which rule of the schema it breaks; the values the
     /// client sent are never repeated.
     pub fn check(&self, arguments: Option<&Value>) -> Result<(), ArgumentError> {
@@ -107,18 +113,20 @@ impl ArgumentCheck {
         }
         let cost = match counted {
             Some(cost) => cost,
-            None if !self.profile.branches => return Err(self.explain(arguments)),
             None => self.afford(arguments)?,
         };
-        // Without `anyOf`/`oneOf`, the first failure is found without collecting others.
-        if !self.profile.branches || cost.explain <= EXPLAIN_BUDGET {
-            return Err(self.explain(arguments));
+        if cost.explain <= EXPLAIN_BUDGET {
+            return Err(self.explain_all(arguments));
         }
-        Err(ArgumentError::Invalid(
+        // Without `anyOf`/`oneOf`, the first failure is found without collecting others.
+        if !self.profile.branches {
+            return Err(self.explain_first(arguments));
+        }
+        Err(ArgumentError::Invalid(vec![
             "they do not match the tool's input schema (where is not said: its branches make \
              telling it cost more than Switchyard allows)"
                 .into(),
-        ))
+        ]))
     }
 
     /// What checking `arguments` costs, if it fits the budget.
@@ -146,19 +154,50 @@ impl ArgumentCheck {
         Ok(cost)
     }
 
-    /// The first failure of invalid `arguments`, by where it is and which rule it breaks.
-    fn explain(&self, arguments: &Value) -> ArgumentError {
-        let Err(error) = self.validator.validate(arguments) else {
-            return ArgumentError::Invalid("they do not match the tool's input schema".into());
-        };
-        let at = error.instance_path().as_str();
-        let at = if at.is_empty() { "/" } else { at };
-        ArgumentError::Invalid(format!(
-            "at `{at}`: {} (schema rule `{}`)",
-            error.masked(),
-            error.schema_path().as_str()
-        ))
+    /// Every failure of invalid `arguments` (the first `MOST_PROBLEMS`).
+    fn explain_all(&self, arguments: &Value) -> ArgumentError {
+        let mut problems: Vec<String> = self
+            .validator
+            .iter_errors(arguments)
+            .take(MOST_PROBLEMS + 1)
+            .map(|error| problem(&error))
+            .collect();
+        if problems.len() > MOST_PROBLEMS {
+            problems.truncate(MOST_PROBLEMS);
+            problems.push(format!(
+                "(only the first {MOST_PROBLEMS} problems are named)"
+            ));
+        }
+        if problems.is_empty() {
+            problems.push("they do not match the tool's input schema".into());
+        }
+        ArgumentError::Invalid(problems)
     }
+
+    /// The first failure of invalid `arguments`.
+    fn explain_first(&self, arguments: &Value) -> ArgumentError {
+        let problems = match self.validator.validate(arguments) {
+            Err(error) => vec![
+                problem(&error),
+                "(the first problem; telling every one would cost more than Switchyard allows)"
+                    .into(),
+            ],
+            Ok(()) => vec!["they do not match the tool's input schema".into()],
+        };
+        ArgumentError::Invalid(problems)
+    }
+}
+
+/// One failure, by where it is in the arguments and which rule of the schema it breaks, the
+/// value masked.
+fn problem(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().as_str();
+    let at = if at.is_empty() { "/" } else { at };
+    format!(
+        "at `{at}`: {} (schema rule `{}`)",
+        error.masked(),
+        error.schema_path().as_str()
+    )
 }
 
 /// How many values `arguments` has at each depth (itself at depth 0).

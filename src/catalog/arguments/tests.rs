@@ -17,7 +17,7 @@ fn schema(value: Value) -> JsonObject {
 
 fn invalid(error: ArgumentError) -> String {
     match error {
-        ArgumentError::Invalid(why) => why,
+        ArgumentError::Invalid(problems) => problems.join("\n"),
         other => panic!("expected an invalid-arguments error, got {other:?}"),
     }
 }
@@ -104,6 +104,38 @@ fn a_failure_names_its_path_and_rule_but_not_the_value() {
     assert!(!error.contains("secret-value"), "{error}");
     let missing = invalid(check.check(None).unwrap_err());
     assert!(missing.contains("required"), "{missing}");
+}
+
+#[test]
+fn every_problem_is_named_up_to_a_cap() {
+    let check = ArgumentCheck::compile(&schema(json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "depth": {"type": "integer", "minimum": 0},
+            "tags": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["path", "mode"]
+    })))
+    .unwrap();
+    let Err(ArgumentError::Invalid(problems)) =
+        check.check(Some(&json!({"depth": -1, "tags": ["a", 2]})))
+    else {
+        panic!("invalid")
+    };
+    assert_eq!(problems.len(), 4, "{problems:?}");
+    let all = problems.join("\n");
+    for expected in ["/depth", "/tags/1", "required"] {
+        assert!(all.contains(expected), "{expected} in {all}");
+    }
+    let many: Vec<i64> = (0..50).collect();
+    let Err(ArgumentError::Invalid(problems)) =
+        check.check(Some(&json!({"path": "/", "mode": 1, "tags": many})))
+    else {
+        panic!("invalid")
+    };
+    assert_eq!(problems.len(), MOST_PROBLEMS + 1, "{problems:?}");
+    assert!(problems[MOST_PROBLEMS].contains("only the first"));
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub fn client_answer(
 ) -> Bytes {
     let mapped = uris::expose_raw(scheme, upstream, kind, result);
     let result = mapped.as_deref().unwrap_or(result);
-    let shaped = shape_for(result, kind, era);
+    let shaped = shape_for(result, era);
     wire::write::response(id, shaped.as_deref().unwrap_or(result))
 }
 
@@ -201,8 +201,9 @@ pub(in crate::router) fn relay_error(
 }
 
 /// The result as a client of `era` expects it, if it must change: a legacy client gets no
-/// `resultType: "complete"`; a 2026-07-28 client gets caching hints on `resources/read`.
-fn shape_for(result: &str, kind: Routed, era: Era) -> Option<String> {
+/// `resultType: "complete"`. (A 2026-07-28 client's answer is put in its era's shape once, by
+/// `session::modern`, whatever path made it.)
+fn shape_for(result: &str, era: Era) -> Option<String> {
     match era {
         Era::Legacy if result.contains("\"resultType\"") => {
             let fields = Fields::of_text(result)?;
@@ -221,22 +222,6 @@ fn shape_for(result: &str, kind: Routed, era: Era) -> Option<String> {
                 },
                 &[],
             );
-            String::from_utf8(out).ok()
-        }
-        Era::Modern if kind == Routed::Resource && !result.contains("\"ttlMs\"") => {
-            let fields = Fields::of_text(result)?;
-            let incomplete = fields
-                .get("resultType")
-                .is_some_and(|t| t.get() != "\"complete\"");
-            if incomplete {
-                return None;
-            }
-            let mut out = Vec::with_capacity(result.len() + 40);
-            let mut added = vec![("ttlMs", "0")];
-            if fields.get("cacheScope").is_none() {
-                added.push(("cacheScope", "\"private\""));
-            }
-            fields.write(&mut out, |_| Edit::Keep, &added);
             String::from_utf8(out).ok()
         }
         _ => None,

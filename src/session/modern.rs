@@ -1,0 +1,98 @@
+//! A 2026-07-28 client's answer in its era's shape, whichever era the upstream that answered
+//! speaks: every result says its `resultType` (`"complete"` where an upstream of an earlier era
+//! says none), and a resource read carries the caching hints 2026-07-28 requires of it
+//! (`ttlMs`, `cacheScope`; as the lists say, nothing is cached, and nothing shared across
+//! users). Applied once, to the answer the request is given, whichever path made it.
+
+use bytes::Bytes;
+
+use crate::wire::{self, Edit, Fields};
+
+/// `answer` (to a request of `method`) with what 2026-07-28 requires of it that it lacks; the
+/// same bytes when it lacks nothing (an error, or a result already in shape).
+pub fn shaped(method: &str, answer: Bytes) -> Bytes {
+    reshaped(method, &answer).unwrap_or(answer)
+}
+
+/// The answer in shape, if it must change.
+fn reshaped(method: &str, answer: &[u8]) -> Option<Bytes> {
+    let Ok(wire::Message::Response { id, result }) = wire::parse(answer) else {
+        return None;
+    };
+    let fields = Fields::of(result)?;
+    let mut added: smallvec::SmallVec<[(&str, &str); 3]> = smallvec::SmallVec::new();
+    if fields.get("resultType").is_none() {
+        added.push(("resultType", "\"complete\""));
+    }
+    if method == "resources/read" {
+        if fields.get("ttlMs").is_none() {
+            added.push(("ttlMs", "0"));
+        }
+        if fields.get("cacheScope").is_none() {
+            added.push(("cacheScope", "\"private\""));
+        }
+    }
+    if added.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(result.get().len() + 64);
+    fields.write(&mut out, |_| Edit::Keep, &added);
+    let result = std::str::from_utf8(&out).ok()?;
+    Some(wire::write::response(id.get(), result))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn result_of(answer: &Bytes) -> Value {
+        serde_json::from_slice::<Value>(answer).unwrap()["result"].clone()
+    }
+
+    #[test]
+    fn an_earlier_eras_results_gain_what_2026_requires() {
+        let call = Bytes::from(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#);
+        let shaped_call = shaped("tools/call", call);
+        assert_eq!(
+            result_of(&shaped_call),
+            json!({"content": [], "resultType": "complete"})
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&shaped_call).unwrap()["id"],
+            7
+        );
+        let read = Bytes::from(r#"{"jsonrpc":"2.0","id":"r","result":{"contents":[]}}"#);
+        assert_eq!(
+            result_of(&shaped("resources/read", read)),
+            json!({"contents": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+        );
+        let empty = Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert_eq!(
+            result_of(&shaped("ping", empty)),
+            json!({"resultType": "complete"})
+        );
+    }
+
+    #[test]
+    fn what_is_in_shape_and_errors_go_as_they_are() {
+        for (method, answer) in [
+            (
+                "tools/call",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+            ),
+            (
+                "resources/read",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","contents":[],"ttlMs":5,"cacheScope":"public"}}"#,
+            ),
+            (
+                "tools/call",
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#,
+            ),
+        ] {
+            let answer = Bytes::from(answer);
+            assert_eq!(shaped(method, answer.clone()), answer);
+        }
+    }
+}

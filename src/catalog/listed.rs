@@ -13,7 +13,7 @@ use serde_json::Value;
 /// One definition: the SDK's model of it and, when it was read as sent, its JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed<T> {
-    model: T,
+    pub(super) model: T,
     /// The definition as the upstream wrote it, with the gateway's rewrites applied.
     sent: Option<Arc<JsonObject>>,
 }
@@ -68,7 +68,7 @@ impl<T: DeserializeOwned + Serialize> Listed<T> {
     }
 
     /// Sets field `key` of the JSON sent to `value` (the model is changed by the caller).
-    fn rewrite(&mut self, key: &str, value: Value) {
+    pub(super) fn rewrite(&mut self, key: &str, value: Value) {
         if let Some(sent) = &mut self.sent {
             Arc::make_mut(sent).insert(key.to_owned(), value);
         }

@@ -7,6 +7,7 @@
 //! Each snapshot serves its lists from JSON prepared once per page (`lists`).
 
 mod access;
+pub mod apps;
 mod arguments;
 mod listed;
 mod lists;
@@ -26,6 +27,7 @@ use bytes::Bytes;
 use rmcp::model::JsonObject;
 
 pub use access::{Access, ViewKey};
+pub use apps::UI_EXTENSION;
 pub use arguments::{ArgumentCheck, ArgumentError};
 pub use lists::CacheHint;
 
@@ -61,6 +63,8 @@ pub struct UpstreamCatalog {
     pub hints: ListHints,
     /// The upstream declared the 2026-07-28 tasks extension (its tools may answer with tasks).
     pub task_extension: bool,
+    /// The settings of the MCP Apps extension, if the upstream declared it.
+    pub ui_extension: Option<JsonObject>,
 }
 
 impl UpstreamCatalog {
@@ -165,6 +169,9 @@ pub struct Catalog {
     resource_owners: HashMap<String, UpstreamName>,
     template_owners: Vec<(TemplatePattern, UpstreamName)>,
     instructions: Option<String>,
+    /// The MCP Apps extension's settings, as the first upstream shown that declared it gave
+    /// them.
+    ui_extension: Option<JsonObject>,
     /// Increases with every snapshot; pagination cursors refer to it.
     generation: u64,
     versions: ListVersions,
@@ -217,6 +224,7 @@ impl Catalog {
             resource_owners: HashMap::new(),
             template_owners: Vec::new(),
             instructions: merge_instructions(&parts),
+            ui_extension: parts.iter().find_map(|(_, part)| part.ui_extension.clone()),
             generation: 0,
             versions: ListVersions::default(),
             lists: std::array::from_fn(|_| {
@@ -308,6 +316,7 @@ impl Catalog {
             let mut tool = tool.clone();
             let original = Arc::from(&*tool.name);
             tool.rename(&exposed);
+            tool.map_interface(|uri| self.scheme.expose_uri(upstream, uri));
             if let Some(description) = shape.and_then(|shape| shape.description) {
                 tool.describe(&description);
             }
@@ -472,6 +481,11 @@ impl Catalog {
     /// Instructions of the upstreams, each under its name.
     pub fn instructions(&self) -> Option<&str> {
         self.instructions.as_deref()
+    }
+
+    /// The MCP Apps extension's settings, if an upstream shown declared it.
+    pub fn ui_extension(&self) -> Option<&JsonObject> {
+        self.ui_extension.as_ref()
     }
 
     /// The route of an exposed tool name.

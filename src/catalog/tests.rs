@@ -36,6 +36,7 @@ fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalo
         checks: Default::default(),
         instructions: None,
         task_extension: false,
+        ui_extension: None,
         hints: Default::default(),
     })
 }

@@ -368,11 +368,19 @@ impl Gateway {
             .enable_tool_list_changed();
         // Tasks the 2026-07-28 way: an upstream's tools may answer with tasks, which
         // Switchyard relays (see `announce_tasks` for the legacy way).
-        let capabilities = if catalog.task_upstreams(Era::Modern).is_empty() {
+        let mut capabilities = if catalog.task_upstreams(Era::Modern).is_empty() {
             capabilities.build()
         } else {
             capabilities.enable_tasks().build()
         };
+        // MCP Apps, as an upstream offers them: its tools' interfaces are read through the
+        // gateway (see `catalog::apps`).
+        if let Some(settings) = catalog.ui_extension() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(crate::catalog::UI_EXTENSION.to_owned(), settings.clone());
+        }
         let mut info = ServerConfig::new(capabilities).with_server_info(
             Implementation::new("switchyard", env!("CARGO_PKG_VERSION"))
                 .with_title("Switchyard MCP gateway"),

@@ -91,6 +91,11 @@ pub async fn discover(
     rejected.extend(rejected_resources);
     rejected.extend(rejected_templates);
     let tools = distinct(tools, &mut rejected);
+    let ui_extension = crate::catalog::apps::offered(
+        (caps.extensions.as_ref())
+            .and_then(|extensions| extensions.get(crate::catalog::UI_EXTENSION)),
+        &tools,
+    );
     Ok(UpstreamCatalog {
         tools,
         prompts,
@@ -100,6 +105,7 @@ pub async fn discover(
         checks: Default::default(),
         instructions: server.instructions.clone(),
         task_extension: caps.supports_tasks(),
+        ui_extension,
         hints: ListHints {
             tools: tools_hint,
             prompts: prompts_hint,

@@ -176,6 +176,18 @@ impl Upstream {
                 .with_form(FormElicitationCapability::default())
                 .with_url(UrlElicitationCapability::default()),
         );
+        // MCP Apps: the gateway relays a tool's interface (see `catalog::apps`), so servers
+        // that offer one only to hosts that render them offer it here.
+        let mut apps = rmcp::model::JsonObject::new();
+        apps.insert(
+            "mimeTypes".into(),
+            serde_json::json!([crate::catalog::apps::APP_MIME_TYPE]),
+        );
+        capabilities.extensions = Some(
+            [(crate::catalog::UI_EXTENSION.to_owned(), apps)]
+                .into_iter()
+                .collect(),
+        );
         let holder = Holder {
             hook: self.request_hook(principal).await,
             scope: theirs.then(|| principal.clone()),
@@ -323,14 +335,24 @@ struct Holder {
 }
 
 /// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation,
-/// and the sampling and elicitation it runs as tasks. Extensions (2026-07-28 tasks, say) are
-/// left out, since their requests would have nowhere to go.
+/// the sampling and elicitation it runs as tasks, and MCP Apps (whose interfaces are read
+/// through the gateway). Other extensions (2026-07-28 tasks, say) are left out, since their
+/// requests would have nowhere to go.
 fn relayable(home: &Downstream) -> (ClientCapabilities, TaskSupport) {
     let client = &home.capabilities;
     let mut capabilities = ClientCapabilities::default();
     capabilities.roots = client.roots.clone().map(|_| RootsCapabilities::default());
     capabilities.sampling = client.sampling.clone();
     capabilities.elicitation = client.elicitation.clone();
+    let apps = (client.extensions.as_ref())
+        .and_then(|extensions| extensions.get(crate::catalog::UI_EXTENSION));
+    if let Some(apps) = apps {
+        capabilities.extensions = Some(
+            [(crate::catalog::UI_EXTENSION.to_owned(), apps.clone())]
+                .into_iter()
+                .collect(),
+        );
+    }
     let tasks = home
         .asks
         .as_ref()

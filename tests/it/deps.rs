@@ -112,7 +112,11 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
         ensure(
             &dir,
             &["python/requirements.txt"],
-            &["python/client.py", "python/modern.py"],
+            &[
+                "python/client.py",
+                "python/modern.py",
+                "python/apps_server.py",
+            ],
             |dir| {
                 let venv = dir.join("venv");
                 let _ = fs::remove_dir_all(&venv);

@@ -18,6 +18,8 @@ pub const DEFAULT_SESSIONS: u32 = 64;
 /// Requests a second per principal, where users authenticate, and the burst above it.
 pub const DEFAULT_RATE: f64 = 100.0;
 pub const DEFAULT_BURST: u32 = 200;
+/// How long a 2026-07-28 client has to retry a call with its answers (seconds).
+const DEFAULT_INPUT_WAIT: u32 = 300;
 
 /// `[limits]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -28,6 +30,7 @@ pub struct RawLimits {
     pub max_concurrent_requests_per_principal: Option<u32>,
     pub requests_per_second_per_principal: Option<f64>,
     pub burst_per_principal: Option<u32>,
+    pub input_wait_seconds: Option<u32>,
 }
 
 /// What one client may ask; `None`: unlimited.
@@ -41,6 +44,9 @@ pub struct Limits {
     pub max_concurrent_per_principal: Option<u32>,
     /// A token bucket per principal: `rate` requests a second, up to `burst` at once.
     pub rate_per_principal: Option<Rate>,
+    /// How long a call of a 2026-07-28 client waits, after it was answered `input_required`,
+    /// for the client to retry it with its answers (the upstream waits that long for them).
+    pub input_wait: std::time::Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,6 +63,7 @@ impl Default for Limits {
             max_sessions_per_principal: None,
             max_concurrent_per_principal: None,
             rate_per_principal: None,
+            input_wait: std::time::Duration::from_secs(DEFAULT_INPUT_WAIT.into()),
         }
     }
 }
@@ -110,6 +117,7 @@ impl Checker<'_> {
             raw.max_requests_in_flight_per_session,
         );
         let burst = positive("burst_per_principal", raw.burst_per_principal);
+        let input_wait = positive("input_wait_seconds", raw.input_wait_seconds);
         let sessions = cap(
             raw.max_sessions_per_principal,
             defaults.max_sessions_per_principal,
@@ -143,12 +151,18 @@ impl Checker<'_> {
         if max_json_depth.is_some_and(|depth| depth > 1000) {
             self.problem("limits.max_json_depth", "must be at most 1000");
         }
+        if input_wait.is_some_and(|seconds| seconds > 3600) {
+            self.problem("limits.input_wait_seconds", "must be at most 3600");
+        }
         Limits {
             max_json_depth: max_json_depth.unwrap_or(DEFAULT_JSON_DEPTH),
             max_in_flight_per_session: in_flight.unwrap_or(DEFAULT_IN_FLIGHT_PER_SESSION),
             max_sessions_per_principal: sessions,
             max_concurrent_per_principal: concurrent,
             rate_per_principal: rate,
+            input_wait: std::time::Duration::from_secs(
+                input_wait.unwrap_or(DEFAULT_INPUT_WAIT).into(),
+            ),
         }
     }
 }

@@ -30,7 +30,7 @@ use super::{
 use crate::wire;
 
 /// A client's answer: its result, or its error, as JSON text.
-type Answer = Result<Box<RawValue>, Box<RawValue>>;
+pub(super) type Answer = Result<Box<RawValue>, Box<RawValue>>;
 
 /// This process's tag, in the bits of a request id above the session's count: random, below
 /// 2^20, so that ids stay exact in a JavaScript number (below 2^53).
@@ -137,10 +137,13 @@ pub async fn ask_client_raw(
     abandoned: &CancellationToken,
 ) -> Result<Box<RawValue>, ErrorData> {
     let Some(asks) = &target.asks else {
-        return Err(cannot_forward(
-            what,
-            "the client uses protocol 2026-07-28, which cannot receive requests during a call",
-        ));
+        return match &target.bridge {
+            Some(bridge) => bridge.ask(method, params, abandoned).await,
+            None => Err(cannot_forward(
+                what,
+                "the client uses protocol 2026-07-28, which cannot receive requests during a call",
+            )),
+        };
     };
     let id = process_tag() | (asks.next.fetch_add(1, Ordering::Relaxed) & 0xFFFF_FFFF);
     let (sender, answer) = oneshot::channel();
@@ -158,13 +161,7 @@ pub async fn ask_client_raw(
         .await
         .map_err(|closed| not_answered(&closed.to_string()))?;
     tokio::select! {
-        answer = answer => match answer {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-                not_answered("its error answer is not a valid JSON-RPC error")
-            })),
-            Err(_) => Err(not_answered("its session ended")),
-        },
+        answer = answer => opened(answer, "its session ended"),
         _ = abandoned.cancelled() => {
             cancel_at_client(&target.outlet, id);
             Err(ErrorData::internal_error("cancelled by the upstream server", None))
@@ -181,7 +178,20 @@ fn cancel_at_client(outlet: &Outlet, id: u64) {
     ));
 }
 
-fn not_answered(why: &str) -> ErrorData {
+/// The client's answer as the asker takes it; `ended`: why there is none, if there is none.
+pub(super) fn opened(
+    answer: Result<Answer, oneshot::error::RecvError>,
+    ended: &str,
+) -> Result<Box<RawValue>, ErrorData> {
+    match answer {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(error)) => Err(serde_json::from_str(error.get())
+            .unwrap_or_else(|_| not_answered("its error answer is not a valid JSON-RPC error"))),
+        Err(_) => Err(not_answered(ended)),
+    }
+}
+
+pub(super) fn not_answered(why: &str) -> ErrorData {
     ErrorData::internal_error(format!("the client did not answer: {why}"), None)
 }
 
@@ -248,6 +258,7 @@ mod tests {
         let client = Arc::new(Downstream {
             outlet: Outlet::Session(Arc::new(Standalone::default())),
             asks: Some(asks.clone()),
+            bridge: None,
             progress_token: None,
             capabilities: Arc::default(),
             principal: Principal::default(),

@@ -9,6 +9,7 @@
 #![allow(deprecated)]
 
 mod asks;
+mod bridge;
 mod outlet;
 mod pipe;
 mod shared_stream;
@@ -22,6 +23,7 @@ use std::sync::{
 use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken};
 
 pub use asks::{Asks, ask_client, ask_client_raw, cannot_forward, check_capability, kind};
+pub use bridge::{Bridge, CLIENT_REQUESTS, Question};
 pub use outlet::{Attached, Outlet, Standalone};
 pub use tasks::{Report, Reports, STATUS as TASK_STATUS, TaskRequest, TaskSupport};
 
@@ -45,6 +47,9 @@ pub struct Downstream {
     /// Where the client's answers to requests sent to it arrive; `None` for a 2026-07-28
     /// request, whose client cannot be sent requests while it waits.
     pub asks: Option<Arc<Asks>>,
+    /// For a 2026-07-28 request: where the questions of an upstream of an earlier era go, to
+    /// be asked with `input_required` (`None` where they cannot be).
+    pub bridge: Option<Bridge>,
     /// The token the client asked progress for, if it did.
     pub progress_token: Option<ProgressToken>,
     /// What the client declared it can answer.

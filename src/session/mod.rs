@@ -18,6 +18,7 @@ mod inlined;
 mod listen;
 mod modern;
 mod notify;
+mod parked;
 mod search;
 mod serve;
 mod subscribed;
@@ -39,7 +40,8 @@ use tokio_util::sync::CancellationToken;
 pub use handler::{announce_tasks, negotiate};
 pub use id::{SessionIds, Ticket};
 pub use notify::{ListWatcher, spawn_list_notifier};
-pub use serve::{Served, has_modern_meta, meta_version, serve};
+pub use parked::Parked;
+pub use serve::{Client, Served, has_modern_meta, meta_version, serve};
 pub use table::{SessionTable, TableEars};
 pub use takeover::spawn_takeover;
 pub use upstreams::{SessionUpstreams, Source};
@@ -107,6 +109,7 @@ impl Session {
         let home = Arc::new(Downstream {
             outlet: Outlet::Session(Arc::new(Standalone::default())),
             asks: Some(Arc::new(Asks::new(tasks))),
+            bridge: None,
             progress_token: None,
             capabilities: Arc::new(client.capabilities.clone()),
             principal,

@@ -24,12 +24,13 @@ use super::{
     Session, audited, cached,
     handler::SessionHandler,
     inlined,
+    parked::{self, Parked},
     search::{self, GatewayTool},
     upstreams::Source,
 };
 use crate::{
     catalog::ListKind,
-    downstream::{Downstream, LogLevel, Outlet, PipeReceiver, pipe},
+    downstream::{Bridge, Downstream, LogLevel, Outlet, PipeReceiver, pipe},
     error::GatewayError,
     gateway::Gateway,
     metrics::Outcome,
@@ -54,15 +55,25 @@ pub struct Served {
     pub messages: PipeReceiver,
 }
 
-/// Starts answering `request`, of `session`'s client if it is a session's. `found`: where a
-/// routed request goes, if the front looked it up already (a 2026-07-28 tool call, whose
-/// headers must agree with its params).
+/// Whose request it is: a session's, or one that stands alone (a 2026-07-28 client's, whose
+/// calls wait in `parked` when an upstream asks it something).
+pub enum Client {
+    Session(Arc<Session>),
+    Alone(Arc<Parked>),
+}
+
+/// Starts answering `request` of `client`. `found`: where a routed request goes, if the front
+/// looked it up already (a 2026-07-28 tool call, whose headers must agree with its params).
 pub fn serve(
     gateway: &Arc<Gateway>,
     request: Request,
-    session: Option<Arc<Session>>,
+    client: Client,
     found: Option<Result<Target, GatewayError>>,
 ) -> Served {
+    let (session, parked) = match client {
+        Client::Session(session) => (Some(session), None),
+        Client::Alone(parked) => (None, Some(parked)),
+    };
     let (sender, messages) = pipe(OUTLET_CAPACITY);
     let gateway = gateway.clone();
     // A traced request runs in its server span. Otherwise this one is built only when debug
@@ -95,13 +106,22 @@ pub fn serve(
                 stream: sender,
                 session: session.as_ref().map(|session| session.standalone().clone()),
             };
-            let serving = Serving {
-                gateway: &gateway,
-                request: &request,
-                session: session.as_ref(),
-                ct: &ct,
+            let bridged = parked.as_ref().filter(|_| {
+                request.era == Era::Modern && Routed::of_method(request.method()).is_some()
+            });
+            let answer = match bridged {
+                Some(parked) => bridged_answer(&gateway, parked, &request, found, outlet).await,
+                None => {
+                    let serving = Serving {
+                        gateway: &gateway,
+                        request: &request,
+                        session: session.as_ref(),
+                        ct: &ct,
+                        bridge: None,
+                    };
+                    serving.answer(found, outlet).await
+                }
             };
-            let answer = serving.answer(found, outlet).await;
             let answer = match request.era {
                 Era::Modern => super::modern::shaped(request.method(), answer),
                 Era::Legacy => answer,
@@ -119,12 +139,45 @@ pub fn serve(
     Served { work, messages }
 }
 
+/// A routed request of a 2026-07-28 client: the retry of a call waiting for its answers goes
+/// on with that call; any other is answered with a bridge for the questions its upstream may
+/// ask (see `parked`).
+async fn bridged_answer(
+    gateway: &Arc<Gateway>,
+    parked: &Arc<Parked>,
+    request: &Arc<Request>,
+    found: Option<Result<Target, GatewayError>>,
+    outlet: Outlet,
+) -> Bytes {
+    if let Some(state) = parked::state_of(request) {
+        return parked.resume(request, &state).await;
+    }
+    let (bridge, questions) = Bridge::new();
+    let work = {
+        let (gateway, request) = (gateway.clone(), request.clone());
+        Box::pin(async move {
+            let serving = Serving {
+                gateway: &gateway,
+                request: &request,
+                session: None,
+                ct: &CancellationToken::new(),
+                bridge: Some(&bridge),
+            };
+            serving.answer(found, outlet).await
+        })
+    };
+    let wait = request.live.config.limits.input_wait;
+    parked.run(request, wait, work, questions).await
+}
+
 /// One request being answered, and what it is answered with.
 struct Serving<'a> {
     gateway: &'a Arc<Gateway>,
     request: &'a Arc<Request>,
     session: Option<&'a Arc<Session>>,
     ct: &'a CancellationToken,
+    /// Where an upstream's questions for a 2026-07-28 client go, if they can be asked.
+    bridge: Option<&'a Bridge>,
 }
 
 impl Serving<'_> {
@@ -351,6 +404,7 @@ impl Serving<'_> {
             return Arc::new(Downstream {
                 outlet,
                 asks: home.asks.clone(),
+                bridge: None,
                 progress_token,
                 capabilities: home.capabilities.clone(),
                 principal,
@@ -368,6 +422,7 @@ impl Serving<'_> {
         Arc::new(Downstream {
             outlet,
             asks: None,
+            bridge: self.bridge.cloned(),
             progress_token,
             capabilities: Arc::new(capabilities),
             principal,

@@ -45,9 +45,16 @@ pub struct SessionTable {
     active: IntGauge,
     opened: IntCounter,
     resumed: IntCounter,
+    /// Calls of clients without sessions (2026-07-28) waiting for their answers.
+    parked: Arc<super::Parked>,
 }
 
 impl SessionTable {
+    /// Where calls of clients without sessions wait for their answers.
+    pub fn parked(&self) -> &Arc<super::Parked> {
+        &self.parked
+    }
+
     /// A table whose sessions close after `idle_timeout` without a request; its sweeper runs
     /// until `shutdown`.
     pub fn new(
@@ -59,6 +66,7 @@ impl SessionTable {
         let table = Arc::new(Self {
             sessions: DashMap::new(),
             by_hash: DashMap::new(),
+            parked: Arc::default(),
             renewed_at: AtomicU64::new(0),
             recoveries: AtomicU64::new(0),
             store,

@@ -96,6 +96,7 @@ mod tests {
         Arc::new(Downstream {
             outlet: Outlet::Session(Arc::new(Standalone::default())),
             asks: Some(Arc::new(Asks::default())),
+            bridge: None,
             progress_token: None,
             capabilities: Arc::default(),
             principal: Principal::default(),

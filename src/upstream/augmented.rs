@@ -1,9 +1,10 @@
-//! Task-augmented requests between Switchyard and an upstream, which rmcp's model of the
-//! 2025-11-25 protocol does not carry. An upstream's `sampling/createMessage` or
-//! `elicitation/create` with `params.task` is lifted, as it comes off the wire, into a custom
-//! request with its params whole (rmcp's typed request would drop `task`, and its handler
-//! could not answer with a task); and the `tasks` capability a connection declares is written
-//! into its `initialize` (the model of the capabilities has no place for it).
+//! What rmcp's model of the protocol would change between Switchyard and an upstream. An
+//! upstream's request for a client (`sampling/createMessage`, `elicitation/create`,
+//! `roots/list`) is lifted, as it comes off the wire, into a custom request with its params
+//! whole: rmcp's typed request would round its numbers, drop the fields it does not know
+//! (`task` among them, so that its handler could not answer with a task) and add defaults. And
+//! the `tasks` capability a connection declares is written into its `initialize` (the model of
+//! the capabilities has no place for it).
 
 use futures::{StreamExt, stream::BoxStream};
 use rmcp::{
@@ -18,23 +19,24 @@ use serde_json::Value;
 use sse_stream::Sse;
 use tokio::sync::mpsc;
 
-use crate::{
-    downstream::TaskRequest,
-    wire::{self, Fields},
-};
+use crate::{downstream::CLIENT_REQUESTS, wire};
 
-/// `message` as a custom request, if it is a request an upstream asks to run as a task; `None`
-/// for everything else, which takes rmcp's typed path.
+/// `message` as a custom request with its params whole, if it is a request for a client
+/// (sampling, elicitation, roots; to run as a task or not); `None` for everything else, which
+/// takes rmcp's typed path.
 pub fn lift(message: &[u8]) -> Option<ServerJsonRpcMessage> {
     let wire::Message::Request(request) = wire::parse(message).ok()? else {
         return None;
     };
-    TaskRequest::of_method(request.method)?;
-    let params = request.params?;
-    Fields::of(params)?.get("task")?;
+    let method = *CLIENT_REQUESTS
+        .iter()
+        .find(|known| **known == request.method)?;
     let id = serde_json::from_str::<RequestId>(request.id.get()).ok()?;
-    let params = serde_json::from_str::<Value>(params.get()).ok()?;
-    let custom = CustomRequest::new(request.method, Some(params));
+    let params = match request.params {
+        Some(params) => Some(serde_json::from_str::<Value>(params.get()).ok()?),
+        None => None,
+    };
+    let custom = CustomRequest::new(method, params);
     Some(ServerJsonRpcMessage::request(
         ServerRequest::CustomRequest(custom),
         id,
@@ -101,7 +103,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_request_to_run_as_a_task_is_lifted_whole_and_others_are_not() {
+    fn requests_for_a_client_are_lifted_whole_and_others_are_not() {
         let asked = br#"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"task":{"ttl":300000},"messages":[],"maxTokens":10}}"#;
         let Some(JsonRpcMessage::Request(request)) = lift(asked) else {
             panic!("lifted");
@@ -113,13 +115,39 @@ mod tests {
         assert_eq!(custom.method, "sampling/createMessage");
         assert_eq!(custom.params.unwrap()["task"], json!({"ttl": 300000}));
 
-        let plain = br#"{"jsonrpc":"2.0","id":8,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}}"#;
-        assert!(
-            lift(plain).is_none(),
-            "a plain request takes the typed path"
+        let plain = br#"{"jsonrpc":"2.0","id":8,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":10,"temperature":0.7,"x-unknown":{"kept":true}}}"#;
+        let Some(JsonRpcMessage::Request(request)) = lift(plain) else {
+            panic!("lifted");
+        };
+        let ServerRequest::CustomRequest(custom) = request.request else {
+            panic!("a custom request");
+        };
+        assert_eq!(
+            custom.params.unwrap().to_string(),
+            r#"{"messages":[],"maxTokens":10,"temperature":0.7,"x-unknown":{"kept":true}}"#,
+            "numbers, unknown fields and the order of fields as written"
         );
-        let roots = br#"{"jsonrpc":"2.0","id":9,"method":"roots/list","params":{"task":{}}}"#;
-        assert!(lift(roots).is_none(), "roots never run as tasks");
+        let elicit = br#"{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}"#;
+        let Some(JsonRpcMessage::Request(request)) = lift(elicit) else {
+            panic!("lifted");
+        };
+        let ServerRequest::CustomRequest(custom) = request.request else {
+            panic!("a custom request");
+        };
+        assert!(
+            custom.params.unwrap().get("mode").is_none(),
+            "nothing added"
+        );
+        let roots = br#"{"jsonrpc":"2.0","id":9,"method":"roots/list"}"#;
+        let Some(JsonRpcMessage::Request(request)) = lift(roots) else {
+            panic!("lifted");
+        };
+        let ServerRequest::CustomRequest(custom) = request.request else {
+            panic!("a custom request");
+        };
+        assert_eq!(custom.params, None, "params absent stay absent");
+        let ping = br#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#;
+        assert!(lift(ping).is_none(), "other requests take the typed path");
         let answer = br#"{"jsonrpc":"2.0","id":9,"result":{"task":{}}}"#;
         assert!(lift(answer).is_none());
     }

@@ -9,19 +9,21 @@
 // Sampling, roots and logging are deprecated by SEP-2577 but still used on the legacy protocol.
 #![allow(deprecated)]
 
+mod questions;
 mod tasks;
 
 use std::sync::Arc;
 
+use serde::{Serialize, de::DeserializeOwned};
+
 use rmcp::{
     ClientHandler, ErrorData,
     model::{
-        ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
-        CreateMessageRequestParams, CreateMessageResult, CustomNotification, CustomRequest,
-        CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
-        ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotification,
-        LoggingMessageNotificationParam, ProtocolVersion, RequestParamsMeta,
-        ResourceUpdatedNotificationParam, Root, ServerNotification, ServerRequest,
+        ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+        CustomNotification, CustomRequest, CustomResult, ElicitRequestParams, ElicitResult,
+        Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotification,
+        LoggingMessageNotificationParam, ProtocolVersion, ResourceUpdatedNotificationParam,
+        ServerNotification, ServerRequest,
     },
     service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
 };
@@ -29,7 +31,7 @@ use tokio::sync::mpsc;
 
 use super::relay::{Arrival, Relay, send_notification};
 use crate::{
-    downstream::{Downstream, TaskSupport, ask_client, cannot_forward, check_capability, kind},
+    downstream::{Downstream, TaskSupport, cannot_forward, check_capability, kind},
     names::UpstreamName,
     principal::Principal,
 };
@@ -101,12 +103,9 @@ impl UpstreamClient {
         context: &RequestContext<RoleClient>,
         request: &ServerRequest,
     ) -> Result<Arc<Downstream>, ErrorData> {
-        self.target_if_any(context, request).await?.ok_or_else(|| {
-            cannot_forward(
-                kind(request),
-                "no client request was in flight on this shared upstream session",
-            )
-        })
+        self.target_if_any(context, request)
+            .await?
+            .ok_or_else(|| no_client(request))
     }
 
     /// `target`, or none if no client's request was in flight at all (the upstream asks on
@@ -128,7 +127,7 @@ impl UpstreamClient {
             }
             return Ok(None);
         };
-        if target.is_stateless() {
+        if target.is_stateless() && target.bridge.is_none() {
             return Err(cannot_forward(
                 kind(request),
                 "the client uses protocol 2026-07-28, which cannot receive requests during a call",
@@ -139,30 +138,44 @@ impl UpstreamClient {
     }
 }
 
-impl UpstreamClient {
-    /// Gives back to `params` (of a request for the client) the `_meta` rmcp took out of them
-    /// into `context`, with the task it concerns named as the client knows that task.
-    fn restore_meta(
-        &self,
-        params: &mut impl RequestParamsMeta,
-        context: &RequestContext<RoleClient>,
-    ) {
-        let meta = params.meta_mut();
-        if meta.is_none() && !context.meta.0.is_empty() {
-            *meta = Some(context.meta.clone());
-        }
-        if let Some(meta) = meta {
-            self.relate(meta);
-        }
-    }
+/// The error an upstream gets for a request no client's request was in flight for.
+fn no_client(request: &ServerRequest) -> ErrorData {
+    cannot_forward(
+        kind(request),
+        "no client request was in flight on this shared upstream session",
+    )
 }
 
-fn unexpected(result: ClientResult) -> ErrorData {
-    ErrorData::new(
-        ErrorCode::INTERNAL_ERROR,
-        format!("the client answered with an unexpected result: {result:?}"),
-        None,
-    )
+impl UpstreamClient {
+    /// A request rmcp read itself, asked as written (see `questions`): its params as rmcp
+    /// gives them, with the `_meta` rmcp took out of them; the answer in rmcp's type.
+    async fn ask_typed<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<impl Serialize>,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<R, ErrorData> {
+        let mut params = match params.map(serde_json::to_value).transpose() {
+            Ok(params) => params,
+            Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
+        };
+        if !context.meta.0.is_empty() {
+            let params = params.get_or_insert_with(|| serde_json::json!({}));
+            if let Some(object) = params.as_object_mut()
+                && !object.contains_key("_meta")
+                && let Ok(meta) = serde_json::to_value(&context.meta)
+            {
+                object.insert("_meta".into(), meta);
+            }
+        }
+        let answer = self.ask_plainly(method, params, context).await?;
+        serde_json::from_value(answer.0).map_err(|error| {
+            ErrorData::internal_error(
+                format!("the client answered with an unexpected result: {error}"),
+                None,
+            )
+        })
+    }
 }
 
 /// How Switchyard introduces itself to upstreams it connects to on its own behalf.
@@ -177,61 +190,27 @@ impl ClientHandler for UpstreamClient {
 
     async fn create_message(
         &self,
-        mut params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.restore_meta(&mut params, &context);
-        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-        let target = self.target(&context, &request).await?;
-        match ask_client(&target, request, &context.ct).await? {
-            ClientResult::CreateMessageResult(result) => Ok(*result),
-            other => Err(unexpected(other)),
-        }
+        self.ask_typed("sampling/createMessage", Some(params), &context)
+            .await
     }
 
     async fn create_elicitation(
         &self,
-        mut params: ElicitRequestParams,
+        params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        self.restore_meta(&mut params, &context);
-        let url_id = match &params {
-            ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } => {
-                Some(elicitation_id.clone())
-            }
-            _ => None,
-        };
-        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-        let target = self.target(&context, &request).await?;
-        if let Some(id) = url_id {
-            // Its completion, announced later, goes to the same client.
-            self.relay.elicitation_sent(id, target.clone());
-        }
-        match ask_client(&target, request, &context.ct).await? {
-            ClientResult::ElicitResult(result) => Ok(result),
-            other => Err(unexpected(other)),
-        }
+        self.ask_typed("elicitation/create", Some(params), &context)
+            .await
     }
 
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
-        let Some(target) = self.target_if_any(&context, &request).await? else {
-            // Asked on the upstream's own account: the roots configured for it (none unless
-            // `roots` names some).
-            let roots = self
-                .roots
-                .iter()
-                .map(|uri| Root::new(uri.clone()))
-                .collect();
-            return Ok(ListRootsResult::new(roots));
-        };
-        match ask_client(&target, request, &context.ct).await? {
-            ClientResult::ListRootsResult(result) => Ok(result),
-            other => Err(unexpected(other)),
-        }
+        self.ask_typed("roots/list", None::<()>, &context).await
     }
 
     async fn on_custom_request(

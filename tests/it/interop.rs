@@ -2,8 +2,8 @@
 //! (server-everything over stdio and the notes fixture over HTTP): each lists tools, calls a
 //! tool, calls one with progress, reads a resource, gets a prompt and answers an elicitation.
 //! The Python SDK's default client, which speaks 2026-07-28 to the gateway, does the same with
-//! upstreams of an earlier era, and every kind of answer it can get is checked against the
-//! protocol's published types.
+//! upstreams of an earlier era (answering their questions by retrying its calls), and every
+//! kind of answer it can get is checked against the protocol's published types.
 
 use serde_json::{Value, json};
 
@@ -108,6 +108,11 @@ async fn python_sdk_default_client_gets_answers_of_its_era_from_older_upstreams(
         "completion": {
             "prompt": "everything__completable-prompt", "argument": "department",
             "value": "En", "expect": "Engineering"
+        },
+        "elicitation": {"tool": "everything__trigger-elicitation-request", "expect": "Interop Tester"},
+        "sampling": {
+            "tool": "everything__trigger-sampling-request", "args": {"prompt": "bridged"},
+            "expect": "sampled by the client"
         }
     });
     let (steps, success) = script_steps(
@@ -125,9 +130,22 @@ async fn python_sdk_default_client_gets_answers_of_its_era_from_older_upstreams(
         "read_resource",
         "get_prompt",
         "complete",
+        "answer_elicitation",
+        "answer_sampling",
     ] {
         assert_eq!(steps[step]["ok"], true, "{step}: {}", steps[step]);
     }
     assert_eq!(steps["connect"]["protocol_version"], "2026-07-28");
+    // server-everything asks with temperature 0.7 and no more than these fields: so the
+    // client is asked (before, 0.699999988079071, through a 32-bit float).
+    let asked = &steps["answer_sampling"]["request"];
+    assert_eq!(asked["temperature"].to_string(), "0.7", "{asked}");
+    let mut fields: Vec<_> = asked.as_object().unwrap().keys().collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        ["maxTokens", "messages", "systemPrompt", "temperature"],
+        "{asked}"
+    );
     assert!(success, "{steps:?}");
 }

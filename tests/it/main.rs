@@ -6,6 +6,7 @@ mod attacks;
 mod audit;
 mod auth;
 mod bench;
+mod bridge;
 mod browser;
 mod catalog;
 mod cli;

@@ -24,7 +24,7 @@ use crate::{
     protocol::{Era, MCP_SESSION_ID, MODERN},
     request::Caller,
     router::{Routed, Target},
-    session::{Served, Session, has_modern_meta, meta_version, negotiate, serve},
+    session::{Client, Served, Session, has_modern_meta, meta_version, negotiate, serve},
     wire::{self, Fields, Message, Parsed, ParsedRequest},
 };
 
@@ -195,7 +195,8 @@ impl Endpoint {
                 // the credentials it carries (a narrower token sees less).
                 let request = self.request(message, parts, caller, Era::Legacy).await;
                 let ids = EventIds::Request(session.next_stream());
-                let Served { work, messages } = serve(&self.gateway, request, Some(session), None);
+                let Served { work, messages } =
+                    serve(&self.gateway, request, Client::Session(session), None);
                 // A session's client is answered on a stream (it may resume one), or with
                 // JSON in JSON mode when nothing came before the answer.
                 return match reply::begin(ids, work, messages).await {
@@ -353,7 +354,12 @@ impl Endpoint {
         found: Option<Result<Target, GatewayError>>,
         meta_malformed: bool,
     ) -> Response<Body> {
-        let Served { work, messages } = serve(&self.gateway, request, None, found);
+        let Served { work, messages } = serve(
+            &self.gateway,
+            request,
+            Client::Alone(self.sessions.parked().clone()),
+            found,
+        );
         match reply::begin(EventIds::None, work, messages).await {
             Begun::Answered(answer) => reply::beyond_quota(&answer).unwrap_or_else(|| {
                 reply::json(reply::modern_status(&answer, meta_malformed), answer)

@@ -11,7 +11,7 @@
 //! plain one, as the protocol has a receiver that did not declare tasks do.
 
 use rmcp::{
-    ClientHandler, ErrorData,
+    ErrorData,
     model::{
         CreateMessageRequest, CreateMessageRequestParams, CustomRequest, CustomResult,
         ElicitRequest, ElicitRequestParams, ErrorCode, ServerRequest,
@@ -21,7 +21,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use super::UpstreamClient;
-use crate::downstream::{TaskRequest, ask_client_raw, cannot_forward, kind};
+use crate::downstream::{CLIENT_REQUESTS, TaskRequest, ask_client_raw, cannot_forward, kind};
 
 /// How many tasks a `tasks/list` page holds (each is asked of its client).
 const LIST_PAGE: usize = 20;
@@ -36,10 +36,19 @@ impl UpstreamClient {
         context: RequestContext<RoleClient>,
     ) -> Result<CustomResult, ErrorData> {
         let CustomRequest { method, params, .. } = request;
-        let params = params.unwrap_or_else(|| json!({}));
-        if let Some(asked) = TaskRequest::of_method(&method) {
-            return self.run_as_task(asked, &method, params, context).await;
+        if let Some(asked) = TaskRequest::of_method(&method)
+            && params
+                .as_ref()
+                .is_some_and(|params| params.get("task").is_some())
+        {
+            return self
+                .run_as_task(asked, &method, params.unwrap_or_default(), context)
+                .await;
         }
+        if CLIENT_REQUESTS.contains(&method.as_str()) {
+            return self.ask_plainly(&method, params, &context).await;
+        }
+        let params = params.unwrap_or_else(|| json!({}));
         match method.as_str() {
             "tasks/get" | "tasks/result" | "tasks/cancel" => {
                 self.about_task(&method, params, &context).await
@@ -63,7 +72,11 @@ impl UpstreamClient {
     ) -> Result<CustomResult, ErrorData> {
         let typed = typed(asked, &params)?;
         if !self.tasks.runs(asked) {
-            return self.run_plainly(typed, context).await;
+            // Served as a plain request, as a receiver that declared no tasks would serve it.
+            if let Some(params) = params.as_object_mut() {
+                params.remove("task");
+            }
+            return self.ask_plainly(method, Some(params), &context).await;
         }
         let target = self.target(&context, &typed).await?;
         if !target
@@ -79,15 +92,7 @@ impl UpstreamClient {
                 ),
             ));
         }
-        if let ServerRequest::ElicitRequest(elicit) = &typed
-            && let ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } = &elicit.params
-        {
-            self.relay
-                .elicitation_sent(elicitation_id.clone(), target.clone());
-        }
-        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
-            self.relate(meta);
-        }
+        self.before_asking(&typed, &target, Some(&mut params));
         let what = (kind(&typed), method);
         let answer = ask_client_raw(&target, what, Some(&params.to_string()), &context.ct).await?;
         let mut result = parse(answer.get())?;
@@ -103,31 +108,6 @@ impl UpstreamClient {
             asks.reports.insert(id, context.peer.clone(), handle, ttl);
         }
         Ok(CustomResult(result))
-    }
-
-    /// Serves `request` as a plain one: the typed handler's answer.
-    async fn run_plainly(
-        &self,
-        request: ServerRequest,
-        context: RequestContext<RoleClient>,
-    ) -> Result<CustomResult, ErrorData> {
-        let result = match request {
-            ServerRequest::CreateMessageRequest(request) => {
-                serde_json::to_value(self.create_message(request.params, context).await?)
-            }
-            ServerRequest::ElicitRequest(request) => {
-                serde_json::to_value(self.create_elicitation(request.params, context).await?)
-            }
-            _ => {
-                return Err(ErrorData::internal_error(
-                    "not a request to run as a task",
-                    None,
-                ));
-            }
-        };
-        result
-            .map(CustomResult)
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
     }
 
     /// `tasks/get`, `tasks/result` or `tasks/cancel` about a task the upstream knows by its
@@ -228,7 +208,7 @@ impl UpstreamClient {
 
 /// The typed request `params` make for `asked` (its `task` aside), for the checks made of any
 /// request for a client.
-fn typed(asked: TaskRequest, params: &Value) -> Result<ServerRequest, ErrorData> {
+pub(super) fn typed(asked: TaskRequest, params: &Value) -> Result<ServerRequest, ErrorData> {
     let malformed = |error: serde_json::Error| invalid(format!("malformed params: {error}"));
     Ok(match asked {
         TaskRequest::Sampling => {

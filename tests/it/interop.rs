@@ -43,12 +43,34 @@ fn spec() -> Value {
         },
         "elicitation": {"tool": "everything__trigger-elicitation-request", "expect": "Interop Tester"},
         "resource": {"prefix": "everything+"},
-        "prompt": {"name": "everything__args-prompt", "args": {"city": "Paris", "state": "Ile-de-France"}}
+        "prompt": {"name": "everything__args-prompt", "args": {"city": "Paris", "state": "Ile-de-France"}},
+        "sampling": {
+            "tool": "everything__trigger-sampling-request", "args": {"prompt": "relayed"},
+            "expect": "sampled by the client"
+        }
     })
 }
 
-/// Runs a client script and checks that every step passed.
-async fn run_client(command: &mut tokio::process::Command, which: &str) {
+/// Checks that the sampling request a client was asked (`answer_sampling`'s `request`) is the
+/// one server-everything writes: temperature 0.7 and no more than these fields (before, the
+/// temperature arrived as 0.699999988079071, through a 32-bit float).
+fn asked_as_written(steps: &serde_json::Map<String, Value>) {
+    let asked = &steps["answer_sampling"]["request"];
+    assert_eq!(asked["temperature"].to_string(), "0.7", "{asked}");
+    let mut fields: Vec<_> = asked.as_object().unwrap().keys().collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        ["maxTokens", "messages", "systemPrompt", "temperature"],
+        "{asked}"
+    );
+}
+
+/// Runs a client script and checks that every step passed; the steps.
+async fn run_client(
+    command: &mut tokio::process::Command,
+    which: &str,
+) -> serde_json::Map<String, Value> {
     let (steps, success) = script_steps(command, which).await;
     for step in [
         "connect",
@@ -62,6 +84,7 @@ async fn run_client(command: &mut tokio::process::Command, which: &str) {
         assert_eq!(steps[step]["ok"], true, "{which} {step}: {}", steps[step]);
     }
     assert!(success, "{which}: {steps:?}");
+    steps
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,7 +106,7 @@ async fn python_sdk_client() {
     let (python, client) = deps::python();
     deps::node_packages();
     let (_notes, gw) = two_upstreams().await;
-    run_client(
+    let steps = run_client(
         tokio::process::Command::new(python)
             .arg(client)
             .arg(gw.url())
@@ -91,6 +114,7 @@ async fn python_sdk_client() {
         "Python SDK",
     )
     .await;
+    asked_as_written(&steps);
 }
 
 /// The Python SDK's default client (`mcp.Client(url)`, 2026-07-28) through the gateway to
@@ -136,16 +160,6 @@ async fn python_sdk_default_client_gets_answers_of_its_era_from_older_upstreams(
         assert_eq!(steps[step]["ok"], true, "{step}: {}", steps[step]);
     }
     assert_eq!(steps["connect"]["protocol_version"], "2026-07-28");
-    // server-everything asks with temperature 0.7 and no more than these fields: so the
-    // client is asked (before, 0.699999988079071, through a 32-bit float).
-    let asked = &steps["answer_sampling"]["request"];
-    assert_eq!(asked["temperature"].to_string(), "0.7", "{asked}");
-    let mut fields: Vec<_> = asked.as_object().unwrap().keys().collect();
-    fields.sort();
-    assert_eq!(
-        fields,
-        ["maxTokens", "messages", "systemPrompt", "temperature"],
-        "{asked}"
-    );
+    asked_as_written(&steps);
     assert!(success, "{steps:?}");
 }

@@ -29,6 +29,7 @@ def check(condition: Any, message: str) -> None:
 async def main(url: str, spec: dict[str, Any]) -> dict[str, Any]:
     steps: dict[str, Any] = {}
     elicited: list[str] = []
+    sampled: list[Any] = []
 
     async def step(name: str, run) -> None:
         try:
@@ -40,12 +41,19 @@ async def main(url: str, spec: dict[str, Any]) -> dict[str, Any]:
         elicited.append(params.message)
         return types.ElicitResult(action="accept", content=dict(ANSWER))
 
+    async def on_sample(context, params) -> types.CreateMessageResult:
+        sampled.append(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled by the client"), model="stub"
+        )
+
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(
             read,
             write,
             read_timeout_seconds=30,
             elicitation_callback=on_elicit,
+            sampling_callback=on_sample,
             client_info=types.Implementation(name="switchyard-interop-py", version="1.0.0"),
         ) as session:
             async def connect():
@@ -109,6 +117,13 @@ async def main(url: str, spec: dict[str, Any]) -> dict[str, Any]:
                 check(len(elicited) == 1, f"{len(elicited)} elicitation requests")
                 check(spec["elicitation"]["expect"] in text(result), f"the answer did not arrive: {text(result)}")
 
+            async def answer_sampling():
+                sampling = spec["sampling"]
+                result = await session.call_tool(sampling["tool"], sampling.get("args", {}))
+                check(len(sampled) == 1, f"{len(sampled)} sampling requests")
+                check(sampling["expect"] in text(result), f"the answer did not arrive: {text(result)}")
+                return {"request": sampled[0]}
+
             for name, run in [
                 ("list_tools", list_tools),
                 ("call_tool", call_tool),
@@ -116,7 +131,10 @@ async def main(url: str, spec: dict[str, Any]) -> dict[str, Any]:
                 ("read_resource", read_resource),
                 ("get_prompt", get_prompt),
                 ("answer_elicitation", answer_elicitation),
+                ("answer_sampling", answer_sampling),
             ]:
+                if name in ("answer_sampling",) and "sampling" not in spec:
+                    continue
                 await step(name, run)
     return steps
 

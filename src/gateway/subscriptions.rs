@@ -31,7 +31,7 @@ use crate::{
     error::GatewayError,
     names::UpstreamName,
     principal::Principal,
-    upstream::{Era, Upstream},
+    upstream::{Connection, Era, Upstream},
 };
 
 /// Where a subscriber's notifications go.
@@ -110,17 +110,17 @@ impl Subscriptions {
                 exposed,
                 outbox,
             });
+        let side = self.upstream_side(&key);
         // From here on, dropping the subscription (on failure too) removes the entry again.
-        let subscription = Subscription {
+        let subscription = Subscription(Held::Shared {
             registry: self.clone(),
             upstream: upstream.clone(),
-            key,
+            key: key.clone(),
             id,
-        };
-        let side = self.upstream_side(&subscription.key);
+        });
         let mut subscribed = side.lock().await;
         if !*subscribed {
-            let (_, scope, uri) = &subscription.key;
+            let (_, scope, uri) = &key;
             subscribe_upstream(upstream, scope.as_ref(), uri).await?;
             *subscribed = true;
         }
@@ -253,23 +253,84 @@ async fn unsubscribe_upstream(upstream: &Upstream, scope: Option<&Principal>, ur
 }
 
 /// One client's subscription to one resource; dropping it unsubscribes.
-pub struct Subscription {
-    registry: Arc<Subscriptions>,
-    upstream: Arc<Upstream>,
-    key: Key,
-    id: u64,
+pub struct Subscription(Held);
+
+enum Held {
+    /// Through the registry, on a connection shared by its subscribers.
+    Shared {
+        registry: Arc<Subscriptions>,
+        upstream: Arc<Upstream>,
+        key: Key,
+        id: u64,
+    },
+    /// On the connection of the subscribing session alone.
+    Own {
+        connection: Arc<Connection>,
+        original: String,
+    },
+}
+
+impl Subscriptions {
+    /// Subscribes the session that `connection` belongs to (its own connection to `upstream`)
+    /// to updates of `original`, reported as `exposed`. The upstream keeps subscriptions per
+    /// session, and that session is where the client's calls go, so the subscription goes
+    /// there too, and its updates come back on it.
+    pub async fn subscribe_own(
+        &self,
+        upstream: &Upstream,
+        connection: Arc<Connection>,
+        original: String,
+        exposed: &str,
+    ) -> Result<Subscription, GatewayError> {
+        if !connection.relay().note_subscription(&original, exposed) {
+            return Err(GatewayError::Internal(
+                "a subscription of one session went to a shared connection".into(),
+            ));
+        }
+        // From here on, dropping it (on failure too) unsubscribes.
+        let subscription = Subscription(Held::Own {
+            connection: connection.clone(),
+            original: original.clone(),
+        });
+        connection
+            .peer()
+            .subscribe(SubscribeRequestParams::new(original))
+            .await
+            .map_err(|error| GatewayError::from_service(upstream.name(), error))?;
+        Ok(subscription)
+    }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if !self.registry.remove(&self.key, self.id) {
-            return;
+        match &self.0 {
+            Held::Shared {
+                registry,
+                upstream,
+                key,
+                id,
+            } => {
+                if !registry.remove(key, *id) {
+                    return;
+                }
+                let (registry, upstream, key) = (registry.clone(), upstream.clone(), key.clone());
+                tokio::spawn(async move { registry.release(&upstream, &key).await });
+            }
+            Held::Own {
+                connection,
+                original,
+            } => {
+                connection.relay().forget_subscription(original);
+                let (connection, request) = (
+                    connection.clone(),
+                    UnsubscribeRequestParams::new(original.clone()),
+                );
+                tokio::spawn(async move {
+                    if let Err(error) = connection.peer().unsubscribe(request).await {
+                        tracing::debug!(%error, "unsubscribing on a session's own connection failed");
+                    }
+                });
+            }
         }
-        let (registry, upstream, key) = (
-            self.registry.clone(),
-            self.upstream.clone(),
-            self.key.clone(),
-        );
-        tokio::spawn(async move { registry.release(&upstream, &key).await });
     }
 }

@@ -7,12 +7,13 @@
 
 use std::sync::Arc;
 
-use super::Session;
+use super::{Session, Source};
 use crate::{
     downstream::Outlet,
     error::GatewayError,
     gateway::{Gateway, Live, Outbox},
     policy::Viewer,
+    router::ConnectionSource,
     store::SubscriptionRecord,
 };
 
@@ -150,8 +151,9 @@ impl Session {
                 .is_ok_and(|alive| alive == [true])
     }
 
-    /// Subscribes this replica's copy of the session to `uri`: the upstream subscription is
-    /// shared with every other subscriber of the resource.
+    /// Subscribes this replica's copy of the session to `uri`: on the session's own
+    /// connection where it has one (a `per_client` upstream), or else in an upstream
+    /// subscription shared with every other subscriber of the resource.
     async fn subscribe_here(
         &self,
         gateway: &Gateway,
@@ -161,11 +163,20 @@ impl Session {
     ) -> Result<(), GatewayError> {
         let (owner, original, _) = live.resolve_uri(&live.view(viewer), &uri)?;
         let upstream = live.serving_upstream(&owner)?;
-        let outbox = Outbox::Outlet(Outlet::Session(Arc::clone(self.standalone())));
-        let subscription = gateway
-            .subscriptions()
-            .subscribe(&upstream, viewer.principal, original, uri.clone(), outbox)
-            .await?;
+        let subscriptions = gateway.subscriptions();
+        let subscription = if upstream.is_per_client() {
+            let connection = Source::Session(self.upstreams())
+                .connection(&upstream)
+                .await?;
+            subscriptions
+                .subscribe_own(&upstream, connection, original, &uri)
+                .await?
+        } else {
+            let outbox = Outbox::Outlet(Outlet::Session(Arc::clone(self.standalone())));
+            subscriptions
+                .subscribe(&upstream, viewer.principal, original, uri.clone(), outbox)
+                .await?
+        };
         self.subscribed().insert(uri, subscription);
         Ok(())
     }

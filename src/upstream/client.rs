@@ -238,6 +238,16 @@ impl ClientHandler for UpstreamClient {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        // On a session's own connection, to that session if it subscribed here; otherwise
+        // to everyone subscribed through the connection's scope.
+        if let Some((session, exposed)) = self.relay.subscriber(&params.uri) {
+            let update = ResourceUpdatedNotificationParam::new(exposed);
+            let update = ServerNotification::ResourceUpdatedNotification(
+                rmcp::model::ResourceUpdatedNotification::new(update),
+            );
+            send_notification(&session, update).await;
+            return;
+        }
         self.report(UpstreamEvent::ResourceUpdated(
             params.uri,
             self.scope.clone(),

@@ -54,6 +54,9 @@ pub struct Relay {
     progress: DashMap<ProgressToken, Tracked>,
     /// The session a per-client connection belongs to.
     home: Option<Arc<Downstream>>,
+    /// On such a connection: the resources that session subscribed to on it, as the upstream
+    /// knows them, with the URI its client used.
+    subscribed: DashMap<String, String>,
     /// URL-mode elicitations passed to clients, by elicitation id: where their completion
     /// notification goes, and since when (entries are dropped after `ELICITATION_LIFETIME`).
     elicitations: DashMap<String, (Arc<Downstream>, Instant)>,
@@ -108,6 +111,7 @@ impl Relay {
             progress: DashMap::new(),
             elicitations: DashMap::new(),
             home,
+            subscribed: DashMap::new(),
             recent: ArcSwapOption::empty(),
             tasks: super::TaskWatches::default(),
             asked: Default::default(),
@@ -125,6 +129,29 @@ impl Relay {
     pub fn quiet_for(&self) -> Duration {
         let last = Duration::from_millis(self.last_active.load(Ordering::Relaxed));
         self.epoch.elapsed().saturating_sub(last)
+    }
+
+    /// Notes that the session of this connection subscribed to `original` on it, as
+    /// `exposed`; false on a connection of no one session.
+    pub fn note_subscription(&self, original: &str, exposed: &str) -> bool {
+        if self.home.is_none() {
+            return false;
+        }
+        self.subscribed
+            .insert(original.to_owned(), exposed.to_owned());
+        true
+    }
+
+    pub fn forget_subscription(&self, original: &str) {
+        self.subscribed.remove(original);
+    }
+
+    /// Where an update of `original` goes, if this connection's session subscribed to it
+    /// here: the session, and the URI its client used.
+    pub fn subscriber(&self, original: &str) -> Option<(Arc<Downstream>, String)> {
+        let home = self.home.as_ref()?;
+        let exposed = self.subscribed.get(original)?;
+        Some((home.clone(), exposed.clone()))
     }
 
     /// Whether the connection belongs to one session (whose client is one principal).

@@ -12,7 +12,10 @@ use rmcp::model::{
 };
 use serde_json::json;
 
-use crate::harness::{Recorder, call, eventually, remote_notes, text};
+use crate::{
+    fixtures::notes::NotesServer,
+    harness::{GatewayBuilder, Recorder, TestGateway, call, eventually, remote_notes, text},
+};
 
 #[tokio::test]
 async fn a_burst_of_upstream_list_changes_yields_one_notification() {
@@ -40,9 +43,25 @@ async fn a_burst_of_upstream_list_changes_yields_one_notification() {
     assert_eq!(text(&dynamic), "dynamic dyn_3");
 }
 
+/// In either session mode: on a `shared` upstream the subscribers of a resource share one
+/// upstream subscription; on a `per_client` one each subscribes on its own session.
 #[tokio::test]
 async fn resource_updates_reach_exactly_the_subscribers() {
-    let (notes, gw) = remote_notes().await;
+    for session in ["shared", "per_client"] {
+        let notes = NotesServer::start().await;
+        let gw = GatewayBuilder::new()
+            .http_with("remote", &notes.url(), &format!("session = {session:?}"))
+            .start()
+            .await;
+        updates_reach_exactly_the_subscribers(&notes, &gw, session).await;
+    }
+}
+
+async fn updates_reach_exactly_the_subscribers(
+    notes: &NotesServer,
+    gw: &TestGateway,
+    session: &str,
+) {
     let (ada, bob) = (Recorder::plain("ada"), Recorder::plain("bob"));
     let a = ada.clone().connect(&gw.url()).await;
     let b = bob.clone().connect(&gw.url()).await;
@@ -51,7 +70,7 @@ async fn resource_updates_reach_exactly_the_subscribers() {
     assert_eq!(
         notes.shared.subscription_count(),
         1,
-        "the upstream was subscribed"
+        "{session}: the upstream was subscribed"
     );
 
     call(&b, "remote__touch", json!({"name": "7"}))
@@ -65,9 +84,13 @@ async fn resource_updates_reach_exactly_the_subscribers() {
     assert_eq!(ada.seen().updated, [uri], "note 8 is not subscribed");
     assert!(bob.seen().updated.is_empty(), "bob subscribed to nothing");
 
-    // A second subscriber shares the one upstream subscription; the last to leave ends it.
     b.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
-    assert_eq!(notes.shared.subscription_count(), 1);
+    let upstream_subscriptions = if session == "shared" { 1 } else { 2 };
+    assert_eq!(
+        notes.shared.subscription_count(),
+        upstream_subscriptions,
+        "{session}"
+    );
     a.unsubscribe(UnsubscribeRequestParams::new(uri))
         .await
         .unwrap();
@@ -75,13 +98,13 @@ async fn resource_updates_reach_exactly_the_subscribers() {
         .await
         .unwrap();
     assert!(eventually(Duration::from_secs(5), || bob.seen().updated == [uri]).await);
-    assert_eq!(ada.seen().updated, [uri], "ada unsubscribed");
+    assert_eq!(ada.seen().updated, [uri], "{session}: ada unsubscribed");
     b.cancel().await.unwrap();
     assert!(
         eventually(Duration::from_secs(5), || notes.shared.subscription_count()
             == 0)
         .await,
-        "the upstream subscription ends with its last subscriber"
+        "{session}: the upstream subscription ends with its last subscriber"
     );
 
     let error = a
@@ -196,4 +219,67 @@ async fn an_upstream_speaking_only_2026_07_28_is_listened_to() {
     }
     assert_eq!(told, "1 subscribers told");
     assert!(eventually(Duration::from_secs(5), || watcher.seen().updated == [uri]).await);
+}
+
+/// An upstream that keeps subscriptions per session (the official server-everything, which
+/// sends updates of what a session subscribed to when that session turns its updates on) in
+/// `per_client` mode, over each transport: the client's subscription goes on the session its
+/// calls go on, so the updates its calls cause reach it (before, the subscription went on the
+/// gateway's shared session, and none came).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_client_upstream_keeps_the_subscription_on_the_clients_own_session() {
+    use crate::fixtures::everything::{self, Everything, Mode};
+    let http = Everything::start(Mode::StreamableHttp).await;
+    let sse = Everything::start(Mode::Sse).await;
+    let per_client = "session = \"per_client\"";
+    let gw = GatewayBuilder::new()
+        .upstream(
+            "stdio",
+            &format!("{}\n{per_client}", everything::stdio_upstream()),
+        )
+        .upstream("http", &format!("url = {:?}\n{per_client}", http.url()))
+        .upstream(
+            "sse",
+            &format!("transport = \"sse\"\nurl = {:?}\n{per_client}", sse.url()),
+        )
+        .start()
+        .await;
+    for upstream in ["stdio", "http", "sse"] {
+        let recorder = Recorder::plain(upstream);
+        let client = recorder.clone().connect(&gw.url()).await;
+        let resources = client.list_all_resources().await.unwrap();
+        let uri = resources
+            .iter()
+            .map(|resource| resource.uri.clone())
+            .find(|uri| uri.starts_with(&format!("{upstream}+")))
+            .unwrap_or_else(|| panic!("{upstream} lists resources"));
+        client
+            .subscribe(SubscribeRequestParams::new(uri.clone()))
+            .await
+            .unwrap();
+        let toggled = call(
+            &client,
+            &format!("{upstream}__toggle-subscriber-updates"),
+            json!({}),
+        )
+        .await
+        .unwrap();
+        assert!(text(&toggled).starts_with("Started"), "{toggled:?}");
+        assert!(
+            eventually(Duration::from_secs(10), || recorder
+                .seen()
+                .updated
+                .contains(&uri))
+            .await,
+            "{upstream}: no update of {uri} reached the subscribed client"
+        );
+        call(
+            &client,
+            &format!("{upstream}__toggle-subscriber-updates"),
+            json!({}),
+        )
+        .await
+        .unwrap();
+        client.cancel().await.unwrap();
+    }
 }

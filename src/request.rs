@@ -6,12 +6,14 @@
 
 use std::sync::{Arc, OnceLock};
 
+use rmcp::model::ClientCapabilities;
+
 use crate::{
-    catalog::Catalog,
+    catalog::{Catalog, Features},
     gateway::Live,
     policy::{EndpointName, Viewer},
     principal::Principal,
-    protocol::{Era, MODERN},
+    protocol::{Era, META_CLIENT_CAPABILITIES, MODERN},
     telemetry::{Arriving, Trace},
     wire::ParsedRequest,
 };
@@ -47,6 +49,9 @@ pub struct Request {
     pub trace: Trace,
     /// What the caller sees of `live`'s catalog, found on first use.
     view: OnceLock<Arc<Catalog>>,
+    /// What a session's client declared it can do (for a request that stands alone, its
+    /// `_meta` says, read when needed).
+    declared: Option<Features>,
 }
 
 impl Request {
@@ -83,7 +88,30 @@ impl Request {
             headers,
             trace,
             view: OnceLock::new(),
+            declared: None,
         }
+    }
+
+    /// This request, of a session whose client declared `features`.
+    pub fn declaring(mut self, features: Features) -> Self {
+        self.declared = Some(features);
+        self
+    }
+
+    /// The client features the caller declared, as far as a tool of the snapshot depends on
+    /// one (all of them where none does, without reading anything).
+    pub fn declared(&self) -> Features {
+        if !self.live.catalog.depends_on_client() {
+            return Features::ALL;
+        }
+        if let Some(declared) = self.declared {
+            return declared;
+        }
+        let capabilities = (self.message.meta())
+            .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
+            .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok())
+            .unwrap_or_default();
+        Features::declared(&capabilities, false)
     }
 
     /// A request made of `outer`'s, with `message` (a gateway tool's inner call): the same
@@ -97,6 +125,7 @@ impl Request {
             headers: outer.headers.clone(),
             trace: outer.trace.nested(),
             view: OnceLock::new(),
+            declared: outer.declared,
         }
     }
 
@@ -107,7 +136,8 @@ impl Request {
     /// What the caller sees of the snapshot's catalog: only what their policy at their
     /// endpoint shows, with their own lists of per-user upstreams.
     pub fn view(&self) -> &Arc<Catalog> {
-        self.view.get_or_init(|| self.live.view(self.viewer()))
+        self.view
+            .get_or_init(|| self.live.view(self.viewer(), self.declared()))
     }
 
     /// The id, as the client wrote it.

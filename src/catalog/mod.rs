@@ -12,6 +12,7 @@ mod arguments;
 mod listed;
 mod lists;
 mod naming;
+mod needs;
 mod page;
 mod params;
 mod search;
@@ -36,6 +37,7 @@ pub use listed::{
 };
 use lists::PreparedList;
 pub use naming::NameScheme;
+pub use needs::Features;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 use template::TemplatePattern;
@@ -65,6 +67,9 @@ pub struct UpstreamCatalog {
     pub task_extension: bool,
     /// The settings of the MCP Apps extension, if the upstream declared it.
     pub ui_extension: Option<JsonObject>,
+    /// What the tools that depend on a client feature need, by the tool's own name (the
+    /// others need nothing).
+    pub needs: HashMap<String, Features>,
 }
 
 impl UpstreamCatalog {
@@ -182,6 +187,10 @@ pub struct Catalog {
     page_size: usize,
     /// What of the upstreams' lists this catalog shows: all of them, or a view's part.
     lens: Lens,
+    /// The client features some tool here needs, and those whose tools this catalog leaves
+    /// out (a view for clients that lack them).
+    needed: Features,
+    lacks: Features,
     /// The views of this snapshot that requests asked for (the whole catalog only).
     views: Views,
     /// The tools' search index, built on first search.
@@ -197,14 +206,16 @@ impl Catalog {
     /// Merges `parts` (in config order) under `scheme`. When two entries would get the same
     /// exposed name or URI (possible only unprefixed), the first wins and the rest are logged.
     pub fn build(scheme: NameScheme, parts: &[(UpstreamName, Arc<UpstreamCatalog>)]) -> Self {
-        Self::assemble(scheme, parts, Lens::Whole).keeping(parts)
+        Self::assemble(scheme, parts, Lens::Whole, Features::NONE).keeping(parts)
     }
 
-    /// Merges what `lens` shows of `parts` under `scheme`.
+    /// Merges what `lens` shows of `parts` under `scheme`, but for the tools that need a
+    /// feature of `lacks`.
     fn assemble(
         scheme: NameScheme,
         parts: &[(UpstreamName, Arc<UpstreamCatalog>)],
         lens: Lens,
+        lacks: Features,
     ) -> Self {
         let parts: Vec<_> = parts
             .iter()
@@ -233,6 +244,8 @@ impl Catalog {
             hints,
             page_size: DEFAULT_PAGE_SIZE,
             lens,
+            needed: Features::NONE,
+            lacks,
             views: Views::default(),
             search: OnceLock::new(),
         };
@@ -303,6 +316,12 @@ impl Catalog {
         for tool in &part.tools {
             if !self.lens.item(Kind::Tool, upstream.as_str(), &tool.name) {
                 continue;
+            }
+            if let Some(needs) = part.needs.get(&*tool.name) {
+                self.needed = self.needed.with(*needs);
+                if needs.meets(self.lacks) {
+                    continue;
+                }
             }
             let shape = self.lens.tool_shape(upstream.as_str(), &tool.name).cloned();
             let exposed = match shape.as_ref().and_then(|shape| shape.name.clone()) {

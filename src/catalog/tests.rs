@@ -38,6 +38,7 @@ fn part(tools: &[&str], uris: &[&str], templates: &[&str]) -> Arc<UpstreamCatalo
         task_extension: false,
         ui_extension: None,
         hints: Default::default(),
+        needs: Default::default(),
     })
 }
 
@@ -305,7 +306,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
             .seen_through(access),
     );
     let anyone = crate::principal::Principal::anonymous();
-    let main = whole.view_for(&EndpointName::MAIN, &anyone);
+    let main = whole.view_for(&EndpointName::MAIN, &anyone, Features::ALL);
     assert_eq!(names(&main), ["github__get_issue", "files__read"]);
     assert!(main.tool("github__delete_repo").is_none());
     assert!(main.resolve_uri("files+file:///public/a").is_some());
@@ -314,10 +315,10 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
     // Built once per snapshot.
     assert!(Arc::ptr_eq(
         &main,
-        &whole.view_for(&EndpointName::MAIN, &anyone)
+        &whole.view_for(&EndpointName::MAIN, &anyone, Features::ALL)
     ));
 
-    let github = whole.view_for(&EndpointName::named("gh".into()), &anyone);
+    let github = whole.view_for(&EndpointName::named("gh".into()), &anyone, Features::ALL);
     assert_eq!(names(&github), ["issue"]);
     assert_eq!(
         github
@@ -338,7 +339,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
     );
     assert_eq!(github.generation(), whole.generation());
 
-    let gone = whole.view_for(&EndpointName::named("gone".into()), &anyone);
+    let gone = whole.view_for(&EndpointName::named("gone".into()), &anyone, Features::ALL);
     assert!(gone.tools().is_empty() && gone.resolve_uri("gh://a").is_none());
 }
 
@@ -380,4 +381,41 @@ fn upstreams_that_run_tasks_are_known_per_era() {
     assert!(!catalog.runs_tasks_of(&up("none")));
     let route = catalog.tool_route("old__research").unwrap();
     assert_eq!(route.task_support, TaskSupport::Optional);
+}
+
+#[test]
+fn a_tool_that_needs_a_client_feature_is_shown_only_to_clients_that_declare_it() {
+    let mut part = UpstreamCatalog {
+        tools: ["echo", "ask", "ask_url"]
+            .into_iter()
+            .map(|name| tool(name).into())
+            .collect(),
+        ..UpstreamCatalog::default()
+    };
+    part.needs.insert("ask".into(), Features::ELICITATION);
+    let url = Features::ELICITATION.with(Features::URL_ELICITATION);
+    part.needs.insert("ask_url".into(), url);
+    let whole = Arc::new(Catalog::build(
+        NameScheme::prefixed("__"),
+        &[(up("everything"), Arc::new(part))],
+    ));
+    assert!(whole.depends_on_client());
+    let anyone = crate::principal::Principal::anonymous();
+    let main = crate::policy::EndpointName::MAIN;
+    let view = |declared| whole.view_for(&main, &anyone, declared);
+
+    assert!(
+        Arc::ptr_eq(&view(Features::ALL), &whole),
+        "all declared: the whole"
+    );
+    let bare = view(Features::NONE);
+    assert_eq!(names(&bare), ["everything__echo"]);
+    assert!(bare.tool("everything__ask").is_none(), "unknown to it");
+    assert_eq!(
+        names(&view(Features::ELICITATION.with(Features::SAMPLING))),
+        ["everything__echo", "everything__ask"]
+    );
+    assert_eq!(names(&view(url)).len(), 3);
+    // Built once per set of features left out (what else a client lacks changes nothing).
+    assert!(Arc::ptr_eq(&bare, &view(Features::SAMPLING)));
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use dashmap::DashMap;
 
-use super::{Access, Catalog, UpstreamCatalog, ViewKey};
+use super::{Access, Catalog, Features, NameScheme, UpstreamCatalog, ViewKey};
 use crate::{
     names::UpstreamName,
     policy::{EndpointName, Kind, ToolShape},
@@ -83,7 +83,7 @@ impl Lens {
 pub(super) struct Views {
     access: Arc<Access>,
     parts: Vec<(UpstreamName, Arc<UpstreamCatalog>)>,
-    built: DashMap<ViewKey, Arc<Catalog>>,
+    built: DashMap<(Option<ViewKey>, Features), Arc<Catalog>>,
     blind: OnceLock<Arc<Catalog>>,
     /// Every upstream in config order, and those whose lists are each user's own.
     order: Vec<UpstreamName>,
@@ -92,8 +92,9 @@ pub(super) struct Views {
     users: DashMap<UserViewKey, (Vec<usize>, Arc<Catalog>)>,
 }
 
-/// A user's view: the policy view it is cut by (`None`: the whole), and whose it is.
-type UserViewKey = (Option<ViewKey>, Principal);
+/// A user's view: the policy view it is cut by (`None`: the whole), the client features
+/// whose tools it leaves out, and whose it is.
+type UserViewKey = (Option<ViewKey>, Features, Principal);
 
 /// Each user's own lists of the per-user upstreams, as a view merges them in.
 pub type PersonalParts = Vec<(UpstreamName, Arc<UpstreamCatalog>)>;
@@ -124,50 +125,68 @@ impl Catalog {
         &self.views.personal
     }
 
-    /// What `principal` sees at `endpoint`, merged with `theirs`: their own lists of the
-    /// per-user upstreams (`personal`).
+    /// What `principal` sees at `endpoint` with a client that declared `declared`, merged
+    /// with `theirs`: their own lists of the per-user upstreams (`personal`).
     pub fn view_for_user(
         self: &Arc<Self>,
-        endpoint: &EndpointName,
-        principal: &Principal,
+        (endpoint, principal): (&EndpointName, &Principal),
+        declared: Features,
         theirs: PersonalParts,
     ) -> Arc<Self> {
-        let access = &self.views.access;
-        let key = if access.is_open() {
-            None
-        } else {
-            match access.view_key(endpoint, principal) {
-                None => return self.blind().clone(),
-                Some(key) if key.is_whole() => None,
-                Some(key) => Some(key),
-            }
+        let Some(key) = self.policy_key(endpoint, principal) else {
+            return self.blind().clone();
         };
         let stamp: Vec<usize> = theirs
             .iter()
             .map(|(_, part)| Arc::as_ptr(part) as usize)
             .collect();
-        let cache_key = (key, principal.clone());
+        let lacks = self.needed.without(declared);
+        let cache_key = (key, lacks, principal.clone());
         if let Some(entry) = self.views.users.get(&cache_key)
             && entry.0 == stamp
         {
             return entry.1.clone();
         }
         let parts = self.merged_with(theirs);
-        let (scheme, lens) = match &cache_key.0 {
-            None => (self.scheme.clone(), Lens::Whole),
-            Some(key) => (
-                access.scheme(key).unwrap_or(&self.scheme).clone(),
-                Lens::Through {
-                    access: access.clone(),
-                    key: key.clone(),
-                },
-            ),
-        };
-        let view = Arc::new(self.successor_of_self(Self::assemble(scheme, &parts, lens)));
+        let (scheme, lens) = self.lens_of(&cache_key.0);
+        let view = Self::assemble(scheme, &parts, lens, lacks);
+        let view = Arc::new(self.successor_of_self(view));
         if self.views.users.len() < MAX_VIEWS || self.views.users.contains_key(&cache_key) {
             self.views.users.insert(cache_key, (stamp, view.clone()));
         }
         view
+    }
+
+    /// The policy view `principal` gets at `endpoint`: `Some(None)` for the whole catalog,
+    /// `None` for nothing (an endpoint no longer configured).
+    fn policy_key(
+        &self,
+        endpoint: &EndpointName,
+        principal: &Principal,
+    ) -> Option<Option<ViewKey>> {
+        let access = &self.views.access;
+        if access.is_open() {
+            return Some(None);
+        }
+        let key = access.view_key(endpoint, principal)?;
+        Some((!key.is_whole()).then_some(key))
+    }
+
+    /// The name scheme and lens of the policy view `key` (`None`: the whole catalog).
+    fn lens_of(&self, key: &Option<ViewKey>) -> (NameScheme, Lens) {
+        match key {
+            None => (self.scheme.clone(), Lens::Whole),
+            Some(key) => {
+                let access = &self.views.access;
+                (
+                    access.scheme(key).unwrap_or(&self.scheme).clone(),
+                    Lens::Through {
+                        access: access.clone(),
+                        key: key.clone(),
+                    },
+                )
+            }
+        }
     }
 
     /// The snapshot's lists and `theirs`, in config order.
@@ -190,26 +209,38 @@ impl Catalog {
         &self.views.access
     }
 
-    /// What `principal` sees of this snapshot at `endpoint`.
-    pub fn view_for(self: &Arc<Self>, endpoint: &EndpointName, principal: &Principal) -> Arc<Self> {
-        let access = &self.views.access;
-        if access.is_open() {
-            return self.clone();
-        }
-        let Some(key) = access.view_key(endpoint, principal) else {
+    /// What `principal` sees of this snapshot at `endpoint`, with a client that declared
+    /// `declared` (the tools that need a feature it lacks are left out).
+    pub fn view_for(
+        self: &Arc<Self>,
+        endpoint: &EndpointName,
+        principal: &Principal,
+        declared: Features,
+    ) -> Arc<Self> {
+        let Some(key) = self.policy_key(endpoint, principal) else {
             return self.blind().clone();
         };
-        if key.is_whole() {
+        let lacks = self.needed.without(declared);
+        if key.is_none() && lacks.is_empty() {
             return self.clone();
         }
-        if let Some(view) = self.views.built.get(&key) {
+        let cache_key = (key, lacks);
+        if let Some(view) = self.views.built.get(&cache_key) {
             return view.clone();
         }
-        let view = Arc::new(self.view(access.clone(), key.clone()));
+        let (scheme, lens) = self.lens_of(&cache_key.0);
+        let view = Self::assemble(scheme, &self.views.parts, lens, lacks);
+        let view = Arc::new(self.successor_of_self(view));
         if self.views.built.len() >= MAX_VIEWS {
             return view;
         }
-        self.views.built.entry(key).or_insert(view).clone()
+        self.views.built.entry(cache_key).or_insert(view).clone()
+    }
+
+    /// Whether a tool of this snapshot depends on a client feature (then what each client
+    /// declared decides what it sees).
+    pub fn depends_on_client(&self) -> bool {
+        !self.needed.is_empty()
     }
 
     /// Whether this catalog shows anything of `upstream` (a view may hide it whole).
@@ -217,15 +248,9 @@ impl Catalog {
         self.lens.upstream(upstream)
     }
 
-    fn view(&self, access: Arc<Access>, key: ViewKey) -> Self {
-        let scheme = access.scheme(&key).unwrap_or(&self.scheme).clone();
-        let lens = Lens::Through { access, key };
-        self.successor_of_self(Self::assemble(scheme, &self.views.parts, lens))
-    }
-
     fn blind(&self) -> &Arc<Self> {
         self.views.blind.get_or_init(|| {
-            let empty = Self::assemble(self.scheme.clone(), &[], Lens::Blind);
+            let empty = Self::assemble(self.scheme.clone(), &[], Lens::Blind, Features::NONE);
             Arc::new(self.successor_of_self(empty))
         })
     }

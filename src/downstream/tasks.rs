@@ -95,6 +95,11 @@ impl TaskSupport {
         self.0 & request.bit() != 0
     }
 
+    /// Whether the client runs any request as a task when asked to.
+    pub fn runs_any(self) -> bool {
+        self.0 & (Self::SAMPLING | Self::ELICITATION) != 0
+    }
+
     /// Whether the client cancels its tasks when asked to.
     pub fn cancels(self) -> bool {
         self.0 & Self::CANCEL != 0

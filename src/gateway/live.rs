@@ -8,7 +8,9 @@ use std::{collections::VecDeque, sync::Arc};
 use bytes::Bytes;
 
 use crate::{
-    catalog::{Access, Catalog, Cursor, ListKind, NameScheme, PersonalParts, Route, ToolRoute},
+    catalog::{
+        Access, Catalog, Cursor, Features, ListKind, NameScheme, PersonalParts, Route, ToolRoute,
+    },
     config::Config,
     error::GatewayError,
     names::UpstreamName,
@@ -78,16 +80,21 @@ impl Live {
         self.upstreams.iter().find(|u| u.name().as_str() == name)
     }
 
-    /// What `viewer` sees of the catalog.
-    pub fn view(&self, viewer: Viewer<'_>) -> Arc<Catalog> {
-        self.view_of(&self.catalog, viewer)
+    /// What `viewer`, with a client that declared `declared`, sees of the catalog.
+    pub fn view(&self, viewer: Viewer<'_>, declared: Features) -> Arc<Catalog> {
+        self.view_of(&self.catalog, viewer, declared)
     }
 
     /// What `viewer` sees of `snapshot` (this one or a recent one): its view, merged with the
     /// viewer's own lists of the per-user upstreams where there are any.
-    fn view_of(&self, snapshot: &Arc<Catalog>, viewer: Viewer<'_>) -> Arc<Catalog> {
+    fn view_of(
+        &self,
+        snapshot: &Arc<Catalog>,
+        viewer: Viewer<'_>,
+        declared: Features,
+    ) -> Arc<Catalog> {
         if snapshot.personal().is_empty() {
-            return snapshot.view_for(viewer.endpoint, viewer.principal);
+            return snapshot.view_for(viewer.endpoint, viewer.principal, declared);
         }
         let theirs: PersonalParts = snapshot
             .personal()
@@ -99,7 +106,7 @@ impl Live {
                 Some((name.clone(), part))
             })
             .collect();
-        snapshot.view_for_user(viewer.endpoint, viewer.principal, theirs)
+        snapshot.view_for_user((viewer.endpoint, viewer.principal), declared, theirs)
     }
 
     /// The upstream a route points to, or why it cannot serve (it is down, and listed still
@@ -190,10 +197,10 @@ impl Live {
         kind: ListKind,
         era: Era,
         cursor: Option<&str>,
-        viewer: Viewer<'_>,
+        (viewer, declared): (Viewer<'_>, Features),
     ) -> Result<Bytes, GatewayError> {
         let Some(text) = cursor else {
-            return Ok(self.view(viewer).list_page(kind, era, 0));
+            return Ok(self.view(viewer, declared).list_page(kind, era, 0));
         };
         let invalid = |why: &str| GatewayError::InvalidParams(format!("cursor `{text}` {why}"));
         let cursor = Cursor::decode(text, kind).ok_or_else(|| invalid("is not valid"))?;
@@ -201,7 +208,7 @@ impl Live {
             invalid("has expired: the list changed since; list again from the start")
         })?;
         Ok(self
-            .view_of(snapshot, viewer)
+            .view_of(snapshot, viewer, declared)
             .list_page(kind, era, cursor.offset))
     }
 }

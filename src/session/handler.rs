@@ -97,7 +97,12 @@ impl SessionHandler {
     ) -> Result<T, ErrorData> {
         let cursor = request.and_then(|r| r.cursor.as_deref());
         let (live, era) = (&self.request.live, self.request.era);
-        let page = live.list_page(kind, era, cursor, self.request.viewer())?;
+        let page = live.list_page(
+            kind,
+            era,
+            cursor,
+            (self.request.viewer(), self.request.declared()),
+        )?;
         serde_json::from_slice(&page).map_err(|error| {
             ErrorData::internal_error(format!("a prepared list cannot be read: {error}"), None)
         })

@@ -47,7 +47,7 @@ pub use takeover::spawn_takeover;
 pub use upstreams::{SessionUpstreams, Source};
 
 use crate::{
-    catalog::ListVersions,
+    catalog::{Features, ListVersions},
     downstream::{Asks, Downstream, LogLevel, Outlet, SessionLogLevel, Standalone, TaskSupport},
     gateway::Subscription,
     policy::EndpointName,
@@ -191,6 +191,12 @@ impl Session {
     /// The session's own downstream side (its standalone stream, its pending requests).
     pub fn home(&self) -> &Arc<Downstream> {
         &self.home
+    }
+
+    /// The client features its client declared at `initialize`.
+    pub fn features(&self) -> Features {
+        let runs_tasks = (self.home.asks.as_ref()).is_some_and(|asks| asks.tasks.runs_any());
+        Features::declared(&self.home.capabilities, runs_tasks)
     }
 
     /// Where answers to what the session's client was asked arrive.

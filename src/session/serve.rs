@@ -558,9 +558,12 @@ fn list_page(request: &Request, kind: ListKind) -> Bytes {
             return wire::write::error(Some(id), -32602, "the cursor must be a string", None);
         }
     };
-    let page = request
-        .live
-        .list_page(kind, request.era, cursor.as_deref(), request.viewer());
+    let page = request.live.list_page(
+        kind,
+        request.era,
+        cursor.as_deref(),
+        (request.viewer(), request.declared()),
+    );
     match page {
         Ok(page) => wire::write::response(id, std::str::from_utf8(&page).unwrap_or("{}")),
         Err(error) => error.answer(id, request.era),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::{Session, Source};
 use crate::{
+    catalog::Features,
     downstream::Outlet,
     error::GatewayError,
     gateway::{Gateway, Live, Outbox},
@@ -161,7 +162,7 @@ impl Session {
         viewer: Viewer<'_>,
         uri: String,
     ) -> Result<(), GatewayError> {
-        let (owner, original, _) = live.resolve_uri(&live.view(viewer), &uri)?;
+        let (owner, original, _) = live.resolve_uri(&live.view(viewer, Features::ALL), &uri)?;
         let upstream = live.serving_upstream(&owner)?;
         let subscriptions = gateway.subscriptions();
         let subscription = if upstream.is_per_client() {

@@ -105,6 +105,7 @@ pub async fn discover(
         checks: Default::default(),
         instructions: server.instructions.clone(),
         task_extension: caps.supports_tasks(),
+        needs: Default::default(),
         ui_extension,
         hints: ListHints {
             tools: tools_hint,

@@ -22,6 +22,7 @@ mod http;
 mod inbound;
 mod lines;
 mod listen;
+mod needs;
 mod open;
 mod personal;
 mod principals;
@@ -174,6 +175,8 @@ pub struct Upstream {
     /// The approved definitions of pinned tools.
     pins: Arc<Pins>,
     /// What the upstream listed last, before pinning (settled again after an approval).
+    /// What its tools need of clients, as last found out (see `needs`).
+    needs: ArcSwapOption<needs::Needs>,
     discovered: ArcSwapOption<UpstreamCatalog>,
     /// Where its state changes are told to operators.
     operators: Arc<Events>,
@@ -256,6 +259,7 @@ impl Upstream {
             personal: Default::default(),
             pins: pins.clone(),
             discovered: ArcSwapOption::empty(),
+            needs: ArcSwapOption::empty(),
             operators: operators.clone(),
         });
         upstream.tell_status(&upstream.status());

@@ -16,6 +16,7 @@ use super::{
     detect::detect,
 };
 use crate::{
+    catalog::Features,
     config::{HttpProtocol, TransportConfig},
     downstream::{Downstream, TaskSupport},
     hook::{RequestHook, StaticHeaders},
@@ -168,37 +169,27 @@ impl Upstream {
         principal: &Principal,
         theirs: bool,
     ) -> Result<Connection, UpstreamError> {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.roots = Some(RootsCapabilities::default());
-        capabilities.sampling = Some(SamplingCapability::default());
-        capabilities.elicitation = Some(
-            ElicitationCapability::new()
-                .with_form(FormElicitationCapability::default())
-                .with_url(UrlElicitationCapability::default()),
-        );
-        // MCP Apps: the gateway relays a tool's interface (see `catalog::apps`), so servers
-        // that offer one only to hosts that render them offer it here.
-        let mut apps = rmcp::model::JsonObject::new();
-        apps.insert(
-            "mimeTypes".into(),
-            serde_json::json!([crate::catalog::apps::APP_MIME_TYPE]),
-        );
-        capabilities.extensions = Some(
-            [(crate::catalog::UI_EXTENSION.to_owned(), apps)]
-                .into_iter()
-                .collect(),
-        );
+        self.open_declaring(era, principal, theirs, Features::ALL)
+            .await
+    }
+
+    /// `open_for`, declaring the client features `features` (all of them but to find out
+    /// what a tool needs, see `needs`).
+    pub(super) async fn open_declaring(
+        &self,
+        era: Era,
+        principal: &Principal,
+        theirs: bool,
+        features: Features,
+    ) -> Result<Connection, UpstreamError> {
+        let (capabilities, tasks) = declaring(features);
         let holder = Holder {
             hook: self.request_hook(principal).await,
             scope: theirs.then(|| principal.clone()),
         };
         self.open(
             era,
-            (
-                client::gateway_identity(),
-                capabilities,
-                TaskSupport::RELAYED,
-            ),
+            (client::gateway_identity(), capabilities, tasks),
             Relay::shared(),
             None,
             holder,
@@ -332,6 +323,49 @@ impl Upstream {
 struct Holder {
     hook: Arc<dyn RequestHook>,
     scope: Option<Principal>,
+}
+
+/// The capabilities (and the tasks run when asked) a connection declares for `features`.
+/// Switchyard's own connections declare every one it relays, so that each request is passed
+/// to the client it concerns (or refused if that client lacks the capability).
+fn declaring(features: Features) -> (ClientCapabilities, TaskSupport) {
+    let mut capabilities = ClientCapabilities::default();
+    let has = |feature| features.contains(feature);
+    if has(Features::ROOTS) {
+        capabilities.roots = Some(RootsCapabilities::default());
+    }
+    if has(Features::SAMPLING) {
+        capabilities.sampling = Some(SamplingCapability::default());
+    }
+    // URL mode only with elicitation: left out, elicitation goes whole.
+    if has(Features::ELICITATION) {
+        let mut elicitation =
+            ElicitationCapability::new().with_form(FormElicitationCapability::default());
+        if has(Features::URL_ELICITATION) {
+            elicitation = elicitation.with_url(UrlElicitationCapability::default());
+        }
+        capabilities.elicitation = Some(elicitation);
+    }
+    if has(Features::APPS) {
+        // MCP Apps: the gateway relays a tool's interface (see `catalog::apps`), so servers
+        // that offer one only to hosts that render them offer it here.
+        let mut apps = rmcp::model::JsonObject::new();
+        apps.insert(
+            "mimeTypes".into(),
+            serde_json::json!([crate::catalog::apps::APP_MIME_TYPE]),
+        );
+        capabilities.extensions = Some(
+            [(crate::catalog::UI_EXTENSION.to_owned(), apps)]
+                .into_iter()
+                .collect(),
+        );
+    }
+    let tasks = if has(Features::TASKS) {
+        TaskSupport::RELAYED
+    } else {
+        TaskSupport::default()
+    };
+    (capabilities, tasks)
 }
 
 /// The part of a client's capabilities Switchyard can relay: roots, sampling and elicitation,

@@ -316,6 +316,12 @@ async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), 
         what: "tools, prompts and resources",
         timeout,
     })??;
+    let mut catalog = catalog;
+    let needs = upstream.needs_of(connection.era(), &catalog).await;
+    catalog.needs = (needs.iter())
+        .filter(|(tool, _)| catalog.tools.iter().any(|listed| *listed.name == **tool))
+        .map(|(tool, needed)| (tool.clone(), *needed))
+        .collect();
     upstream.discovered.store(Some(Arc::new(catalog.clone())));
     let catalog = upstream.settle(catalog).await?;
     for left_out in &catalog.rejected {

@@ -10,6 +10,7 @@ mod bridge;
 mod browser;
 mod catalog;
 mod cli;
+mod client_features;
 mod conformance;
 mod definitions;
 mod deps;

@@ -244,6 +244,7 @@ impl Checker<'_> {
             session,
             discovery,
             roots,
+            probe_client_features: raw.probe_client_features.unwrap_or(true),
             policy,
             items,
         })

@@ -30,6 +30,9 @@ pub struct UpstreamConfig {
     /// The roots (URIs) the gateway answers `roots/list` with on connections no client's
     /// request is in flight on (its own, at start).
     pub roots: Vec<String>,
+    /// Whether to find out which tools the server lists only to clients that declare a
+    /// capability (see `upstream::needs`).
+    pub probe_client_features: bool,
     pub policy: UpstreamPolicy,
     /// Argument checks, pinning and caching of its items.
     pub items: ItemRules,
@@ -252,6 +255,7 @@ pub struct RawUpstream {
     pub tool_cache: Option<Entries<RawCache>>,
     pub audit_arguments: Option<String>,
     pub inline_resources: Option<bool>,
+    pub probe_client_features: Option<bool>,
     pub inline_max_bytes: Option<u64>,
     // as in [upstream_defaults]
     pub connect_timeout_seconds: Option<f64>,

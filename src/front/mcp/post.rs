@@ -17,6 +17,7 @@ use super::{
     reply::{self, Begun, EventIds, EventStream, RefusalResponse},
 };
 use crate::{
+    catalog::Features,
     config::Limits,
     downstream::TaskSupport,
     error::GatewayError,
@@ -193,7 +194,8 @@ impl Endpoint {
             Ok(message) => {
                 // The session pins the user; what this request may see and do is decided by
                 // the credentials it carries (a narrower token sees less).
-                let request = self.request(message, parts, caller, Era::Legacy).await;
+                let request = (self.request(message, parts, caller, Era::Legacy).await)
+                    .declaring(session.features());
                 let ids = EventIds::Request(session.next_stream());
                 let Served { work, messages } =
                     serve(&self.gateway, request, Client::Session(session), None);
@@ -253,7 +255,7 @@ impl Endpoint {
         caller: Caller,
         json: bool,
     ) -> Response<Body> {
-        let catalog = self.gateway.live().view(caller.viewer());
+        let catalog = (self.gateway.live()).view(caller.viewer(), Features::ALL);
         let result = match negotiate(&self.gateway, &catalog, &params) {
             Ok(result) => result,
             Err(error) => {

@@ -1,0 +1,107 @@
+//! Which of an upstream's tools depend on a client feature. Some servers list a tool only to
+//! clients that declared a capability it uses (sampling, elicitation, roots, tasks, MCP Apps),
+//! and Switchyard discovers with every one it relays. So, after the upstream is connected,
+//! its tools are listed once more on a connection declaring none: if every tool is still
+//! there (most servers), nothing depends on the client. Otherwise each feature is left out in
+//! turn, and a tool missing without it needs it. The catalog then shows each client only the
+//! tools it would be offered directly (`catalog::Features`).
+//!
+//! It runs once, on the first discovery, before the upstream's tools are served; reconnections
+//! and list changes keep what was learnt (a tool listed later is taken to need nothing).
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use super::{Upstream, UpstreamError, connection::Era};
+use crate::catalog::{Features, UpstreamCatalog};
+
+/// What each tool that depends on a client feature needs, by the tool's own name.
+pub type Needs = HashMap<String, Features>;
+
+impl Upstream {
+    /// What the tools of `listed` (just listed on a connection of `era`) need of clients:
+    /// found out on the first discovery (unless `probe_client_features` is off), and kept
+    /// for the upstream's life, across reconnections and list changes.
+    pub(super) async fn needs_of(&self, era: Era, listed: &UpstreamCatalog) -> Arc<Needs> {
+        if let Some(known) = self.needs.load_full() {
+            return known;
+        }
+        let mut needs = Needs::new();
+        if self.config.probe_client_features {
+            let all: HashSet<&str> = listed.tools.iter().map(|tool| &*tool.name).collect();
+            match self.probe(era, &all).await {
+                Ok(found) => needs = found,
+                Err(error) => {
+                    tracing::warn!(upstream = %self.name(), %error, "cannot tell which tools the server lists only to clients that declare a capability; every client is listed every tool");
+                }
+            }
+        }
+        for (tool, needed) in &needs {
+            tracing::info!(upstream = %self.name(), %tool, needs = %needed, "a tool is listed only to clients that declare what it needs");
+        }
+        let needs = Arc::new(needs);
+        self.needs.store(Some(needs.clone()));
+        needs
+    }
+
+    async fn probe(&self, era: Era, all: &HashSet<&str>) -> Result<Needs, UpstreamError> {
+        let bare = self.tools_declaring(era, Features::NONE).await?;
+        let dependent: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|tool| !bare.contains(*tool))
+            .collect();
+        let mut needs = Needs::new();
+        if dependent.is_empty() {
+            return Ok(needs);
+        }
+        // One listing without each feature, side by side.
+        let without = futures::future::try_join_all(
+            (Features::EACH.into_iter())
+                .map(|feature| self.tools_declaring(era, Features::ALL.without(feature))),
+        )
+        .await?;
+        for (feature, listed) in Features::EACH.into_iter().zip(&without) {
+            for tool in &dependent {
+                if !listed.contains(*tool) {
+                    let needed = needs.entry((*tool).to_owned()).or_default();
+                    *needed = needed.with(feature);
+                }
+            }
+        }
+        Ok(needs)
+    }
+
+    /// The names of the tools listed to a client declaring `features`.
+    async fn tools_declaring(
+        &self,
+        era: Era,
+        features: Features,
+    ) -> Result<HashSet<String>, UpstreamError> {
+        let principal = self.service.load_full();
+        let connection = self
+            .open_declaring(era, &principal, false, features)
+            .await?;
+        let listed = tokio::time::timeout(
+            self.config.policy.discovery_timeout,
+            connection.peer().list_all_tools(),
+        )
+        .await;
+        connection.close(std::time::Duration::from_secs(2)).await;
+        let tools = listed
+            .map_err(|_| UpstreamError::DiscoveryTimeout {
+                what: "tools",
+                timeout: self.config.policy.discovery_timeout,
+            })?
+            .map_err(|error| UpstreamError::Discovery {
+                what: "tools",
+                reason: error.to_string(),
+            })?;
+        Ok(tools
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect())
+    }
+}

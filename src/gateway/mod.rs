@@ -118,6 +118,18 @@ pub struct Gateway {
     shutdown: CancellationToken,
 }
 
+/// How Switchyard introduces itself to clients.
+pub fn identity() -> Implementation {
+    Implementation::new("switchyard", env!("CARGO_PKG_VERSION"))
+        .with_title("Switchyard MCP gateway")
+}
+
+/// `identity`, as JSON text.
+pub fn identity_json() -> &'static str {
+    static JSON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    JSON.get_or_init(|| serde_json::to_string(&identity()).unwrap_or_default())
+}
+
 impl Gateway {
     /// Creates the gateway for `config` and starts connecting every upstream in the background.
     pub fn start(config: Config) -> Arc<Self> {
@@ -381,10 +393,7 @@ impl Gateway {
                 .get_or_insert_with(Default::default)
                 .insert(crate::catalog::UI_EXTENSION.to_owned(), settings.clone());
         }
-        let mut info = ServerConfig::new(capabilities).with_server_info(
-            Implementation::new("switchyard", env!("CARGO_PKG_VERSION"))
-                .with_title("Switchyard MCP gateway"),
-        );
+        let mut info = ServerConfig::new(capabilities).with_server_info(identity());
         info.instructions = catalog.instructions().map(str::to_owned);
         info
     }

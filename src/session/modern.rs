@@ -2,11 +2,16 @@
 //! speaks: every result says its `resultType` (`"complete"` where an upstream of an earlier era
 //! says none), and a resource read carries the caching hints 2026-07-28 requires of it
 //! (`ttlMs`, `cacheScope`; as the lists say, nothing is cached, and nothing shared across
-//! users). Applied once, to the answer the request is given, whichever path made it.
+//! users). A result that names the server that made it (`_meta`'s serverInfo, as a 2026-07-28
+//! upstream's do) names Switchyard, the server the client talks to. Applied once, to the
+//! answer the request is given, whichever path made it.
 
 use bytes::Bytes;
 
 use crate::wire::{self, Edit, Fields};
+
+/// The `_meta` key of the server that made a result.
+const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// `answer` (to a request of `method`) with what 2026-07-28 requires of it that it lacks; the
 /// same bytes when it lacks nothing (an error, or a result already in shape).
@@ -24,6 +29,21 @@ fn reshaped(method: &str, answer: &[u8]) -> Option<Bytes> {
     if fields.get("resultType").is_none() {
         added.push(("resultType", "\"complete\""));
     }
+    let meta = fields.get("_meta").and_then(Fields::of);
+    let named = meta.as_ref().and_then(|meta| meta.get(SERVER_INFO));
+    let mut meta_text = Vec::new();
+    if let (Some(meta), Some(named)) = (&meta, named)
+        && named.get() != crate::gateway::identity_json()
+    {
+        meta.write(
+            &mut meta_text,
+            |key| match key {
+                SERVER_INFO => Edit::Value(crate::gateway::identity_json()),
+                _ => Edit::Keep,
+            },
+            &[],
+        );
+    }
     if method == "resources/read" {
         if fields.get("ttlMs").is_none() {
             added.push(("ttlMs", "0"));
@@ -32,11 +52,19 @@ fn reshaped(method: &str, answer: &[u8]) -> Option<Bytes> {
             added.push(("cacheScope", "\"private\""));
         }
     }
-    if added.is_empty() {
+    if added.is_empty() && meta_text.is_empty() {
         return None;
     }
+    let meta_text = std::str::from_utf8(&meta_text).ok()?;
     let mut out = Vec::with_capacity(result.get().len() + 64);
-    fields.write(&mut out, |_| Edit::Keep, &added);
+    fields.write(
+        &mut out,
+        |key| match key {
+            "_meta" if !meta_text.is_empty() => Edit::Value(meta_text),
+            _ => Edit::Keep,
+        },
+        &added,
+    );
     let result = std::str::from_utf8(&out).ok()?;
     Some(wire::write::response(id.get(), result))
 }
@@ -73,6 +101,19 @@ mod tests {
             result_of(&shaped("ping", empty)),
             json!({"resultType": "complete"})
         );
+    }
+
+    #[test]
+    fn a_result_names_switchyard_as_the_server_that_made_it() {
+        let call = Bytes::from(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-time","version":"1"},"kept":true}}}"#,
+        );
+        let meta = &result_of(&shaped("tools/call", call))["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/serverInfo"]["name"],
+            "switchyard"
+        );
+        assert_eq!(meta["kept"], true, "the rest of `_meta` as it was");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! External test dependencies: the Node packages of `tests/node/package.json` (official SDK
-//! client, server-everything, the conformance suite and Node 22) and the Python packages of
-//! `tests/python/requirements.txt` (official SDK), installed on first use into a cache outside
+//! client, official servers, supergateway, the Inspector, the conformance suite and Node 22)
+//! and the Python packages of `tests/python/requirements.txt` (official SDK, the time and git
+//! servers), installed on first use into a cache outside
 //! the checkout, so that `cargo test` works on a fresh machine and stays fast afterwards.
 //!
 //! Each install is redone when its pinned manifest changes, under a file lock, so concurrent
@@ -79,6 +80,7 @@ pub fn node_packages() -> &'static Path {
             &["node/package.json", "node/package-lock.json"],
             &[
                 "node/client.mjs",
+                "node/compare.mjs",
                 "node/tasks-client.mjs",
                 "node/asked-tasks-client.mjs",
                 "node/replay-server.mjs",
@@ -114,6 +116,7 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
             &["python/requirements.txt"],
             &[
                 "python/client.py",
+                "python/compare.py",
                 "python/modern.py",
                 "python/apps_server.py",
             ],

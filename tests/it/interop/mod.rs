@@ -1,9 +1,15 @@
-//! The official TypeScript and Python SDK clients, through Switchyard with two upstreams
+//! Real clients through the gateway. The suite (`suite`) compares what the official clients
+//! get from six real servers directly and through the gateway, over every transport.
+//!
+//! Here, the official TypeScript and Python SDK clients, through Switchyard with two upstreams
 //! (server-everything over stdio and the notes fixture over HTTP): each lists tools, calls a
 //! tool, calls one with progress, reads a resource, gets a prompt and answers an elicitation.
 //! The Python SDK's default client, which speaks 2026-07-28 to the gateway, does the same with
 //! upstreams of an earlier era (answering their questions by retrying its calls), and every
 //! kind of answer it can get is checked against the protocol's published types.
+
+mod servers;
+mod suite;
 
 use serde_json::{Value, json};
 

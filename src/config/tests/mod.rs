@@ -559,3 +559,34 @@ fn roots_are_uris_or_absolute_paths() {
     );
     assert_has(&found, "upstreams.a.roots[0]: is not a URI");
 }
+
+#[test]
+fn how_long_a_2026_call_waits_for_its_answers_is_bounded() {
+    let config = load("wait.toml", "[limits]\ninput_wait_seconds = 60\n").unwrap();
+    assert_eq!(config.limits.input_wait, Duration::from_secs(60));
+    let config = load("default.toml", "").unwrap();
+    assert_eq!(config.limits.input_wait, Duration::from_secs(300));
+    for (value, expected) in [
+        ("0", "limits.input_wait_seconds: must be at least 1"),
+        ("3601", "limits.input_wait_seconds: must be at most 3600"),
+    ] {
+        let found = problems(
+            "wait.toml",
+            &format!("[limits]\ninput_wait_seconds = {value}\n"),
+        );
+        assert_has(&found, expected);
+    }
+}
+
+#[test]
+fn finding_what_tools_need_of_clients_can_be_turned_off() {
+    let config = load(
+        "probe.toml",
+        "[upstreams.a]\ncommand = \"a\"\n[upstreams.b]\ncommand = \"b\"\nprobe_client_features = false\n",
+    )
+    .unwrap();
+    let probes: Vec<bool> = (config.upstreams.iter())
+        .map(|upstream| upstream.probe_client_features)
+        .collect();
+    assert_eq!(probes, [true, false]);
+}

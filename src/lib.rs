@@ -5,32 +5,34 @@
 //!
 //! # Layout
 //!
-//! The module tree follows the path of a request, and imports run one way, down this table
-//! (a module uses only those below it):
+//! The module tree follows the path of a request, and imports run one way, down this table:
+//! a module uses only those of the rows below its own (`tests/it/layers.rs` holds it to that,
+//! and to this table).
 //!
-//! | module       | owns                                                                        |
+//! | modules      | own                                                                         |
 //! |--------------|-----------------------------------------------------------------------------|
 //! | `front`      | the HTTP listener and its Host guard; the MCP endpoint (`front::mcp`: the streamable HTTP transport, sessions ids, event streams), `/healthz`, the OAuth connect pages and callback |
-//! | `session`    | client sessions (a small record each), and the serving of one request: raw, prepared lists, or rmcp's typed handler |
+//! | `auth`, `session` | who the caller is (JWTs, API keys, the admin token); client sessions (a small record each), and the serving of one request: raw, prepared lists, or rmcp's typed handler, with the calls of 2026-07-28 clients that wait for their answers |
 //! | `router`     | exposed name or URI → owning upstream (the request's target, found once); forwarding on the raw path or the typed one |
-//! | `request`    | one client request as the layers below the front see it: caller, endpoint, era, the message read once, the client's headers, the snapshot it is answered from |
+//! | `request`    | one client request as the layers below the front see it: caller, endpoint, era, the message read once, what its client declared, the client's headers, the snapshot it is answered from |
 //! | `gateway`    | the snapshot a reload or a rebuild swaps whole (`Live`: config, upstreams, their merged catalog, with its lookups) and the shared services: OAuth, the store, resource subscriptions, metrics |
-//! | `catalog`    | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint and policy |
-//! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery, supervision, limits |
-//! | `downstream` | the client side of a request as the layers below the front see it: outlets, questions to the client, log levels |
-//! | `quota`      | what a call may spend: `[[quota]]` and the per-principal `[limits]`, counted in Redis (one Lua script per call, shared by replicas) or in the process |
-//! | `oauth`      | Switchyard as the OAuth client of upstreams: discovery, tokens per principal, the encrypted store |
-//! | `store`      | what outlives the process and what replicas share: which sessions are alive, their stream events, upstream sessions and subscriptions (in the embedded file, or in Redis with which replicas are alive and the news between them); private files (keys, tokens) |
-//! | `telemetry` | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
-//! | `hook`, `config`, `events`, `wire`, `protocol`, `error`, `policy`, `clock`, `names`, `principal`, `text` | what every layer uses: the per-request header hook, configuration (parse → validate → runtime types), what operators are told as it happens, JSON-RPC, SSE and media types on the wire, protocol facts, errors by side (in words, repeats counted), who may see what (rules, virtual endpoints, name patterns), Unix time, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
+//! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery (with what tools need of clients), supervision, limits |
+//! | `pins`       | the approved definitions of pinned tools |
+//! | `catalog`, `downstream`, `oauth`, `quota` | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint, policy and client features; the client side of a request (outlets, questions to the client, log levels); Switchyard as the OAuth client of upstreams (discovery, tokens per principal, the encrypted store); what a call may spend (`[[quota]]` and the per-principal `[limits]`, counted in Redis or in the process) |
+//! | `audit`, `error`, `store` | the hash-chained audit log; errors by side (in words, repeats counted); what outlives the process and what replicas share (which sessions are alive, their stream events, upstream sessions and subscriptions, in the embedded file or in Redis; private files) |
+//! | `telemetry`  | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
+//! | `config`, `events`, `hook`, `metrics`, `protocol`, `wire` | configuration (parse → validate → runtime types), what operators are told as it happens, the per-request header hook, Prometheus metrics, protocol facts, JSON-RPC, SSE and media types on the wire |
+//! | `policy`     | who may see what: rules, virtual endpoints, name patterns |
+//! | `clock`, `expiring`, `names`, `principal`, `text` | Unix time, entries that expire, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
 //!
-//! Beside the path: `passthrough` (`/servers/{name}/mcp`: one upstream proxied byte for byte
-//! by pingora, under the same admission), `handover` (listening sockets handed to a new
-//! binary), `admin`, `metrics` and `reload`; `demo` (the server the default configuration
-//! serves, also the fast upstream of the benches), `import` (MCP clients' configurations read
-//! into one) and `startup` (what a person who started it is told). The load generator
-//! of `switchyard bench` is a crate of its own (`crates/bench`), and so is the test support the
-//! official conformance suite runs against (`crates/conformance`).
+//! Beside the path, and above it (they may use any of it): `passthrough`
+//! (`/servers/{name}/mcp`: one upstream proxied byte for byte by pingora, under the same
+//! admission), `handover` (listening sockets handed to a new binary), `admin`, `reload` and
+//! `startup` (what a person who started it is told). Only the binary uses `demo` (the server
+//! the default configuration serves, also the fast upstream of the benches) and `import` (MCP
+//! clients' configurations read into one). The load generator of `switchyard bench` is a crate
+//! of its own (`crates/bench`), and so is the test support the official conformance suite runs
+//! against (`crates/conformance`).
 //!
 //! # The life of a `tools/call`
 //!

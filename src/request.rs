@@ -13,9 +13,9 @@ use crate::{
     gateway::Live,
     policy::{EndpointName, Viewer},
     principal::Principal,
-    protocol::{Era, META_CLIENT_CAPABILITIES, MODERN},
+    protocol::{Era, META_CLIENT_CAPABILITIES, MODERN, TASKS_EXTENSION},
     telemetry::{Arriving, Trace},
-    wire::ParsedRequest,
+    wire::{Fields, ParsedRequest},
 };
 
 /// Who makes a request, and the endpoint it came to, as the front found them.
@@ -90,6 +90,20 @@ impl Request {
             view: OnceLock::new(),
             declared: None,
         }
+    }
+
+    /// Whether a 2026-07-28 request's `_meta` declares the tasks extension among its client's
+    /// capabilities.
+    pub fn declares_tasks(&self) -> bool {
+        let meta = self.message.meta();
+        let Some(capabilities) = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)) else {
+            return false;
+        };
+        let extensions = Fields::of(capabilities).and_then(|caps| caps.get("extensions"));
+        let declared = extensions
+            .and_then(Fields::of)
+            .and_then(|extensions| extensions.get(TASKS_EXTENSION));
+        declared.is_some_and(|declared| declared.get().starts_with('{'))
     }
 
     /// This request, of a session whose client declared `features`.

@@ -200,10 +200,8 @@ fn no_folder_imports_in_a_circle() {
         let text = std::fs::read_to_string(file).unwrap();
         let siblings = folders.entry(folder.clone()).or_default();
         let uses = siblings.entry(own.clone()).or_default();
-        if name == "mod" {
-            // A folder module's `super::` names its parent's siblings; those are not its own.
-            continue;
-        }
+        // A folder module's `super::` (from its `mod.rs`) names its siblings in the folder
+        // above, as a file's does in its own folder.
         for used in sibling_imports(&text) {
             let exists = folder.join(format!("{used}.rs")).exists()
                 || folder.join(&used).join("mod.rs").exists();
@@ -235,4 +233,41 @@ fn sibling_imports_are_read() {
     let text = "use super::{\n    keys::{Entries, key_segment},\n    raw::RawUpstream,\n};\n\
                 let x = super::expand::reads_host(v);\nuse super::Problem;";
     assert_eq!(sibling_imports(text), ["keys", "raw", "expand"]);
+}
+
+/// The layout table of `src/lib.rs`: each row's modules (the backticked names of its first
+/// cell), in order.
+fn layout_table(lib: &str) -> Vec<Vec<String>> {
+    let table = lib
+        .split("# Layout")
+        .nth(1)
+        .expect("lib.rs has a layout section");
+    let table = table.split("\n//! #").next().unwrap();
+    table
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! | "))
+        .filter_map(|row| row.split(" | ").next())
+        .map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|modules| !modules.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_layout_table_of_lib_rs_is_the_layers_tested_here() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let table = layout_table(&lib);
+    // The first layer is beside the path (the table's prose names it), the last the unit
+    // tests' allocator.
+    let tested: Vec<Vec<String>> = LAYERS[1..LAYERS.len() - 1]
+        .iter()
+        .map(|layer| layer.iter().map(|m| (*m).to_owned()).collect())
+        .collect();
+    assert_eq!(table, tested, "src/lib.rs's layout table, and LAYERS here");
 }

@@ -105,8 +105,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let asked = message
             .params()
             .is_some_and(|params| params.get("task").is_some());
-        let declared =
-            self.request.era == Era::Modern && super::tasks::declares_tasks(message.meta());
+        let declared = self.request.era == Era::Modern && self.request.declares_tasks();
         if !asked && !declared && target.task_support == TaskSupport::Optional {
             return Ok(TaskMode::Plain);
         }

@@ -26,7 +26,7 @@ use super::{
 use crate::{
     error::GatewayError,
     metrics::TaskEvent,
-    protocol::{Era, META_CLIENT_CAPABILITIES, META_RELATED_TASK, TASKS_EXTENSION},
+    protocol::{Era, META_RELATED_TASK, TASKS_EXTENSION},
     upstream::{Connection, TaskWatch, Upstream},
     wire::{self, Fields},
 };
@@ -99,7 +99,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 None,
             ));
         }
-        if era == Era::Modern && !declares_tasks(self.request.message.meta()) {
+        if era == Era::Modern && !self.request.declares_tasks() {
             let data = serde_json::json!({
                 "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } }
             });
@@ -387,18 +387,6 @@ impl<S: ConnectionSource> Call<'_, S> {
         }
         Ok(())
     }
-}
-
-/// Whether a 2026-07-28 request's `_meta` declares the tasks extension among its client's
-/// capabilities.
-pub(in crate::router) fn declares_tasks(meta: Option<&Fields<'_>>) -> bool {
-    let Some(capabilities) = meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)) else {
-        return false;
-    };
-    serde_json::from_str::<Value>(capabilities.get())
-        .ok()
-        .and_then(|caps| caps.get("extensions")?.get(TASKS_EXTENSION).cloned())
-        .is_some_and(|declared| declared.is_object())
 }
 
 /// What a call that asked for a task came to.

@@ -102,6 +102,29 @@ pub fn measure<T>(work: impl FnOnce() -> T) -> (T, Measured) {
     (out, measured)
 }
 
+/// The allocations `work` (a future) makes while it is polled, and its output; what other
+/// tasks do on the thread between its polls is not counted.
+pub async fn measure_polls<F: Future>(work: F) -> (F::Output, Measured) {
+    let mut work = std::pin::pin!(work);
+    let mut kept = Counts::default();
+    let mut cpu = Duration::ZERO;
+    let out = std::future::poll_fn(|cx| {
+        COUNTS.with(|cell| cell.set(Counts { on: true, ..kept }));
+        let started = thread_cpu();
+        let polled = work.as_mut().poll(cx);
+        cpu += thread_cpu().saturating_sub(started);
+        kept = COUNTS.with(|cell| cell.replace(Counts::default()));
+        polled
+    })
+    .await;
+    let measured = Measured {
+        peak_bytes: kept.peak.max(0) as u64,
+        allocations: kept.allocations,
+        cpu,
+    };
+    (out, measured)
+}
+
 /// The CPU time this thread has used.
 fn thread_cpu() -> Duration {
     let mut now = libc::timespec {

@@ -24,6 +24,8 @@ mod serve;
 mod subscribed;
 mod table;
 mod takeover;
+#[cfg(test)]
+mod tests;
 mod upstreams;
 
 use std::{

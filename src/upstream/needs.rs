@@ -14,7 +14,7 @@ use std::{
     sync::Arc,
 };
 
-use super::{Upstream, UpstreamError, connection::Era};
+use super::{Connection, Upstream, UpstreamError, connection::Era};
 use crate::catalog::{Features, UpstreamCatalog};
 
 /// What each tool that depends on a client feature needs, by the tool's own name.
@@ -71,6 +71,15 @@ impl Upstream {
                 }
             }
         }
+        // A real tool needs one feature, or two (elicitation run as a task); one that seemed
+        // to need more was missed by listings for another reason: it is shown to everyone.
+        needs.retain(|tool, needed| {
+            let plausible = Features::EACH.iter().filter(|f| needed.contains(**f)).count() <= 2;
+            if !plausible {
+                tracing::debug!(upstream = %self.name(), %tool, needs = %needed, "what a tool needs is unclear; it is listed to every client");
+            }
+            plausible
+        });
         Ok(needs)
     }
 
@@ -84,24 +93,45 @@ impl Upstream {
         let connection = self
             .open_declaring(era, &principal, false, features)
             .await?;
-        let listed = tokio::time::timeout(
+        let settled = tokio::time::timeout(
             self.config.policy.discovery_timeout,
-            connection.peer().list_all_tools(),
+            settled_listing(&connection),
         )
         .await;
         connection.close(std::time::Duration::from_secs(2)).await;
-        let tools = listed
-            .map_err(|_| UpstreamError::DiscoveryTimeout {
-                what: "tools",
-                timeout: self.config.policy.discovery_timeout,
-            })?
-            .map_err(|error| UpstreamError::Discovery {
+        settled.map_err(|_| UpstreamError::DiscoveryTimeout {
+            what: "tools",
+            timeout: self.config.policy.discovery_timeout,
+        })?
+    }
+}
+
+/// The names of the tools `connection` lists once they stop changing: a server may register
+/// some as it learns the client's capabilities, just after the handshake. Listed until two
+/// listings a moment apart agree (at most four times).
+async fn settled_listing(connection: &Connection) -> Result<HashSet<String>, UpstreamError> {
+    let list = || async {
+        let tools = (connection.peer().list_all_tools().await).map_err(|error| {
+            UpstreamError::Discovery {
                 what: "tools",
                 reason: error.to_string(),
-            })?;
-        Ok(tools
-            .into_iter()
-            .map(|tool| tool.name.into_owned())
-            .collect())
+            }
+        })?;
+        Ok::<HashSet<String>, UpstreamError>(
+            tools
+                .into_iter()
+                .map(|tool| tool.name.into_owned())
+                .collect(),
+        )
+    };
+    let mut listed = list().await?;
+    for _ in 0..3 {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let again = list().await?;
+        if again == listed {
+            break;
+        }
+        listed = again;
     }
+    Ok(listed)
 }

@@ -47,7 +47,7 @@ impl Upstream {
     }
 
     async fn probe(&self, era: Era, all: &HashSet<&str>) -> Result<Needs, UpstreamError> {
-        let bare = self.tools_declaring(era, Features::NONE).await?;
+        let bare = self.tools_declaring(era, Features::NONE, false).await?;
         let dependent: Vec<&str> = all
             .iter()
             .copied()
@@ -60,7 +60,7 @@ impl Upstream {
         // One listing without each feature, side by side.
         let without = futures::future::try_join_all(
             (Features::EACH.into_iter())
-                .map(|feature| self.tools_declaring(era, Features::ALL.without(feature))),
+                .map(|feature| self.tools_declaring(era, Features::ALL.without(feature), true)),
         )
         .await?;
         for (feature, listed) in Features::EACH.into_iter().zip(&without) {
@@ -83,33 +83,36 @@ impl Upstream {
         Ok(needs)
     }
 
-    /// The names of the tools listed to a client declaring `features`.
+    /// The names of the tools listed to a client declaring `features`; `settled`: once they
+    /// stop changing (see `listing`). The listing without any feature is taken at once:
+    /// a tool it misses for being early is found in every other listing, and needs nothing.
     async fn tools_declaring(
         &self,
         era: Era,
         features: Features,
+        settled: bool,
     ) -> Result<HashSet<String>, UpstreamError> {
         let principal = self.service.load_full();
         let connection = self
             .open_declaring(era, &principal, false, features)
             .await?;
-        let settled = tokio::time::timeout(
+        let listed = tokio::time::timeout(
             self.config.policy.discovery_timeout,
-            settled_listing(&connection),
+            listing(&connection, if settled { 4 } else { 1 }),
         )
         .await;
         connection.close(std::time::Duration::from_secs(2)).await;
-        settled.map_err(|_| UpstreamError::DiscoveryTimeout {
+        listed.map_err(|_| UpstreamError::DiscoveryTimeout {
             what: "tools",
             timeout: self.config.policy.discovery_timeout,
         })?
     }
 }
 
-/// The names of the tools `connection` lists once they stop changing: a server may register
+/// The names of the tools `connection` lists, once they stop changing: a server may register
 /// some as it learns the client's capabilities, just after the handshake. Listed until two
-/// listings a moment apart agree (at most four times).
-async fn settled_listing(connection: &Connection) -> Result<HashSet<String>, UpstreamError> {
+/// listings a moment apart agree, at most `times` times.
+async fn listing(connection: &Connection, times: usize) -> Result<HashSet<String>, UpstreamError> {
     let list = || async {
         let tools = (connection.peer().list_all_tools().await).map_err(|error| {
             UpstreamError::Discovery {
@@ -125,7 +128,7 @@ async fn settled_listing(connection: &Connection) -> Result<HashSet<String>, Ups
         )
     };
     let mut listed = list().await?;
-    for _ in 0..3 {
+    for _ in 1..times {
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
         let again = list().await?;
         if again == listed {

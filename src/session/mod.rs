@@ -41,9 +41,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use handler::{announce_tasks, negotiate};
 pub use id::{SessionIds, Ticket};
+pub use modern::{has_modern_meta, meta_version};
 pub use notify::{ListWatcher, spawn_list_notifier};
 pub use parked::Parked;
-pub use serve::{Client, Served, has_modern_meta, meta_version, serve};
+pub use serve::{Client, Served, serve};
 pub use table::{SessionTable, TableEars};
 pub use takeover::spawn_takeover;
 pub use upstreams::{SessionUpstreams, Source};

@@ -1,4 +1,6 @@
-//! A 2026-07-28 client's answer in its era's shape, whichever era the upstream that answered
+//! What 2026-07-28 asks of requests and answers. A request's `_meta` must carry the lifecycle
+//! (version and capabilities), checked here for the requests rmcp's handler does not see.
+//! A 2026-07-28 client's answer is in its era's shape, whichever era the upstream that answered
 //! speaks: every result says its `resultType` (`"complete"` where an upstream of an earlier era
 //! says none), and a resource read carries the caching hints 2026-07-28 requires of it
 //! (`ttlMs`, `cacheScope`; as the lists say, nothing is cached, and nothing shared across
@@ -7,8 +9,12 @@
 //! answer the request is given, whichever path made it.
 
 use bytes::Bytes;
+use rmcp::model::ProtocolVersion;
 
-use crate::wire::{self, Edit, Fields};
+use crate::{
+    protocol::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION},
+    wire::{self, Edit, Fields},
+};
 
 /// The `_meta` key of the server that made a result.
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
@@ -67,6 +73,78 @@ fn reshaped(method: &str, answer: &[u8]) -> Option<Bytes> {
     );
     let result = std::str::from_utf8(&out).ok()?;
     Some(wire::write::response(id.get(), result))
+}
+
+/// The error for a 2026-07-28 request whose `_meta` lacks what the protocol requires, or names
+/// a version Switchyard does not speak.
+pub(super) struct MetaError {
+    code: i32,
+    message: String,
+    data: Option<serde_json::Value>,
+}
+
+impl MetaError {
+    pub(super) fn answer(self, id: &str) -> Bytes {
+        wire::write::error(Some(id), self.code, &self.message, self.data.as_ref())
+    }
+}
+
+/// What rmcp's handler checks of every 2026-07-28 request, for the requests that do not go
+/// through it.
+pub(super) fn check_meta(meta: Option<&Fields<'_>>) -> Result<(), MetaError> {
+    let missing = missing_meta(meta);
+    if !missing.is_empty() {
+        return Err(MetaError {
+            code: -32602,
+            message: format!(
+                "request _meta is missing or has malformed required fields: {}",
+                missing.join(", ")
+            ),
+            data: None,
+        });
+    }
+    let version = meta_version(meta).unwrap_or_default();
+    if !crate::protocol::is_known_version(&version) {
+        let supported: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .map(|v| v.as_str())
+            .collect();
+        return Err(MetaError {
+            code: -32022,
+            message: "Unsupported protocol version".into(),
+            data: Some(serde_json::json!({ "requested": version, "supported": supported })),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `meta` holds a complete 2026-07-28 request lifecycle (version and capabilities).
+pub fn has_modern_meta(meta: Option<&Fields<'_>>) -> bool {
+    missing_meta(meta).is_empty()
+}
+
+/// The keys of the 2026-07-28 lifecycle that `meta` lacks (or has malformed).
+fn missing_meta(meta: Option<&Fields<'_>>) -> Vec<&'static str> {
+    let version = meta
+        .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+        .filter(|value| value.get().starts_with('"'));
+    let capabilities = meta
+        .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
+        .filter(|value| value.get().starts_with('{'));
+    let mut missing = Vec::new();
+    if version.is_none() {
+        missing.push(META_PROTOCOL_VERSION);
+    }
+    if capabilities.is_none() {
+        missing.push(META_CLIENT_CAPABILITIES);
+    }
+    missing
+}
+
+/// The version a 2026-07-28 request names in its `_meta`.
+pub fn meta_version<'a>(meta: Option<&Fields<'a>>) -> Option<std::borrow::Cow<'a, str>> {
+    meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+        .and_then(wire::string)
 }
 
 #[cfg(test)]

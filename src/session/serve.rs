@@ -35,9 +35,7 @@ use crate::{
     gateway::Gateway,
     metrics::Outcome,
     policy::Kind,
-    protocol::{
-        Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION,
-    },
+    protocol::{Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN},
     quota::{Ask, Granted},
     request::{Caller, Request},
     router::{Call, Routed, Target, TaskMethod},
@@ -200,7 +198,7 @@ impl Serving<'_> {
             return wire::write::error(Some(id), -32602, "params must be an object", None);
         }
         if request.era == Era::Modern
-            && let Err(error) = check_modern_meta(request.message.meta())
+            && let Err(error) = super::modern::check_meta(request.message.meta())
         {
             return error.answer(id);
         }
@@ -500,49 +498,6 @@ enum Fast {
     Task(TaskMethod),
 }
 
-/// The error for a 2026-07-28 request whose `_meta` lacks what the protocol requires, or names
-/// a version Switchyard does not speak.
-pub(super) struct MetaError {
-    code: i32,
-    message: String,
-    data: Option<serde_json::Value>,
-}
-
-impl MetaError {
-    fn answer(self, id: &str) -> Bytes {
-        wire::write::error(Some(id), self.code, &self.message, self.data.as_ref())
-    }
-}
-
-/// What rmcp's handler checks of every 2026-07-28 request, for the requests that do not go
-/// through it.
-fn check_modern_meta(meta: Option<&Fields<'_>>) -> Result<(), MetaError> {
-    let missing = missing_meta(meta);
-    if !missing.is_empty() {
-        return Err(MetaError {
-            code: -32602,
-            message: format!(
-                "request _meta is missing or has malformed required fields: {}",
-                missing.join(", ")
-            ),
-            data: None,
-        });
-    }
-    let version = meta_version(meta).unwrap_or_default();
-    if !crate::protocol::is_known_version(&version) {
-        let supported: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS
-            .iter()
-            .map(|v| v.as_str())
-            .collect();
-        return Err(MetaError {
-            code: -32022,
-            message: "Unsupported protocol version".into(),
-            data: Some(serde_json::json!({ "requested": version, "supported": supported })),
-        });
-    }
-    Ok(())
-}
-
 /// A page of one of the merged lists, from the catalog's prepared bytes.
 fn list_page(request: &Request, kind: ListKind) -> Bytes {
     let id = request.id();
@@ -580,33 +535,4 @@ fn stateless_peer(headers: &http::HeaderMap) -> InitializeRequestParams {
         .unwrap_or(ProtocolVersion::V_2025_03_26);
     InitializeRequestParams::new(ClientCapabilities::default(), Implementation::default())
         .with_protocol_version(version)
-}
-
-/// Whether `meta` holds a complete 2026-07-28 request lifecycle (version and capabilities).
-pub fn has_modern_meta(meta: Option<&Fields<'_>>) -> bool {
-    missing_meta(meta).is_empty()
-}
-
-/// The keys of the 2026-07-28 lifecycle that `meta` lacks (or has malformed).
-fn missing_meta(meta: Option<&Fields<'_>>) -> Vec<&'static str> {
-    let version = meta
-        .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
-        .filter(|value| value.get().starts_with('"'));
-    let capabilities = meta
-        .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
-        .filter(|value| value.get().starts_with('{'));
-    let mut missing = Vec::new();
-    if version.is_none() {
-        missing.push(META_PROTOCOL_VERSION);
-    }
-    if capabilities.is_none() {
-        missing.push(META_CLIENT_CAPABILITIES);
-    }
-    missing
-}
-
-/// The version a 2026-07-28 request names in its `_meta`.
-pub fn meta_version<'a>(meta: Option<&Fields<'a>>) -> Option<std::borrow::Cow<'a, str>> {
-    meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION))
-        .and_then(wire::string)
 }

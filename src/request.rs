@@ -52,6 +52,8 @@ pub struct Request {
     /// What a session's client declared it can do (for a request that stands alone, its
     /// `_meta` says, read when needed).
     declared: Option<Features>,
+    /// What a request that stands alone states of its client (see `stated_capabilities`).
+    stated: OnceLock<Arc<ClientCapabilities>>,
 }
 
 impl Request {
@@ -89,6 +91,7 @@ impl Request {
             trace,
             view: OnceLock::new(),
             declared: None,
+            stated: OnceLock::new(),
         }
     }
 
@@ -121,11 +124,18 @@ impl Request {
         if let Some(declared) = self.declared {
             return declared;
         }
-        let capabilities = (self.message.meta())
-            .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
-            .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok())
-            .unwrap_or_default();
-        Features::declared(&capabilities, false)
+        Features::declared(self.stated_capabilities(), false)
+    }
+
+    /// The capabilities a request that stands alone states in its `_meta` (none, where it
+    /// states none), read on first use.
+    pub fn stated_capabilities(&self) -> &Arc<ClientCapabilities> {
+        self.stated.get_or_init(|| {
+            let capabilities = (self.message.meta())
+                .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
+                .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok());
+            Arc::new(capabilities.unwrap_or_default())
+        })
     }
 
     /// A request made of `outer`'s, with `message` (a gateway tool's inner call): the same
@@ -140,6 +150,7 @@ impl Request {
             trace: outer.trace.nested(),
             view: OnceLock::new(),
             declared: outer.declared,
+            stated: OnceLock::new(),
         }
     }
 

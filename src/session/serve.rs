@@ -35,7 +35,7 @@ use crate::{
     gateway::Gateway,
     metrics::Outcome,
     policy::Kind,
-    protocol::{Era, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROGRESS_TOKEN},
+    protocol::{Era, META_LOG_LEVEL, META_PROGRESS_TOKEN},
     quota::{Ask, Granted},
     request::{Caller, Request},
     router::{Call, Routed, Target, TaskMethod},
@@ -411,9 +411,7 @@ impl Serving<'_> {
             });
         }
         let field = |key| meta.and_then(|meta: &Fields<'_>| meta.get(key));
-        let capabilities = field(META_CLIENT_CAPABILITIES)
-            .and_then(|caps| serde_json::from_str::<ClientCapabilities>(caps.get()).ok())
-            .unwrap_or_default();
+        let capabilities = request.stated_capabilities().clone();
         let log_level = field(META_LOG_LEVEL)
             .and_then(|level| serde_json::from_str::<LoggingLevel>(level.get()).ok())
             .map_or(LogLevel::Unset, LogLevel::Request);
@@ -422,7 +420,7 @@ impl Serving<'_> {
             asks: None,
             bridge: self.bridge.cloned(),
             progress_token,
-            capabilities: Arc::new(capabilities),
+            capabilities,
             principal,
             endpoint,
             log_level,

@@ -6,8 +6,9 @@
 //! turn, and a tool missing without it needs it. The catalog then shows each client only the
 //! tools it would be offered directly (`catalog::Features`).
 //!
-//! It runs once, on the first discovery, before the upstream's tools are served; reconnections
-//! and list changes keep what was learnt (a tool listed later is taken to need nothing).
+//! It runs on the first discovery, before the upstream's tools are served; reconnections and
+//! list changes keep what was learnt (a tool listed later is taken to need nothing). A probe
+//! that fails is tried again at once, then at each discovery until one succeeds.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -16,6 +17,9 @@ use std::{
 
 use super::{Connection, Upstream, UpstreamError, connection::Era};
 use crate::catalog::{Features, UpstreamCatalog};
+
+/// How long after a failed probe it is tried again.
+const PROBE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What each tool that depends on a client feature needs, by the tool's own name.
 pub type Needs = HashMap<String, Features>;
@@ -28,22 +32,35 @@ impl Upstream {
         if let Some(known) = self.needs.load_full() {
             return known;
         }
-        let mut needs = Needs::new();
-        if self.config.probe_client_features {
-            let all: HashSet<&str> = listed.tools.iter().map(|tool| &*tool.name).collect();
+        if !self.config.probe_client_features {
+            let none = Arc::new(Needs::new());
+            self.needs.store(Some(none.clone()));
+            return none;
+        }
+        let all: HashSet<&str> = listed.tools.iter().map(|tool| &*tool.name).collect();
+        // A probe opens several connections at once; one failing to open on a busy machine
+        // is tried again a moment later, before anything is served.
+        let mut failed = None;
+        for pause in [None, Some(PROBE_RETRY)] {
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+            }
             match self.probe(era, &all).await {
-                Ok(found) => needs = found,
-                Err(error) => {
-                    tracing::warn!(upstream = %self.name(), %error, "cannot tell which tools the server lists only to clients that declare a capability; every client is listed every tool");
+                Ok(needs) => {
+                    for (tool, needed) in &needs {
+                        tracing::info!(upstream = %self.name(), %tool, needs = %needed, "a tool is listed only to clients that declare what it needs");
+                    }
+                    let needs = Arc::new(needs);
+                    self.needs.store(Some(needs.clone()));
+                    return needs;
                 }
+                Err(error) => failed = Some(error),
             }
         }
-        for (tool, needed) in &needs {
-            tracing::info!(upstream = %self.name(), %tool, needs = %needed, "a tool is listed only to clients that declare what it needs");
+        if let Some(error) = failed {
+            tracing::warn!(upstream = %self.name(), %error, "cannot tell which tools the server lists only to clients that declare a capability; every client is listed every tool until the next discovery tries again");
         }
-        let needs = Arc::new(needs);
-        self.needs.store(Some(needs.clone()));
-        needs
+        Arc::new(Needs::new())
     }
 
     async fn probe(&self, era: Era, all: &HashSet<&str>) -> Result<Needs, UpstreamError> {

@@ -36,13 +36,16 @@ pub const SWITCHYARD: &str = env!("CARGO_BIN_EXE_switchyard");
 /// The admin token of test gateways whose configuration sets none.
 pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-0123456789";
 
-/// Logs to the test output when `RUST_LOG` is set.
 /// Where a configuration built in memory says it was read from.
 const IN_MEMORY: &str = "/tmp/switchyard-it.toml";
 
+/// Logs to the test output (shown for the tests that fail): what `RUST_LOG` asks for, or the
+/// gateway's warnings and errors.
 pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("switchyard=warn"));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(filter)
         .with_test_writer()
         .try_init();
 }

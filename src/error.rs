@@ -4,7 +4,6 @@
 //! Upstream JSON-RPC errors pass through with their code, message and data; everything else gets
 //! a message that names the tool, prompt, resource or upstream involved and never internals.
 
-use bytes::Bytes;
 use rmcp::{
     ErrorData, ServiceError,
     model::{ClientCapabilities, ErrorCode, JsonObject},
@@ -313,20 +312,23 @@ impl GatewayError {
 
     /// The answer to request `id` (JSON text) of a client of `era`: a JSON-RPC error, or, for
     /// arguments not passed on, the tool's failed result.
-    pub fn answer(self, id: &str, era: Era) -> Bytes {
+    pub fn answer(self, id: &str, era: Era) -> wire::Answer {
         if let Self::InvalidArguments { .. } = &self {
             let result = serde_json::json!({
                 "content": [{"type": "text", "text": self.to_string()}],
                 "isError": true,
             });
-            return wire::write::response(id, &result.to_string());
+            return wire::Answer {
+                message: wire::write::response(id, &result.to_string()),
+                outcome: wire::Outcome::ToolError,
+            };
         }
         let mut data = self.into_error_data();
         if era == Era::Modern && data.code == ErrorCode::RESOURCE_NOT_FOUND {
             // 2026-07-28 reports a missing resource as invalid params.
             data.code = ErrorCode::INVALID_PARAMS;
         }
-        wire::write::error(Some(id), data.code.0, &data.message, data.data.as_ref())
+        wire::Answer::error_with(id, data.code.0, &data.message, data.data.as_ref())
     }
 
     /// This error as the client that made the request should get it: an authorization link

@@ -69,24 +69,21 @@ pub struct Record<'a> {
     pub detail: Option<&'a str>,
 }
 
-/// How `answer` ended, and its JSON-RPC error code if it is an error; `routed`: whether the
-/// request reached an upstream (an unrouted one was refused).
-pub fn outcome_of(answer: &[u8], routed: bool) -> (&'static str, Option<i64>) {
-    match wire::parse(answer) {
+/// How an answer saying `outcome` ended, and its JSON-RPC error code if it is an error;
+/// `routed`: whether the request reached an upstream (an unrouted one was refused).
+pub fn outcome_of(outcome: wire::Outcome, routed: bool) -> (&'static str, Option<i64>) {
+    match outcome {
         // A tool's failure, or, unrouted, the arguments Switchyard did not pass on.
-        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
-            (if routed { "tool_error" } else { "refused" }, None)
-        }
-        Ok(wire::Message::Response { .. }) => ("ok", None),
-        Ok(wire::Message::Error { error, .. }) => {
-            let code = wire::Fields::of(error)
-                .and_then(|fields| fields.get("code"))
-                .and_then(|code| code.get().parse().ok());
+        wire::Outcome::ToolError => (if routed { "tool_error" } else { "refused" }, None),
+        wire::Outcome::Result => ("ok", None),
+        wire::Outcome::Error { code, .. } => {
             // An unknown name (unrouted) and a call beyond a quota are refused; the rest failed.
-            let refused = !routed || code == Some(i64::from(crate::protocol::QUOTA_EXCEEDED));
-            (if refused { "refused" } else { "error" }, code)
+            let refused = !routed || code == crate::protocol::QUOTA_EXCEEDED;
+            (
+                if refused { "refused" } else { "error" },
+                Some(i64::from(code)),
+            )
         }
-        _ => ("error", None),
     }
 }
 

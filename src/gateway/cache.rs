@@ -15,19 +15,37 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use tokio::sync::watch;
 
-use crate::{config::CacheRule, metrics::Metrics, store::Store, wire};
+use crate::{
+    config::CacheRule,
+    metrics::Metrics,
+    store::Store,
+    wire::{self, Answer, Outcome},
+};
 
 /// The most results kept in this process (without Redis).
 const MAX_LOCAL_ENTRIES: usize = 10_000;
 /// The kind of the store's records.
 const KIND: &str = "cache";
 
-/// What was answered, without the request's id.
+/// What was answered, without the request's id: the `result` or `error`, and what it says.
 #[derive(Clone)]
-enum Kept {
-    /// A result, and whether it may be cached (not a tool reporting a failure).
-    Result(Bytes, bool),
-    Error(Bytes),
+struct Kept {
+    text: Bytes,
+    outcome: Outcome,
+}
+
+impl Kept {
+    /// The answer to request `id`.
+    fn answer(&self, id: &str) -> Answer {
+        let message = match self.outcome {
+            Outcome::Error { .. } => wire::write::error_raw(Some(id), text(&self.text)),
+            _ => wire::write::response(id, text(&self.text)),
+        };
+        Answer {
+            message,
+            outcome: self.outcome,
+        }
+    }
 }
 
 /// The cache and the calls in flight.
@@ -70,8 +88,8 @@ impl ResultCache {
         key: &str,
         id: &str,
         rule: CacheRule,
-        call: impl Future<Output = Bytes>,
-    ) -> Bytes {
+        call: impl Future<Output = Answer>,
+    ) -> Answer {
         let count = |outcome: &str| {
             self.metrics
                 .cache
@@ -80,7 +98,7 @@ impl ResultCache {
         };
         if let Some(result) = self.cached(key).await {
             count("hit");
-            return wire::write::response(id, text(&result));
+            return Answer::result(wire::write::response(id, text(&result)));
         }
         loop {
             let leading = match self.in_flight.entry(key.to_owned()) {
@@ -94,8 +112,7 @@ impl ResultCache {
                     };
                     count("coalesced");
                     return match kept {
-                        Some(Kept::Result(result, _)) => wire::write::response(id, text(&result)),
-                        Some(Kept::Error(error)) => wire::write::error_raw(Some(id), text(&error)),
+                        Some(kept) => kept.answer(id),
                         None => unreachable!("waited for an answer"),
                     };
                 }
@@ -112,8 +129,8 @@ impl ResultCache {
             count("miss");
             let answer = call.await;
             let kept = keep(&answer);
-            if let Some(Kept::Result(result, true)) = &kept {
-                self.store_result(key, result.clone(), rule.ttl);
+            if let Some(kept) = kept.as_ref().filter(|k| k.outcome == Outcome::Result) {
+                self.store_result(key, kept.text.clone(), rule.ttl);
             }
             leading.sender.send_replace(kept);
             return answer;
@@ -167,19 +184,18 @@ impl ResultCache {
     }
 }
 
-/// What of `answer` followers get, and whether it may be cached: a result that is not a tool
-/// reporting a failure.
-fn keep(answer: &Bytes) -> Option<Kept> {
-    match wire::parse(answer).ok()? {
-        wire::Message::Response { result, .. } => {
-            let text = Bytes::copy_from_slice(result.get().as_bytes());
-            Some(Kept::Result(text, !wire::reports_failure(result)))
-        }
-        wire::Message::Error { error, .. } => {
-            Some(Kept::Error(Bytes::copy_from_slice(error.get().as_bytes())))
-        }
-        _ => None,
-    }
+/// What of `answer` followers get (only a result that is not a tool reporting a failure is
+/// cached).
+fn keep(answer: &Answer) -> Option<Kept> {
+    let text = match wire::parse(&answer.message).ok()? {
+        wire::Message::Response { result, .. } => result.get(),
+        wire::Message::Error { error, .. } => error.get(),
+        _ => return None,
+    };
+    Some(Kept {
+        text: Bytes::copy_from_slice(text.as_bytes()),
+        outcome: answer.outcome,
+    })
 }
 
 fn text(bytes: &Bytes) -> &str {

@@ -160,7 +160,7 @@ impl Metered {
             }
             Err(exceeded) => {
                 let answer = exceeded.answer(request.id.get());
-                self.record(gateway, Outcome::Read(answer.clone()));
+                self.record(gateway, Outcome::Read(answer.message.clone()));
                 self.call = None;
                 Err(beyond_quota(&answer)
                     .unwrap_or_else(|| refusal(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests")))
@@ -234,7 +234,7 @@ impl Metered {
         }
         let (outcome, code, detail) = match &outcome {
             Outcome::Read(answer) => {
-                let (outcome, code) = crate::audit::outcome_of(answer, true);
+                let (outcome, code) = crate::audit::outcome_of(told(answer), true);
                 (outcome, code, "pass-through")
             }
             Outcome::Unread => ("ok", None, "pass-through; its answer was not read whole"),
@@ -252,5 +252,15 @@ impl Metered {
             detail: Some(detail),
             ..Default::default()
         });
+    }
+}
+
+/// What an upstream's answer, passed through as it came, says.
+fn told(answer: &Bytes) -> wire::Outcome {
+    match wire::parse(answer) {
+        Ok(wire::Message::Response { result, .. }) if wire::reports_failure(result) => {
+            wire::Outcome::ToolError
+        }
+        _ => wire::Answer::read(answer.clone()).outcome,
     }
 }

@@ -69,7 +69,7 @@ pub struct Exceeded {
 impl Exceeded {
     /// The JSON-RPC error answering request `id`: the quota, which of its limits, and when
     /// to try again (seconds, and the Unix time in milliseconds).
-    pub fn answer(&self, id: &str) -> bytes::Bytes {
+    pub fn answer(&self, id: &str) -> crate::wire::Answer {
         let seconds = self.retry_after.as_secs_f64().ceil().max(1.0) as u64;
         let resets_at = crate::clock::now_millis() + self.retry_after.as_millis() as u64;
         let data = serde_json::json!({
@@ -78,15 +78,17 @@ impl Exceeded {
             "retryAfterSeconds": seconds,
             "resetsAt": resets_at,
         });
-        crate::wire::write::error(
-            Some(id),
-            QUOTA_EXCEEDED,
-            &format!(
-                "quota `{}` exceeded ({} limit); try again in {seconds} s",
-                self.quota, self.limit
-            ),
-            Some(&data),
-        )
+        let message = format!(
+            "quota `{}` exceeded ({} limit); try again in {seconds} s",
+            self.quota, self.limit
+        );
+        crate::wire::Answer {
+            message: crate::wire::write::error(Some(id), QUOTA_EXCEEDED, &message, Some(&data)),
+            outcome: crate::wire::Outcome::Error {
+                code: QUOTA_EXCEEDED,
+                retry_after: Some(Duration::from_secs(seconds)),
+            },
+        }
     }
 }
 

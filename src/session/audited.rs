@@ -15,7 +15,7 @@ use crate::{
     config::AuditArguments,
     request::Request,
     router::Target,
-    wire,
+    wire::{self, Answer, Outcome},
 };
 
 /// What a routed request went to, as its record names it.
@@ -41,14 +41,16 @@ pub(super) fn record(
     request: &Request,
     session: Option<&Arc<Session>>,
     subject: Option<&Subject>,
-    answer: &Bytes,
+    answer: &Answer,
     started: Instant,
 ) {
     if !audit.is_on() {
         return;
     }
-    let (mut outcome, code) = crate::audit::outcome_of(answer, subject.is_some());
-    let task = created_task(answer);
+    let (mut outcome, code) = crate::audit::outcome_of(answer.outcome, subject.is_some());
+    let task = (answer.outcome == Outcome::Result && request.method() == "tools/call")
+        .then(|| created_task(&answer.message))
+        .flatten();
     if task.is_some() {
         outcome = "task_created";
     }
@@ -86,13 +88,13 @@ pub(super) fn task_end(
     audit: &Audit,
     request: &Request,
     session: Option<&Arc<Session>>,
-    answer: &Bytes,
+    answer: &Answer,
     started: Instant,
 ) {
     if !audit.is_on() {
         return;
     }
-    let (mut outcome, code) = crate::audit::outcome_of(answer, true);
+    let (mut outcome, code) = crate::audit::outcome_of(answer.outcome, true);
     if outcome == "ok" && request.method() == "tasks/cancel" {
         outcome = "cancelled";
     }

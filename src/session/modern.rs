@@ -21,8 +21,11 @@ const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// `answer` (to a request of `method`) with what 2026-07-28 requires of it that it lacks; the
 /// same bytes when it lacks nothing (an error, or a result already in shape).
-pub fn shaped(method: &str, answer: Bytes) -> Bytes {
-    reshaped(method, &answer).unwrap_or(answer)
+pub fn shaped(method: &str, answer: wire::Answer) -> wire::Answer {
+    if answer.failed() {
+        return answer;
+    }
+    answer.map(|message| reshaped(method, &message).unwrap_or(message))
 }
 
 /// The answer in shape, if it must change.
@@ -84,8 +87,8 @@ pub(super) struct MetaError {
 }
 
 impl MetaError {
-    pub(super) fn answer(self, id: &str) -> Bytes {
-        wire::write::error(Some(id), self.code, &self.message, self.data.as_ref())
+    pub(super) fn answer(self, id: &str) -> wire::Answer {
+        wire::Answer::error_with(id, self.code, &self.message, self.data.as_ref())
     }
 }
 
@@ -153,28 +156,32 @@ mod tests {
 
     use super::*;
 
-    fn result_of(answer: &Bytes) -> Value {
-        serde_json::from_slice::<Value>(answer).unwrap()["result"].clone()
+    fn result_of(answer: &wire::Answer) -> Value {
+        serde_json::from_slice::<Value>(&answer.message).unwrap()["result"].clone()
+    }
+
+    fn result(text: &'static str) -> wire::Answer {
+        wire::Answer::read(Bytes::from(text))
     }
 
     #[test]
     fn an_earlier_eras_results_gain_what_2026_requires() {
-        let call = Bytes::from(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#);
+        let call = result(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#);
         let shaped_call = shaped("tools/call", call);
         assert_eq!(
             result_of(&shaped_call),
             json!({"content": [], "resultType": "complete"})
         );
         assert_eq!(
-            serde_json::from_slice::<Value>(&shaped_call).unwrap()["id"],
+            serde_json::from_slice::<Value>(&shaped_call.message).unwrap()["id"],
             7
         );
-        let read = Bytes::from(r#"{"jsonrpc":"2.0","id":"r","result":{"contents":[]}}"#);
+        let read = result(r#"{"jsonrpc":"2.0","id":"r","result":{"contents":[]}}"#);
         assert_eq!(
             result_of(&shaped("resources/read", read)),
             json!({"contents": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
         );
-        let empty = Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let empty = result(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
         assert_eq!(
             result_of(&shaped("ping", empty)),
             json!({"resultType": "complete"})
@@ -183,7 +190,7 @@ mod tests {
 
     #[test]
     fn a_result_names_switchyard_as_the_server_that_made_it() {
-        let call = Bytes::from(
+        let call = result(
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-time","version":"1"},"kept":true}}}"#,
         );
         let meta = &result_of(&shaped("tools/call", call))["_meta"];
@@ -210,8 +217,10 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#,
             ),
         ] {
-            let answer = Bytes::from(answer);
-            assert_eq!(shaped(method, answer.clone()), answer);
+            let answer = result(answer);
+            let shaped = shaped(method, answer.clone());
+            assert_eq!(shaped.message, answer.message);
+            assert_eq!(shaped.outcome, answer.outcome);
         }
     }
 }

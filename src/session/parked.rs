@@ -13,7 +13,6 @@
 use std::{sync::Arc, time::Duration};
 
 use base64::Engine as _;
-use bytes::Bytes;
 use dashmap::DashMap;
 use futures::future::BoxFuture;
 use serde_json::value::RawValue;
@@ -22,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::{
     downstream::Question,
     request::Request,
-    wire::{self, Fields, object::write_string},
+    wire::{self, Answer, Fields, object::write_string},
 };
 
 /// What every state Switchyard makes starts with (an upstream's own states are passed on as
@@ -72,7 +71,7 @@ struct Waiting {
 struct Retry {
     id: Box<str>,
     responses: Option<Box<RawValue>>,
-    reply: oneshot::Sender<Bytes>,
+    reply: oneshot::Sender<Answer>,
 }
 
 /// The calls waiting for their clients' retries, by state.
@@ -97,9 +96,9 @@ impl Parked {
         self: &Arc<Self>,
         request: &Request,
         wait: Duration,
-        mut work: BoxFuture<'static, Bytes>,
+        mut work: BoxFuture<'static, Answer>,
         mut questions: mpsc::Receiver<Question>,
-    ) -> Bytes {
+    ) -> Answer {
         loop {
             tokio::select! {
                 biased;
@@ -131,7 +130,7 @@ impl Parked {
 
     /// The answer to `request`, a retry with `state`: what comes next of the call waiting
     /// under it, once the answers it carries are handed on.
-    pub async fn resume(&self, request: &Request, state: &str) -> Bytes {
+    pub async fn resume(&self, request: &Request, state: &str) -> Answer {
         let id = request.id();
         let owner = Owner::of(request);
         let Some((_, waiting)) = self
@@ -139,11 +138,10 @@ impl Parked {
             .remove_if(state, |_, waiting| waiting.owner == owner)
         else {
             // The same answer whether it expired, was used, or is another's.
-            return wire::write::error(
-                Some(id),
+            return Answer::error(
+                id,
                 -32602,
                 "requestState is unknown or has expired: send the request again without it",
-                None,
             );
         };
         let responses = request.message.params().and_then(|params| {
@@ -162,7 +160,7 @@ impl Parked {
         {
             return answer;
         }
-        wire::write::error(Some(id), -32603, "the call ended without an answer", None)
+        Answer::error(id, -32603, "the call ended without an answer")
     }
 }
 
@@ -172,9 +170,9 @@ struct Driver {
     owner: Owner,
     wait: Duration,
     /// `None` once it has its answer.
-    work: Option<BoxFuture<'static, Bytes>>,
+    work: Option<BoxFuture<'static, Answer>>,
     /// The answer, when it came while the client had not retried yet.
-    done: Option<Bytes>,
+    done: Option<Answer>,
     questions: mpsc::Receiver<Question>,
     /// By the key the client was given.
     asked: Vec<(String, Question)>,
@@ -183,7 +181,7 @@ struct Driver {
 
 /// What a retry gets next.
 enum Next {
-    Answer(Bytes),
+    Answer(Answer),
     Questions,
     /// The client went away (for 2026-07-28, closing the stream cancels the request).
     Gone,
@@ -203,7 +201,7 @@ impl Driver {
             self.hand_on(responses.as_deref());
             match self.next(&mut reply).await {
                 Next::Answer(answer) => {
-                    let _ = reply.send(renumbered(&answer, &id));
+                    let _ = reply.send(renumbered(answer, &id));
                     return;
                 }
                 Next::Questions => {
@@ -271,7 +269,7 @@ impl Driver {
 
     /// What the retry gets: the answer if it is there, the questions still open if any, or
     /// else whichever comes first.
-    async fn next(&mut self, reply: &mut oneshot::Sender<Bytes>) -> Next {
+    async fn next(&mut self, reply: &mut oneshot::Sender<Answer>) -> Next {
         if let Some(answer) = self.done.take() {
             return Next::Answer(answer);
         }
@@ -313,7 +311,7 @@ impl Driver {
     }
 
     /// The answer to request `id` asking the open questions, to be retried with `state`.
-    fn input_required(&self, id: &str, state: &str) -> Bytes {
+    fn input_required(&self, id: &str, state: &str) -> Answer {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(br#"{"resultType":"input_required","inputRequests":{"#);
         for (at, (key, question)) in self.asked.iter().enumerate() {
@@ -333,12 +331,12 @@ impl Driver {
         write_string(&mut out, state);
         out.push(b'}');
         let result = String::from_utf8(out).expect("written from UTF-8 parts");
-        wire::write::response(id, &result)
+        Answer::result(wire::write::response(id, &result))
     }
 }
 
 /// The work's answer, when it comes; never, if it has come already.
-async fn running(work: &mut Option<BoxFuture<'static, Bytes>>) -> Bytes {
+async fn running(work: &mut Option<BoxFuture<'static, Answer>>) -> Answer {
     match work.as_mut() {
         Some(running) => {
             let answer = running.await;
@@ -350,11 +348,15 @@ async fn running(work: &mut Option<BoxFuture<'static, Bytes>>) -> Bytes {
 }
 
 /// `answer` (to the first request of the call) as the answer to the retry `id`.
-fn renumbered(answer: &[u8], id: &str) -> Bytes {
-    match wire::parse(answer) {
+fn renumbered(answer: Answer, id: &str) -> Answer {
+    let message = match wire::parse(&answer.message) {
         Ok(wire::Message::Response { result, .. }) => wire::write::response(id, result.get()),
         Ok(wire::Message::Error { error, .. }) => wire::write::error_raw(Some(id), error.get()),
-        _ => wire::write::error(Some(id), -32603, "the call's answer cannot be read", None),
+        _ => return Answer::error(id, -32603, "the call's answer cannot be read"),
+    };
+    Answer {
+        message,
+        outcome: answer.outcome,
     }
 }
 

@@ -40,7 +40,7 @@ use crate::{
     request::{Caller, Request},
     router::{Call, Routed, Target, TaskMethod},
     telemetry,
-    wire::{self, Fields},
+    wire::{self, Answer, Fields},
 };
 
 /// Messages a request may have on their way to the client before it waits for it to read.
@@ -49,7 +49,7 @@ const OUTLET_CAPACITY: usize = 32;
 /// A request being answered: the work that yields the answer, and what it sends the client
 /// on the way.
 pub struct Served {
-    pub work: futures::future::BoxFuture<'static, Bytes>,
+    pub work: futures::future::BoxFuture<'static, Answer>,
     pub messages: PipeReceiver,
 }
 
@@ -124,10 +124,10 @@ pub fn serve(
                 Era::Modern => super::modern::shaped(request.method(), answer),
                 Era::Legacy => answer,
             };
-            let failed = wire::is_error_answer(&answer);
+            let failed = answer.failed();
             timer.finish(if failed { Outcome::Error } else { Outcome::Ok });
             if failed {
-                request.trace.finish(&answer);
+                request.trace.finish(&answer.message);
             }
             drop(in_flight);
             answer
@@ -146,7 +146,7 @@ async fn bridged_answer(
     request: &Arc<Request>,
     found: Option<Result<Target, GatewayError>>,
     outlet: Outlet,
-) -> Bytes {
+) -> Answer {
     if let Some(state) = parked::state_of(request) {
         return parked.resume(request, &state).await;
     }
@@ -181,7 +181,7 @@ struct Serving<'a> {
 impl Serving<'_> {
     /// The answer: a list from the catalog's pages, a routed request on the raw path or the
     /// typed one (decided here, once), or anything else through rmcp's handler.
-    async fn answer(&self, found: Option<Result<Target, GatewayError>>, outlet: Outlet) -> Bytes {
+    async fn answer(&self, found: Option<Result<Target, GatewayError>>, outlet: Outlet) -> Answer {
         let started = std::time::Instant::now();
         let request = self.request;
         let method = request.method();
@@ -195,7 +195,7 @@ impl Serving<'_> {
         };
         let id = request.id();
         if request.message.params_malformed() {
-            return wire::write::error(Some(id), -32602, "params must be an object", None);
+            return Answer::error(id, -32602, "params must be an object");
         }
         if request.era == Era::Modern
             && let Err(error) = super::modern::check_meta(request.message.meta())
@@ -216,13 +216,17 @@ impl Serving<'_> {
         };
         if search::searching(request) {
             match fast {
-                Fast::List(ListKind::Tools) => return search::list(request, self.session),
+                Fast::List(ListKind::Tools) => {
+                    return Answer::result(search::list(request, self.session));
+                }
                 Fast::Routed(Routed::Tool) => match search::gateway_tool(request) {
-                    Some(GatewayTool::Search) => return search::search(request, self.session),
+                    Some(GatewayTool::Search) => {
+                        return Answer::read(search::search(request, self.session));
+                    }
                     Some(GatewayTool::Call) => {
                         let inner = match search::unwrap_call(request) {
                             Ok(inner) => Arc::new(inner),
-                            Err(answer) => return answer,
+                            Err(answer) => return Answer::read(answer),
                         };
                         let serving = Serving {
                             request: &inner,
@@ -262,11 +266,10 @@ impl Serving<'_> {
             }
         };
         if audit.refuses() {
-            return wire::write::error(
-                Some(request.id()),
+            return Answer::error(
+                request.id(),
                 -32603,
                 "the audit log cannot keep up, and calls are refused until it does (fail_closed)",
-                None,
             );
         }
         request
@@ -314,8 +317,12 @@ impl Serving<'_> {
             .then(|| request.live.inlining(&request.caller.endpoint, &upstream))
             .flatten();
         let answer = match inlining {
-            Some(max) => self.inline(answer, max, &call.downstream.outlet).await,
-            None => answer,
+            Some(max) if answer.outcome == wire::Outcome::Result => {
+                let outlet = &call.downstream.outlet;
+                let message = self.inline(answer.message, max, outlet).await;
+                Answer::result(message)
+            }
+            _ => answer,
         };
         if let Some(subject) = &subject {
             audited::record(
@@ -347,7 +354,7 @@ impl Serving<'_> {
                 ..*self
             };
             let got = Box::pin(serving.answer(None, outlet.clone())).await;
-            match inlined::contents(&got, &mut budget) {
+            match inlined::contents(&got.message, &mut budget) {
                 Some(contents) => links.inline(at, contents),
                 None => tracing::debug!(%uri, "a linked resource is left a link"),
             }
@@ -357,7 +364,7 @@ impl Serving<'_> {
 
     /// Spends what a call to `target` costs of the quotas that cover it (none: nothing to
     /// do), or the error answering a call beyond one.
-    async fn spend(&self, target: &Target, kind: Routed) -> Result<Option<Granted>, Bytes> {
+    async fn spend(&self, target: &Target, kind: Routed) -> Result<Option<Granted>, Answer> {
         let request = self.request;
         let rules = &request.live.config.quotas;
         if rules.is_empty() {
@@ -429,7 +436,7 @@ impl Serving<'_> {
 
     /// Through rmcp's typed handler: one service for this request, on a transport that carries
     /// just it and what the handler sends back. `target`: where a routed request goes.
-    async fn typed(&self, downstream: Arc<Downstream>, target: Option<Target>) -> Bytes {
+    async fn typed(&self, downstream: Arc<Downstream>, target: Option<Target>) -> Answer {
         let request = self.request;
         let id = request.id();
         let Outlet::Request { stream: outlet, .. } = downstream.outlet.clone() else {
@@ -439,13 +446,14 @@ impl Serving<'_> {
             Ok(message) => message,
             Err(error) => {
                 let text = format!("the request cannot be read: {error}");
-                return wire::write::error(Some(id), -32602, &text, None);
+                return Answer::error(id, -32602, &text);
             }
         };
         let peer_info = match self.session {
             Some(session) => session.client().clone(),
             None => stateless_peer(&request.headers),
         };
+        let is_tool_call = request.method() == Routed::Tool.method();
         let handler = SessionHandler::new(
             self.gateway.clone(),
             request.clone(),
@@ -471,21 +479,21 @@ impl Serving<'_> {
             if is_answer {
                 drop(service);
                 if request.method() == "initialize" {
-                    return super::handler::announce_tasks(bytes, request.view());
+                    let bytes = super::handler::announce_tasks(bytes, request.view());
+                    return Answer::read(bytes);
                 }
-                return bytes;
+                let answer = Answer::read(bytes);
+                if answer.outcome == wire::Outcome::Result && is_tool_call {
+                    return Answer::tool_result(answer.message);
+                }
+                return answer;
             }
             if outlet.send(bytes).await.is_err() {
                 break;
             }
         }
         drop(service);
-        wire::write::error(
-            Some(id),
-            -32603,
-            "the request ended without an answer",
-            None,
-        )
+        Answer::error(id, -32603, "the request ended without an answer")
     }
 }
 
@@ -497,7 +505,7 @@ enum Fast {
 }
 
 /// A page of one of the merged lists, from the catalog's prepared bytes.
-fn list_page(request: &Request, kind: ListKind) -> Bytes {
+fn list_page(request: &Request, kind: ListKind) -> Answer {
     let id = request.id();
     let cursor = request
         .message
@@ -508,7 +516,7 @@ fn list_page(request: &Request, kind: ListKind) -> Bytes {
         None => None,
         Some(Ok(cursor)) => Some(cursor),
         Some(Err(())) => {
-            return wire::write::error(Some(id), -32602, "the cursor must be a string", None);
+            return Answer::error(id, -32602, "the cursor must be a string");
         }
     };
     let page = request.live.list_page(
@@ -518,7 +526,10 @@ fn list_page(request: &Request, kind: ListKind) -> Bytes {
         (request.viewer(), request.declared()),
     );
     match page {
-        Ok(page) => wire::write::response(id, std::str::from_utf8(&page).unwrap_or("{}")),
+        Ok(page) => Answer::result(wire::write::response(
+            id,
+            std::str::from_utf8(&page).unwrap_or("{}"),
+        )),
         Err(error) => error.answer(id, request.era),
     }
 }

@@ -99,13 +99,9 @@ async fn five_calls(
         let Served { work, messages } = serve(gateway, request, client(), None);
         let (answer, measured) = measure_polls(work).await;
         drop(messages);
-        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let answer = String::from_utf8_lossy(&answer.message).into_owned();
         assert!(answer.contains("guarded"), "{answer}");
         counts.push((measured.allocations, measured.peak_bytes));
-        eprintln!(
-            "ERA {era:?} {} {}",
-            measured.allocations, measured.peak_bytes
-        );
     }
     counts
 }

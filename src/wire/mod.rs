@@ -2,6 +2,7 @@
 //! only a message's envelope and the fields it must change, and writes messages around JSON
 //! text it passes on unchanged. The typed model (rmcp's) is for the slow paths.
 
+mod answer;
 mod depth;
 pub mod envelope;
 pub mod media;
@@ -10,6 +11,7 @@ pub mod parsed;
 pub mod sse;
 pub mod write;
 
+pub use answer::{Answer, Outcome};
 pub use depth::nested_deeper_than;
 pub use envelope::{EnvelopeError, Message, Notification, Request, parse, string};
 pub use object::{Edit, Fields};
@@ -36,6 +38,17 @@ pub fn is_error_answer(answer: &[u8]) -> bool {
         (Some(_), None) => true,
         _ => false,
     }
+}
+
+/// Whether a tool's answer says the tool failed (`"isError":true`, as JSON writers put it,
+/// found from the end, where serializers write it).
+pub fn reports_tool_failure(answer: &[u8]) -> bool {
+    memchr::memmem::rfind(answer, br#""isError":"#).is_some_and(|at| {
+        answer[at + 10..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b == b't')
+    })
 }
 
 /// Whether a tool call's `result` says the tool failed (its own `isError: true`).

@@ -254,20 +254,26 @@ impl McpEndpoint {
 impl Endpoint {
     /// The settings in force, prepared again after a reload changed the configuration.
     fn settings(&self) -> Arc<Settings> {
+        self.snapshot().0
+    }
+
+    /// The settings in force and the snapshot they were taken from: a request is answered
+    /// from the one loaded here, as it arrives.
+    fn snapshot(&self) -> (Arc<Settings>, Arc<Live>) {
         let settings = self.settings.load_full();
         let live = self.gateway.live();
         if settings.generation == live.generation {
-            return settings;
+            return (settings, live);
         }
         self.sessions
             .set_idle_timeout(live.config.server.session_idle_timeout);
         let fresh = Arc::new(Settings::of(&live, Some(&settings), self.gateway.quotas()));
         self.settings.store(fresh.clone());
-        fresh
+        (fresh, live)
     }
 
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
-        let settings = self.settings();
+        let (settings, live) = self.snapshot();
         let Some((endpoint, cors)) = settings.endpoint_at(request.uri().path()) else {
             return reply::refusal(http::StatusCode::NOT_FOUND, "Not Found");
         };
@@ -293,7 +299,7 @@ impl Endpoint {
                 None => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
             };
         }
-        let mut response = self.dispatch(request, endpoint, &settings).await;
+        let mut response = self.dispatch(request, endpoint, (&settings, live)).await;
         if let Some(origin) = origin {
             cors.allow(&mut response, origin);
         }
@@ -305,7 +311,7 @@ impl Endpoint {
         &self,
         request: Request<Body>,
         endpoint: EndpointName,
-        settings: &Settings,
+        (settings, live): (&Settings, Arc<Live>),
     ) -> Response<Body> {
         let principal = match settings.auth.authenticate(request.headers()).await {
             Ok(principal) => principal,
@@ -332,7 +338,7 @@ impl Endpoint {
             endpoint,
         };
         let response = match *request.method() {
-            Method::POST => self.post(request, settings, caller).await,
+            Method::POST => self.post(request, (settings, live), caller).await,
             Method::GET => self.get(request, &caller).await,
             Method::DELETE => self.delete(request, &caller).await,
             _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),

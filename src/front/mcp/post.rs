@@ -21,6 +21,7 @@ use crate::{
     config::Limits,
     downstream::TaskSupport,
     error::GatewayError,
+    gateway::Live,
     principal::Principal,
     protocol::{Era, MCP_SESSION_ID, MODERN},
     request::Caller,
@@ -28,6 +29,10 @@ use crate::{
     session::{Client, Served, Session, has_modern_meta, meta_version, negotiate, serve},
     wire::{self, Fields, Message, Parsed, ParsedRequest},
 };
+
+/// A request as it arrived: its head, who sent it, and the snapshot it is answered from
+/// (loaded once, as it arrived).
+type Arrival = (Parts, Caller, Arc<Live>);
 
 /// How a message's era was told.
 struct Classified {
@@ -42,7 +47,7 @@ impl Endpoint {
     pub(super) async fn post(
         &self,
         request: Request<Body>,
-        settings: &Settings,
+        (settings, live): (&Settings, Arc<Live>),
         caller: Caller,
     ) -> Response<Body> {
         let (max_body, body_timeout) = (settings.max_body, settings.body_timeout);
@@ -131,7 +136,8 @@ impl Endpoint {
                 }
                 Ok(session) => {
                     let json = settings.json_response;
-                    self.in_session(session, parsed, parts, caller, json).await
+                    self.in_session(session, parsed, (parts, caller, live), json)
+                        .await
                 }
                 Err(refusal) => *refusal,
             },
@@ -144,12 +150,12 @@ impl Endpoint {
                     let capabilities = request.params().and_then(|p| p.get("capabilities"));
                     let tasks =
                         TaskSupport::declared_in(capabilities.and_then(Fields::of).as_ref());
-                    self.open_session(request.id(), (params, tasks), caller, json)
+                    self.open_session(request.id(), (params, tasks), (caller, live), json)
                         .await
                 }
                 (Ok(request), None) if request.method() == "server/discover" => {
-                    let request = self.request(request, parts, caller, Era::Modern).await;
-                    self.stateless(request, None, false).await
+                    let request = self.request(request, (parts, caller, live), Era::Modern);
+                    self.stateless(request.await, None, false).await
                 }
                 _ => reply::refusal(
                     StatusCode::BAD_REQUEST,
@@ -157,7 +163,7 @@ impl Endpoint {
                 ),
             },
             (Era::Modern, _) => {
-                self.modern(parsed, parts, caller, classified.meta_malformed)
+                self.modern(parsed, (parts, caller, live), classified.meta_malformed)
                     .await
             }
         }
@@ -169,11 +175,9 @@ impl Endpoint {
     async fn request(
         &self,
         message: ParsedRequest,
-        parts: Parts,
-        caller: Caller,
+        (parts, caller, live): Arrival,
         era: Era,
     ) -> crate::request::Request {
-        let live = self.gateway.live();
         self.gateway
             .discover_personal(&live, &caller.principal)
             .await;
@@ -186,15 +190,14 @@ impl Endpoint {
         &self,
         session: Arc<Session>,
         parsed: Parsed,
-        parts: Parts,
-        caller: Caller,
+        arrival: Arrival,
         json: bool,
     ) -> Response<Body> {
         let parsed = match parsed.into_request() {
             Ok(message) => {
                 // The session pins the user; what this request may see and do is decided by
                 // the credentials it carries (a narrower token sees less).
-                let request = (self.request(message, parts, caller, Era::Legacy).await)
+                let request = (self.request(message, arrival, Era::Legacy).await)
                     .declaring(session.features());
                 let ids = EventIds::Request(session.next_stream());
                 let Served { work, messages } =
@@ -204,8 +207,8 @@ impl Endpoint {
                 return match reply::begin(ids, work, messages).await {
                     Begun::Answered(answer) => match reply::beyond_quota(&answer) {
                         Some(refusal) => return refusal,
-                        None if json => return reply::json(StatusCode::OK, answer),
-                        None => EventStream::single(ids, answer),
+                        None if json => return reply::json(StatusCode::OK, answer.message),
+                        None => EventStream::single(ids, answer.message),
                     },
                     Begun::Streaming(stream) => {
                         stream.counted(&self.gateway.metrics().streams_open)
@@ -252,10 +255,10 @@ impl Endpoint {
         &self,
         id: &str,
         (params, tasks): (InitializeRequestParams, TaskSupport),
-        caller: Caller,
+        (caller, live): (Caller, Arc<Live>),
         json: bool,
     ) -> Response<Body> {
-        let catalog = (self.gateway.live()).view(caller.viewer(), Features::ALL);
+        let catalog = live.view(caller.viewer(), Features::ALL);
         let result = match negotiate(&self.gateway, &catalog, &params) {
             Ok(result) => result,
             Err(error) => {
@@ -300,13 +303,12 @@ impl Endpoint {
     async fn modern(
         &self,
         parsed: Parsed,
-        parts: Parts,
-        caller: Caller,
+        arrival: Arrival,
         meta_malformed: bool,
     ) -> Response<Body> {
-        let parsed = match parsed.into_request() {
+        let (parsed, arrival) = match parsed.into_request() {
             Ok(message) => {
-                let request = self.request(message, parts, caller, Era::Modern).await;
+                let request = self.request(message, arrival, Era::Modern).await;
                 let found = (request.method() == Routed::Tool.method())
                     .then(|| Target::of(&request, Routed::Tool));
                 let param_headers = found
@@ -324,12 +326,12 @@ impl Endpoint {
                 }
                 return self.stateless(request, found, meta_malformed).await;
             }
-            Err(parsed) => parsed,
+            Err(parsed) => (parsed, arrival),
         };
         match parsed.message() {
             Message::Notification(notification) => {
                 let checked = checks::standard_headers(
-                    &parts.headers,
+                    &arrival.0.headers,
                     notification.method,
                     parsed.params(),
                     None,
@@ -364,7 +366,10 @@ impl Endpoint {
         );
         match reply::begin(EventIds::None, work, messages).await {
             Begun::Answered(answer) => reply::beyond_quota(&answer).unwrap_or_else(|| {
-                reply::json(reply::modern_status(&answer, meta_malformed), answer)
+                reply::json(
+                    reply::modern_status(&answer, meta_malformed),
+                    answer.message,
+                )
             }),
             Begun::Streaming(stream) => stream.into_response(),
         }

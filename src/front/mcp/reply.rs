@@ -19,7 +19,7 @@ use tokio::{sync::mpsc, time::Sleep};
 
 use super::checks::{EVENT_STREAM, JSON};
 use crate::downstream::PipeReceiver;
-use crate::wire::{self, Fields, sse};
+use crate::wire::{self, Answer, Outcome, sse};
 
 /// How long a stream may stay silent before a comment keeps it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -85,16 +85,10 @@ pub fn method_not_allowed(allowed: &'static str) -> Response<Body> {
     response
 }
 
-/// The HTTP status of a 2026-07-28 reply whose (first) message is `message`: errors of the
-/// request's lifecycle are 400, an unknown method 404, everything else 200.
-pub fn modern_status(message: &[u8], meta_malformed: bool) -> StatusCode {
-    let Ok(wire::Message::Error { error, .. }) = wire::parse(message) else {
-        return StatusCode::OK;
-    };
-    let code = Fields::of(error)
-        .and_then(|fields| fields.get("code"))
-        .and_then(|code| code.get().parse::<i32>().ok());
-    match code {
+/// The HTTP status of a 2026-07-28 reply that is `answer`: errors of the request's
+/// lifecycle are 400, an unknown method 404, everything else 200.
+pub fn modern_status(answer: &Answer, meta_malformed: bool) -> StatusCode {
+    match answer.code() {
         // Unsupported version, missing client capability, headers that disagree with the body.
         Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
         Some(-32602) if meta_malformed => StatusCode::BAD_REQUEST,
@@ -105,38 +99,29 @@ pub fn modern_status(message: &[u8], meta_malformed: bool) -> StatusCode {
 
 /// The reply to an answer that refuses a call beyond a quota: 429 with `Retry-After` and the
 /// JSON-RPC error as the body; `None` for any other answer.
-pub fn beyond_quota(answer: &Bytes) -> Option<Response<Body>> {
-    if !wire::is_error_answer(answer) {
-        return None;
-    }
-    let Ok(wire::Message::Error { error, .. }) = wire::parse(answer) else {
+pub fn beyond_quota(answer: &Answer) -> Option<Response<Body>> {
+    let Outcome::Error {
+        retry_after: Some(retry_after),
+        ..
+    } = answer.outcome
+    else {
         return None;
     };
-    let fields = Fields::of(error)?;
-    let code = fields.get("code")?.get().parse::<i32>().ok()?;
-    if code != crate::quota::QUOTA_EXCEEDED {
-        return None;
-    }
-    let seconds = fields
-        .get("data")
-        .and_then(Fields::of)
-        .and_then(|data| data.get("retryAfterSeconds"))
-        .and_then(|seconds| seconds.get().parse::<u64>().ok())
-        .unwrap_or(1);
-    let mut response = json(StatusCode::TOO_MANY_REQUESTS, answer.clone());
+    let seconds = retry_after.as_secs().max(1);
+    let mut response = json(StatusCode::TOO_MANY_REQUESTS, answer.message.clone());
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     Some(response)
 }
 
-/// The work of a request: resolves to its answer, a JSON-RPC message.
-pub type Work = BoxFuture<'static, Bytes>;
+/// The work of a request: resolves to its answer.
+pub type Work = BoxFuture<'static, Answer>;
 
 /// How a request's reply begins.
 pub enum Begun {
     /// The answer came before anything else: the whole reply is this one message.
-    Answered(Bytes),
+    Answered(Answer),
     /// Something comes before the answer: the reply is a stream.
     Streaming(EventStream),
 }
@@ -169,7 +154,7 @@ pub async fn begin(ids: EventIds, mut work: Work, mut messages: PipeReceiver) ->
                 return Begun::Answered(answer);
             }
             let mut stream = EventStream::new(ids, Source::Ended);
-            for message in sent.iter().chain([&answer]) {
+            for message in sent.iter().chain([&answer.message]) {
                 stream.push_message(message);
             }
             Begun::Streaming(stream)
@@ -412,7 +397,7 @@ impl EventStream {
                 for message in sent {
                     self.push_message(&message);
                 }
-                self.push_message(&answer);
+                self.push_message(&answer.message);
                 Poll::Ready(())
             }
         }
@@ -485,7 +470,7 @@ mod tests {
         let work: Work = Box::pin(async move {
             sender.send(Bytes::from_static(b"{\"n\":1}")).await.unwrap();
             sender.send(Bytes::from_static(b"{\"n\":2}")).await.unwrap();
-            Bytes::from_static(b"{\"answer\":true}")
+            Answer::result(Bytes::from_static(b"{\"answer\":true}"))
         });
         let events = events(EventStream::request(
             EventIds::Request(7),
@@ -506,7 +491,7 @@ mod tests {
     #[tokio::test]
     async fn a_modern_stream_has_no_priming_and_no_ids() {
         let (_sender, messages) = crate::downstream::pipe(1);
-        let work: Work = Box::pin(async { Bytes::from_static(b"{}") });
+        let work: Work = Box::pin(async { Answer::result(Bytes::from_static(b"{}")) });
         let first = Some(Bytes::from_static(b"{\"first\":1}"));
         let events = events(EventStream::request(EventIds::None, first, work, messages)).await;
         assert_eq!(events.len(), 2);
@@ -515,7 +500,7 @@ mod tests {
 
     #[test]
     fn modern_statuses_follow_the_error_code() {
-        let error = |code: i32| wire::write::error(Some("1"), code, "x", None);
+        let error = |code: i32| Answer::error("1", code, "x");
         assert_eq!(modern_status(&error(-32601), false), StatusCode::NOT_FOUND);
         assert_eq!(
             modern_status(&error(-32022), false),
@@ -524,9 +509,9 @@ mod tests {
         assert_eq!(modern_status(&error(-32602), false), StatusCode::OK);
         assert_eq!(modern_status(&error(-32602), true), StatusCode::BAD_REQUEST);
         assert_eq!(modern_status(&error(-32603), false), StatusCode::OK);
-        assert_eq!(
-            modern_status(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", true),
-            StatusCode::OK
-        );
+        let result = Answer::result(Bytes::from_static(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+        ));
+        assert_eq!(modern_status(&result, true), StatusCode::OK);
     }
 }

@@ -43,17 +43,16 @@ use crate::{
     upstream::{
         Connection, ExchangeError, Outgoing, RawLink, Step, Upstream, log_upstream_message,
     },
-    wire::{self, Edit, Fields},
+    wire::{self, Answer, Edit, Fields, Outcome},
 };
 
 pub(in crate::router) use rewrite::relay_error;
-use rewrite::reports_tool_error;
 pub use rewrite::{Rewrite, client_answer, upstream_request};
 
 impl<S: ConnectionSource> Call<'_, S> {
     /// Answers a routed request on the raw path, at `target` (which takes it: see
     /// `Target::takes_raw`): the answer, as a JSON-RPC message for the client.
-    pub async fn routed(&self, target: &Target) -> Bytes {
+    pub async fn routed(&self, target: &Target) -> Answer {
         let upstream = &target.upstream;
         let span = tracing::Span::current();
         span.record("upstream", upstream.name().as_str());
@@ -79,11 +78,10 @@ impl<S: ConnectionSource> Call<'_, S> {
         .instrument(call)
         .await;
         if let Some(tool) = target.tool() {
-            let outcome = match &result {
-                Ok(answer) if wire::is_error_answer(answer) => ToolOutcome::Error,
-                Ok(answer) if reports_tool_error(answer) => ToolOutcome::ToolError,
-                Ok(_) => ToolOutcome::Success,
-                Err(_) => ToolOutcome::Error,
+            let outcome = match result.as_ref().map(|answer| answer.outcome) {
+                Ok(Outcome::Result) => ToolOutcome::Success,
+                Ok(Outcome::ToolError) => ToolOutcome::ToolError,
+                Ok(Outcome::Error { .. }) | Err(_) => ToolOutcome::Error,
             };
             super::record_tool(upstream, tool, outcome, started);
         }
@@ -123,7 +121,7 @@ impl<S: ConnectionSource> Call<'_, S> {
 
     /// The answer to the client for a routed request that failed with `error`, logged at the
     /// level its side calls for.
-    pub fn failed(&self, error: GatewayError) -> Bytes {
+    pub fn failed(&self, error: GatewayError) -> Answer {
         log_failure(&error);
         error
             .for_client(&self.downstream.capabilities)
@@ -136,7 +134,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         target: &Target,
         forwarded: &[(http::HeaderName, http::HeaderValue)],
-    ) -> Result<Bytes, GatewayError> {
+    ) -> Result<Answer, GatewayError> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
         let _admitted = self.admit(upstream, &mut timer).await?;
@@ -259,7 +257,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         answer: crate::upstream::Answer,
         target: &Target,
         connection: &Arc<Connection>,
-    ) -> Bytes {
+    ) -> Answer {
         let (id, era, upstream) = (self.request.id(), self.request.era, target.upstream.name());
         if answer.is_error {
             return relay_error(id, answer.payload(), upstream, era);
@@ -274,9 +272,13 @@ impl<S: ConnectionSource> Call<'_, S> {
             && may_create
             && let Some(created) = self.task_created(payload, &target.upstream, connection)
         {
-            return wire::write::response(id, &created);
+            return Answer::result(wire::write::response(id, &created));
         }
-        client_answer(target.kind, id, payload, &target.scheme, upstream, era)
+        let answer = client_answer(target.kind, id, payload, &target.scheme, upstream, era);
+        match target.kind {
+            Routed::Tool => Answer::tool_result(answer),
+            _ => Answer::result(answer),
+        }
     }
 }
 

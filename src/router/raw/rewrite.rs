@@ -13,7 +13,7 @@ use crate::{
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
     telemetry::{Passed, TRACEPARENT, TRACESTATE},
-    wire::{self, Edit, Fields, object::write_string},
+    wire::{self, Answer, Edit, Fields, Outcome, object::write_string},
 };
 
 /// The answer to request `id` (JSON text) of a client of `era`, from the `result` (JSON
@@ -31,17 +31,6 @@ pub fn client_answer(
     let result = mapped.as_deref().unwrap_or(result);
     let shaped = shape_for(result, era);
     wire::write::response(id, shaped.as_deref().unwrap_or(result))
-}
-
-/// Whether a tool's answer says the tool failed (`"isError":true`, as JSON writers put it,
-/// found from the end, where serializers write it).
-pub(super) fn reports_tool_error(answer: &[u8]) -> bool {
-    memchr::memmem::rfind(answer, br#""isError":"#).is_some_and(|at| {
-        answer[at + 10..]
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|b| *b == b't')
-    })
 }
 
 /// What a routed request's `_meta` must lose, or gain, on its way upstream.
@@ -176,7 +165,7 @@ pub(in crate::router) fn relay_error(
     error: &str,
     upstream: &UpstreamName,
     era: Era,
-) -> Bytes {
+) -> Answer {
     let code = Fields::of_text(error)
         .and_then(|fields| fields.get("code"))
         .and_then(|code| code.get().parse::<i32>().ok());
@@ -194,10 +183,24 @@ pub(in crate::router) fn relay_error(
                 },
                 &[],
             );
-            return wire::write::error_raw(Some(id), std::str::from_utf8(&out).unwrap_or("{}"));
+            let message =
+                wire::write::error_raw(Some(id), std::str::from_utf8(&out).unwrap_or("{}"));
+            return Answer {
+                message,
+                outcome: Outcome::Error {
+                    code: ErrorCode::INVALID_PARAMS.0,
+                    retry_after: None,
+                },
+            };
         }
     }
-    wire::write::error_raw(Some(id), error)
+    Answer {
+        message: wire::write::error_raw(Some(id), error),
+        outcome: Outcome::Error {
+            code: code.unwrap_or(ErrorCode::INTERNAL_ERROR.0),
+            retry_after: None,
+        },
+    }
 }
 
 /// The result as a client of `era` expects it, if it must change: a legacy client gets no

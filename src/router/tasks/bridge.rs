@@ -22,7 +22,7 @@ use crate::{
         timeout::Timer,
     },
     upstream::{Connection, RawLink},
-    wire,
+    wire::{self, Answer},
 };
 
 /// Bounds on how often a bridged task is asked how it goes, whatever the upstream suggests.
@@ -37,7 +37,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         target: &Target,
         forwarded: &[(http::HeaderName, http::HeaderValue)],
-    ) -> Result<Bytes, GatewayError> {
+    ) -> Result<Answer, GatewayError> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
         let _admitted = self.admit(upstream, &mut timer).await?;
@@ -95,14 +95,14 @@ impl<S: ConnectionSource> Call<'_, S> {
         count(TaskEvent::Completed);
         let result = without_related_task(answer.payload());
         let result = result.as_deref().unwrap_or(answer.payload());
-        Ok(client_answer(
+        Ok(Answer::tool_result(client_answer(
             Routed::Tool,
             id,
             result,
             &scheme,
             upstream.name(),
             era,
-        ))
+        )))
     }
 }
 

@@ -15,7 +15,7 @@ use crate::{
     metrics::TaskEvent,
     router::{Call, ConnectionSource, Target, raw::RawRequest, timeout::Timer},
     upstream::Upstream,
-    wire,
+    wire::{self, Answer},
 };
 
 impl<S: ConnectionSource> Call<'_, S> {
@@ -25,7 +25,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         &self,
         target: &Target,
         forwarded: &[(http::HeaderName, http::HeaderValue)],
-    ) -> Result<Bytes, GatewayError> {
+    ) -> Result<Answer, GatewayError> {
         let upstream = &target.upstream;
         let mut timer = Timer::start(upstream, target.tool());
         let _admitted = self.admit(upstream, &mut timer).await?;
@@ -36,10 +36,10 @@ impl<S: ConnectionSource> Call<'_, S> {
         let handle = self.watch(&created, upstream, &connection, true);
         let mut result = modern_task(&created.fields, &handle);
         result.insert("resultType".into(), json!("task"));
-        Ok(wire::write::response(
+        Ok(Answer::result(wire::write::response(
             self.request.id(),
             &Value::Object(result).to_string(),
-        ))
+        )))
     }
 
     /// The extension's `tasks/get` answer from a 2025-11-25 upstream's (`status`, JSON text)

@@ -28,7 +28,7 @@ use crate::{
     metrics::TaskEvent,
     protocol::{Era, META_RELATED_TASK, TASKS_EXTENSION},
     upstream::{Connection, TaskWatch, Upstream},
-    wire::{self, Fields},
+    wire::{self, Answer, Fields},
 };
 
 /// Live tasks one principal may have through one upstream connection.
@@ -69,15 +69,18 @@ impl TaskMethod {
 
 impl<S: ConnectionSource> Call<'_, S> {
     /// Answers a task method.
-    pub async fn task(&self, method: TaskMethod) -> Bytes {
+    pub async fn task(&self, method: TaskMethod) -> Answer {
         if let Err(refusal) = self.task_method_allowed(method) {
-            return refusal;
+            return Answer::read(refusal);
         }
         let answer = match method {
             TaskMethod::List => self.list_tasks().await,
             _ => self.task_request(method).await,
         };
-        answer.unwrap_or_else(|error| self.failed(error))
+        match answer {
+            Ok(answer) => Answer::read(answer),
+            Err(error) => self.failed(error),
+        }
     }
 
     /// Whether the caller may send `method` here: only if a tool it sees can run as a task, of
@@ -159,12 +162,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         let (answer, connection) = self.exchange(&request, &forwarded, &mut timer).await?;
         let (id, era) = (self.request.id(), self.request.era);
         if answer.is_error {
-            return Ok(super::raw::relay_error(
-                id,
-                answer.payload(),
-                upstream.name(),
-                era,
-            ));
+            return Ok(super::raw::relay_error(id, answer.payload(), upstream.name(), era).message);
         }
         let handle_text = handle.seal(self.store.sealer());
         let legacy_upstream = connection.raw().is_some_and(|raw| raw.era() == Era::Legacy);
@@ -365,14 +363,14 @@ impl<S: ConnectionSource> Call<'_, S> {
         Ok(match Created::of(answer.payload()) {
             Some(created) => AsTask::Created(created, connection),
             // The upstream ran it at once after all.
-            None => AsTask::Answered(client_answer(
+            None => AsTask::Answered(Answer::tool_result(client_answer(
                 Routed::Tool,
                 id,
                 answer.payload(),
                 self.request.view().scheme(),
                 upstream,
                 era,
-            )),
+            ))),
         })
     }
 
@@ -393,7 +391,7 @@ impl<S: ConnectionSource> Call<'_, S> {
 pub(super) enum AsTask {
     Created(Created, Arc<Connection>),
     /// The client's answer: the upstream's error, or the result it gave at once.
-    Answered(Bytes),
+    Answered(Answer),
 }
 
 /// A task a tool call created: the upstream's id for it, its time to live, and the task as

@@ -109,10 +109,7 @@ impl Upstream {
         features: Features,
         settled: bool,
     ) -> Result<HashSet<String>, UpstreamError> {
-        let principal = self.service.load_full();
-        let connection = self
-            .open_declaring(era, &principal, false, features)
-            .await?;
+        let connection = self.open_probe(era, features).await?;
         let listed = tokio::time::timeout(
             self.config.policy.discovery_timeout,
             listing(&connection, if settled { 4 } else { 1 }),

@@ -129,6 +129,7 @@ impl Upstream {
         let holder = Holder {
             hook: self.request_hook(&home.principal).await,
             scope: self.connections_per_user().then(|| home.principal.clone()),
+            heard: true,
         };
         let relay = Relay::for_session(home);
         let connection = self
@@ -169,24 +170,39 @@ impl Upstream {
         principal: &Principal,
         theirs: bool,
     ) -> Result<Connection, UpstreamError> {
-        self.open_declaring(era, principal, theirs, Features::ALL)
-            .await
-    }
-
-    /// `open_for`, declaring the client features `features` (all of them but to find out
-    /// what a tool needs, see `needs`).
-    pub(super) async fn open_declaring(
-        &self,
-        era: Era,
-        principal: &Principal,
-        theirs: bool,
-        features: Features,
-    ) -> Result<Connection, UpstreamError> {
-        let (capabilities, tasks) = declaring(features);
         let holder = Holder {
             hook: self.request_hook(principal).await,
             scope: theirs.then(|| principal.clone()),
+            heard: true,
         };
+        self.open_declaring(era, Features::ALL, holder).await
+    }
+
+    /// Opens a connection to find out what tools need of clients (see `needs`): as the
+    /// service principal, declaring `features`, its events unheard (the list changes of a
+    /// connection that lives for one listing say nothing of the upstream's lists).
+    pub(super) async fn open_probe(
+        &self,
+        era: Era,
+        features: Features,
+    ) -> Result<Connection, UpstreamError> {
+        let principal = self.service.load_full();
+        let holder = Holder {
+            hook: self.request_hook(&principal).await,
+            scope: None,
+            heard: false,
+        };
+        self.open_declaring(era, features, holder).await
+    }
+
+    /// Opens a connection not tied to one client session, declaring `features`.
+    async fn open_declaring(
+        &self,
+        era: Era,
+        features: Features,
+        holder: Holder,
+    ) -> Result<Connection, UpstreamError> {
+        let (capabilities, tasks) = declaring(features);
         self.open(
             era,
             (client::gateway_identity(), capabilities, tasks),
@@ -206,13 +222,19 @@ impl Upstream {
         declared: (Implementation, ClientCapabilities, TaskSupport),
         relay: Arc<Relay>,
         slot: Option<OwnedSemaphorePermit>,
-        Holder { hook, scope }: Holder,
+        Holder { hook, scope, heard }: Holder,
         session: Arc<SessionSlot>,
     ) -> Result<Connection, UpstreamError> {
+        // Unheard: sent where nobody listens.
+        let events = if heard {
+            self.events.clone()
+        } else {
+            tokio::sync::mpsc::unbounded_channel().0
+        };
         let handler = UpstreamClient::new(
             self.name().clone(),
             declared,
-            self.events.clone(),
+            events,
             relay.clone(),
             (scope, self.config.roots.as_slice().into()),
         );
@@ -323,6 +345,8 @@ impl Upstream {
 struct Holder {
     hook: Arc<dyn RequestHook>,
     scope: Option<Principal>,
+    /// Whether its events (list changes, resource updates) reach the upstream's supervisor.
+    heard: bool,
 }
 
 /// The capabilities (and the tasks run when asked) a connection declares for `features`.

@@ -48,9 +48,13 @@ pub struct BenchArgs {
     /// The tool to call: an exact name, else the one tool named `*__NAME` (a gateway's prefix).
     #[arg(long, default_value = "echo")]
     pub tool: String,
-    /// Length of the text sent to the tool as `{"text": …}`.
+    /// Length of the text sent to the tool (as its `--argument`).
     #[arg(long, value_name = "BYTES", default_value_t = 16)]
     pub payload_bytes: usize,
+    /// The argument the text goes in, `{"NAME": …}`: `text` for Switchyard's demo server,
+    /// `message` for the echo tools of most other servers.
+    #[arg(long, value_name = "NAME", default_value = "text")]
+    pub argument: String,
     /// How the tool's answer is checked: its first text equals the text sent (`exact`), contains
     /// it (`contains`, for echo tools that decorate), or only `isError` is checked (`off`).
     #[arg(long, value_enum, default_value_t = EchoCheck::Exact)]
@@ -123,6 +127,8 @@ pub struct Plan {
     pub timeout: Duration,
     pub mix: Mix,
     pub tool: String,
+    /// The argument `payload` is sent in.
+    pub argument: String,
     pub payload: String,
     pub echo_check: EchoCheck,
     pub resource: Option<String>,
@@ -184,6 +190,7 @@ impl BenchArgs {
             timeout: Duration::from_millis(self.timeout_ms),
             mix: self.mix,
             tool: self.tool.clone(),
+            argument: self.argument.clone(),
             payload: payload(self.payload_bytes),
             echo_check: self.echo_check,
             resource: self.resource.clone(),

@@ -155,7 +155,10 @@ impl Shared {
             .map(|c| {
                 Kind::ALL
                     .iter()
-                    .map(|&k| Template::for_kind(c, k, &target.tool, &plan.payload, resource))
+                    .map(|&k| {
+                        let call = (target.tool.as_str(), plan.argument.as_str());
+                        Template::for_kind(c, k, call, &plan.payload, resource)
+                    })
                     .collect()
             })
             .collect();

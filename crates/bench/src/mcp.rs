@@ -101,11 +101,12 @@ impl Template {
         }
     }
 
-    /// The request `kind` of the load, for `tool`, `payload` and `resource`.
+    /// The request `kind` of the load, for `tool` (called with `payload` as its `argument`)
+    /// and `resource`.
     pub fn for_kind(
         context: &Context,
         kind: Kind,
-        tool: &str,
+        (tool, argument): (&str, &str),
         payload: &str,
         resource: &str,
     ) -> Self {
@@ -113,7 +114,7 @@ impl Template {
             Kind::Call => Self::new(
                 context,
                 kind.method(),
-                Some(json!({"name": tool, "arguments": {"text": payload}})),
+                Some(json!({"name": tool, "arguments": {argument: payload}})),
                 Some(tool),
             ),
             Kind::List => Self::new(context, kind.method(), None, None),
@@ -169,12 +170,19 @@ mod tests {
 
     #[test]
     fn templates_splice_the_id_into_a_fixed_body() {
-        let template =
-            Template::for_kind(&Context::stateless(), Kind::Call, "demo__echo", "abc", "");
+        let call = ("demo__echo", "text");
+        let template = Template::for_kind(&Context::stateless(), Kind::Call, call, "abc", "");
         let body: Value = serde_json::from_slice(&template.body("42")).unwrap();
         assert_eq!(body["id"], 42);
         assert_eq!(body["method"], "tools/call");
         assert_eq!(body["params"]["arguments"]["text"], "abc");
+        let elsewhere = ("echo", "message");
+        let other = Template::for_kind(&Context::stateless(), Kind::Call, elsewhere, "x", "");
+        let other: Value = serde_json::from_slice(&other.body("1")).unwrap();
+        assert_eq!(
+            other["params"]["arguments"],
+            serde_json::json!({"message": "x"})
+        );
         let meta = &body["params"]["_meta"];
         assert_eq!(
             meta["io.modelcontextprotocol/protocolVersion"],
@@ -204,7 +212,7 @@ mod tests {
             session: Some(HeaderValue::from_static("s1")),
             version: HeaderValue::from_static(SESSION_VERSION),
         };
-        let list = Template::for_kind(&session, Kind::List, "", "", "");
+        let list = Template::for_kind(&session, Kind::List, ("", "text"), "", "");
         assert_eq!(
             &list.body("7")[..],
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#

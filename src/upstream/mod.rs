@@ -176,7 +176,7 @@ pub struct Upstream {
     pins: Arc<Pins>,
     /// What the upstream listed last, before pinning (settled again after an approval).
     /// What its tools need of clients, as last found out (see `needs`).
-    needs: ArcSwapOption<needs::Needs>,
+    needs: ArcSwapOption<needs::Probed>,
     discovered: ArcSwapOption<UpstreamCatalog>,
     /// Where its state changes are told to operators.
     operators: Arc<Events>,

@@ -6,9 +6,11 @@
 //! turn, and a tool missing without it needs it. The catalog then shows each client only the
 //! tools it would be offered directly (`catalog::Features`).
 //!
-//! It runs on the first discovery, before the upstream's tools are served; reconnections and
-//! list changes keep what was learnt (a tool listed later is taken to need nothing). A probe
-//! that fails is tried again at once, then at each discovery until one succeeds.
+//! It runs on the first discovery, before the upstream's tools are served, and again when a
+//! discovery lists a tool it has not probed (the server registered it later); reconnections
+//! and other list changes keep what was learnt. Two probes must agree, since a listing taken
+//! before the server registered its tools misleads one. A probe that fails is tried again a
+//! second later, then at each discovery until one succeeds.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -18,26 +20,44 @@ use std::{
 use super::{Connection, Upstream, UpstreamError, connection::Era};
 use crate::catalog::{Features, UpstreamCatalog};
 
+/// How long after a connection's first discovery its tools are listed again.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// How long after a failed probe it is tried again.
 const PROBE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What each tool that depends on a client feature needs, by the tool's own name.
 pub type Needs = HashMap<String, Features>;
 
+/// What was found out, and of which tools.
+pub struct Probed {
+    needs: Arc<Needs>,
+    names: HashSet<String>,
+}
+
 impl Upstream {
     /// What the tools of `listed` (just listed on a connection of `era`) need of clients:
     /// found out on the first discovery (unless `probe_client_features` is off), and kept
-    /// for the upstream's life, across reconnections and list changes.
+    /// across reconnections and list changes until a tool not probed yet is listed.
     pub(super) async fn needs_of(&self, era: Era, listed: &UpstreamCatalog) -> Arc<Needs> {
-        if let Some(known) = self.needs.load_full() {
-            return known;
+        let known = self.needs.load_full();
+        let probed =
+            |known: &Probed| (listed.tools.iter()).all(|tool| known.names.contains(&*tool.name));
+        if let Some(known) = known.as_deref().filter(|known| probed(known)) {
+            return known.needs.clone();
         }
+        let names: HashSet<String> = (listed.tools.iter())
+            .map(|tool| tool.name.to_string())
+            .collect();
         if !self.config.probe_client_features {
             let none = Arc::new(Needs::new());
-            self.needs.store(Some(none.clone()));
+            self.needs.store(Some(Arc::new(Probed {
+                needs: none.clone(),
+                names,
+            })));
             return none;
         }
-        let all: HashSet<&str> = listed.tools.iter().map(|tool| &*tool.name).collect();
+        let all: HashSet<&str> = names.iter().map(String::as_str).collect();
         // A probe opens several connections at once; one failing to open on a busy machine
         // is tried again a moment later, before anything is served.
         let mut failed = None;
@@ -45,13 +65,18 @@ impl Upstream {
             if let Some(pause) = pause {
                 tokio::time::sleep(pause).await;
             }
-            match self.probe(era, &all).await {
+            match self.agreed(era, &all).await {
                 Ok(needs) => {
                     for (tool, needed) in &needs {
                         tracing::info!(upstream = %self.name(), %tool, needs = %needed, "a tool is listed only to clients that declare what it needs");
                     }
                     let needs = Arc::new(needs);
-                    self.needs.store(Some(needs.clone()));
+                    let names = names.clone();
+                    let probed = Probed {
+                        needs: needs.clone(),
+                        names,
+                    };
+                    self.needs.store(Some(Arc::new(probed)));
                     return needs;
                 }
                 Err(error) => failed = Some(error),
@@ -60,10 +85,34 @@ impl Upstream {
         if let Some(error) = failed {
             tracing::warn!(upstream = %self.name(), %error, "cannot tell which tools the server lists only to clients that declare a capability; every client is listed every tool until the next discovery tries again");
         }
-        Arc::new(Needs::new())
+        // What was known of the tools probed before still holds.
+        known.map_or_else(|| Arc::new(Needs::new()), |known| known.needs.clone())
     }
 
-    async fn probe(&self, era: Era, all: &HashSet<&str>) -> Result<Needs, UpstreamError> {
+    /// What the tools of `all` need, as two probes agree (a third decides where they do not).
+    /// A listing taken before the server registered the tools it offers for a client's
+    /// capabilities misleads a probe; two alike, hardly ever.
+    async fn agreed(&self, era: Era, all: &HashSet<&str>) -> Result<Needs, UpstreamError> {
+        let Some(first) = self.probe(era, all).await? else {
+            return Ok(Needs::new());
+        };
+        let second = self.probe(era, all).await?.unwrap_or_default();
+        if first == second {
+            return Ok(first);
+        }
+        let third = self.probe(era, all).await?.unwrap_or_default();
+        if third == first || third == second {
+            return Ok(third);
+        }
+        Err(UpstreamError::Discovery {
+            what: "what tools need of clients",
+            reason: "three probes found three different answers".into(),
+        })
+    }
+
+    /// What the tools of `all` need, or `None` if every one is listed to a client that
+    /// declares nothing (most servers: nothing more to find out).
+    async fn probe(&self, era: Era, all: &HashSet<&str>) -> Result<Option<Needs>, UpstreamError> {
         let bare = self.tools_declaring(era, Features::NONE, false).await?;
         let dependent: Vec<&str> = all
             .iter()
@@ -72,7 +121,7 @@ impl Upstream {
             .collect();
         let mut needs = Needs::new();
         if dependent.is_empty() {
-            return Ok(needs);
+            return Ok(None);
         }
         // One listing without each feature, side by side.
         let without = futures::future::try_join_all(
@@ -97,7 +146,26 @@ impl Upstream {
             }
             plausible
         });
-        Ok(needs)
+        Ok(Some(needs))
+    }
+
+    /// Whether the tools `connection` lists a moment after its first discovery differ from
+    /// those discovered: a server may register some as it handles `initialized`, which can
+    /// reach it after the first listing (over HTTP, the two are separate requests).
+    pub(super) async fn listed_later(&self, connection: &Connection) -> bool {
+        let discovered = self.discovered.load_full();
+        let Some(discovered) = discovered else {
+            return false;
+        };
+        let first: HashSet<String> = (discovered.tools.iter())
+            .map(|tool| tool.name.to_string())
+            .collect();
+        tokio::time::sleep(SETTLE).await;
+        let timeout = self.config.policy.discovery_timeout;
+        match tokio::time::timeout(timeout, listing(connection, 1)).await {
+            Ok(Ok(again)) => again != first,
+            _ => false,
+        }
     }
 
     /// The names of the tools listed to a client declaring `features`; `settled`: once they
@@ -143,7 +211,7 @@ async fn listing(connection: &Connection, times: usize) -> Result<HashSet<String
     };
     let mut listed = list().await?;
     for _ in 1..times {
-        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        tokio::time::sleep(SETTLE).await;
         let again = list().await?;
         if again == listed {
             break;

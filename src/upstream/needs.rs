@@ -20,7 +20,7 @@ use std::{
 use super::{Connection, Upstream, UpstreamError, connection::Era};
 use crate::catalog::{Features, UpstreamCatalog};
 
-/// How long after a connection's first discovery its tools are listed again.
+/// How long apart a probe's listings are taken while they settle.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
 
 /// How long after a failed probe it is tried again.
@@ -147,25 +147,6 @@ impl Upstream {
             plausible
         });
         Ok(Some(needs))
-    }
-
-    /// Whether the tools `connection` lists a moment after its first discovery differ from
-    /// those discovered: a server may register some as it handles `initialized`, which can
-    /// reach it after the first listing (over HTTP, the two are separate requests).
-    pub(super) async fn listed_later(&self, connection: &Connection) -> bool {
-        let discovered = self.discovered.load_full();
-        let Some(discovered) = discovered else {
-            return false;
-        };
-        let first: HashSet<String> = (discovered.tools.iter())
-            .map(|tool| tool.name.to_string())
-            .collect();
-        tokio::time::sleep(SETTLE).await;
-        let timeout = self.config.policy.discovery_timeout;
-        match tokio::time::timeout(timeout, listing(connection, 1)).await {
-            Ok(Ok(again)) => again != first,
-            _ => false,
-        }
     }
 
     /// The names of the tools listed to a client declaring `features`; `settled`: once they

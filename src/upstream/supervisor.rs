@@ -26,9 +26,6 @@ use crate::{
     principal::Principal,
 };
 
-/// How many times a new connection's tools are listed again while they keep changing.
-const SETTLE_ROUNDS: usize = 3;
-
 /// A burst of list-change notifications within this window causes one rediscovery.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 /// The least time between two looks at whether calls in flight are stuck.
@@ -302,13 +299,6 @@ async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
     upstream.set_status(status);
     upstream.set_status(upstream.status().moved_to(UpstreamState::Discovering));
     rediscover(upstream, &connection).await?;
-    // Tools registered just after the first listing are served from the start.
-    for _ in 0..SETTLE_ROUNDS {
-        if !upstream.listed_later(&connection).await {
-            break;
-        }
-        rediscover(upstream, &connection).await?;
-    }
     // Users' own lists were found on the connections of before; find them again.
     upstream.forget_personal();
     Ok(connection)

@@ -22,6 +22,36 @@ fn behind(extra: &str) -> GatewayBuilder {
         .upstream("everything", &everything::stdio_upstream())
 }
 
+/// The gateway of `behind(extra)`, once it lists `ELICIT` to a client that can be asked (as
+/// `user`, if given): the server registers it just after the handshake, and a first listing
+/// can come before (the gateway then finds it on the server's list change).
+async fn started(extra: &str, user: Option<&str>) -> TestGateway {
+    let gw = behind(extra).start().await;
+    let mut list = modern_call("", json!({}), json!({}));
+    list["method"] = "tools/list".into();
+    if let Some(params) = list["params"].as_object_mut() {
+        params.remove("name");
+        params.remove("arguments");
+    }
+    for _ in 0..100 {
+        let mut request = reqwest::Client::new()
+            .post(gw.url())
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/list")
+            .json(&list);
+        if let Some(user) = user {
+            request = request.bearer_auth(api_key(user));
+        }
+        let listed = request.send().await.unwrap().text().await.unwrap();
+        if listed.contains(ELICIT) {
+            return gw;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{ELICIT} is never listed");
+}
+
 /// A 2026-07-28 `tools/call` of `tool`, with `more` params, from a client that can be asked
 /// for elicitation and sampling.
 fn modern_call(tool: &str, arguments: Value, more: Value) -> Value {
@@ -78,7 +108,7 @@ fn accepted() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_answers_an_older_upstreams_question_by_retrying() {
-    let gw = behind("").start().await;
+    let gw = started("", None).await;
     let first = post(&gw, None, &modern_call(ELICIT, json!({}), json!({}))).await;
     let required = &first["result"];
     assert_eq!(required["resultType"], "input_required", "{first}");
@@ -124,7 +154,7 @@ async fn a_2026_client_answers_an_older_upstreams_question_by_retrying() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_serves_only_its_own_users_retry_of_its_own_request() {
     let auth = format!("[auth]\n{}", api_keys_section(&["alice", "bob"]));
-    let gw = behind(&auth).start().await;
+    let gw = started(&auth, Some("alice")).await;
     let first = post(
         &gw,
         Some("alice"),
@@ -170,7 +200,7 @@ async fn a_state_serves_only_its_own_users_retry_of_its_own_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_retries_ends_the_upstreams_wait() {
-    let gw = behind("[limits]\ninput_wait_seconds = 1\n").start().await;
+    let gw = started("[limits]\ninput_wait_seconds = 1\n", None).await;
     let first = post(&gw, None, &modern_call(ELICIT, json!({}), json!({}))).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     // The upstream hears that no answer comes, and its call ends.

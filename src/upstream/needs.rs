@@ -71,7 +71,6 @@ impl Upstream {
                         tracing::info!(upstream = %self.name(), %tool, needs = %needed, "a tool is listed only to clients that declare what it needs");
                     }
                     let needs = Arc::new(needs);
-                    let names = names.clone();
                     let probed = Probed {
                         needs: needs.clone(),
                         names,

@@ -65,8 +65,13 @@ impl Answer {
         message: &str,
         data: Option<&serde_json::Value>,
     ) -> Self {
+        Self::failure(super::write::error(Some(id), code, message, data), code)
+    }
+
+    /// `message`, a JSON-RPC error with `code` written elsewhere (an upstream's, relayed).
+    pub fn failure(message: Bytes, code: i32) -> Self {
         Self {
-            message: super::write::error(Some(id), code, message, data),
+            message,
             outcome: Outcome::Error {
                 code,
                 retry_after: None,
@@ -86,13 +91,7 @@ impl Answer {
                 .and_then(|code| code.get().parse::<i32>().ok()),
             _ => None,
         };
-        Self {
-            message,
-            outcome: Outcome::Error {
-                code: code.unwrap_or(-32603),
-                retry_after: None,
-            },
-        }
+        Self::failure(message, code.unwrap_or(-32603))
     }
 
     /// Whether the request failed (a JSON-RPC error; a tool reporting its own failure is a

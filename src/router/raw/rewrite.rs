@@ -13,7 +13,7 @@ use crate::{
     names::UpstreamName,
     protocol::{Era, META_PREFIX, META_PROGRESS_TOKEN},
     telemetry::{Passed, TRACEPARENT, TRACESTATE},
-    wire::{self, Answer, Edit, Fields, Outcome, object::write_string},
+    wire::{self, Answer, Edit, Fields, object::write_string},
 };
 
 /// The answer to request `id` (JSON text) of a client of `era`, from the `result` (JSON
@@ -185,22 +185,11 @@ pub(in crate::router) fn relay_error(
             );
             let message =
                 wire::write::error_raw(Some(id), std::str::from_utf8(&out).unwrap_or("{}"));
-            return Answer {
-                message,
-                outcome: Outcome::Error {
-                    code: ErrorCode::INVALID_PARAMS.0,
-                    retry_after: None,
-                },
-            };
+            return Answer::failure(message, ErrorCode::INVALID_PARAMS.0);
         }
     }
-    Answer {
-        message: wire::write::error_raw(Some(id), error),
-        outcome: Outcome::Error {
-            code: code.unwrap_or(ErrorCode::INTERNAL_ERROR.0),
-            retry_after: None,
-        },
-    }
+    let message = wire::write::error_raw(Some(id), error);
+    Answer::failure(message, code.unwrap_or(ErrorCode::INTERNAL_ERROR.0))
 }
 
 /// The result as a client of `era` expects it, if it must change: a legacy client gets no

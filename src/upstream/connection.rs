@@ -147,8 +147,9 @@ impl Connection {
                 Dial::Stdio(stdio) => {
                     let child =
                         stdio::spawn(opening.upstream, stdio).map_err(UpstreamError::Spawn)?;
-                    let (pipe, taken) = lines::tap(child, opening.tasks, inject.clone())
-                        .map_err(UpstreamError::Spawn)?;
+                    let (pipe, taken) =
+                        lines::tap(child, opening.tasks, inject.clone(), era == Era::Legacy)
+                            .map_err(UpstreamError::Spawn)?;
                     let (read, write) = tokio::io::split(pipe);
                     let transport = AsyncRwTransport::new_client(read, write);
                     let service =

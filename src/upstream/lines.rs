@@ -8,6 +8,11 @@
 //! request's own stream. Everything else the child writes (other notifications, its own
 //! requests, answers to rmcp's requests) reaches rmcp as it came.
 //!
+//! Of a session-era connection, the child hears nothing of the gateway's own before rmcp's
+//! `notifications/initialized`: a request written between rmcp's lines could otherwise overtake
+//! it, and servers that add tools when the client's capabilities are known (server-everything's
+//! elicitation and sampling tools) would list without them.
+//!
 //! When rmcp lets go of its end (the connection closes), the child's stdin is closed and the
 //! child is given a few seconds to exit before it is killed.
 
@@ -105,7 +110,12 @@ pub struct Ended;
 
 /// What the writing task is given.
 enum Out {
+    /// A line of rmcp's.
     Line(Bytes),
+    /// rmcp's `notifications/initialized`: the gateway's own lines held until now follow it.
+    Initialized(Bytes),
+    /// A request of the gateway's own.
+    Own(Bytes),
     /// rmcp let go of its end: the child is to exit.
     End,
 }
@@ -138,7 +148,7 @@ impl Lines {
         line.extend_from_slice(body);
         line.push(b'\n');
         self.to_child
-            .send(Out::Line(line.into()))
+            .send(Out::Own(line.into()))
             .map_err(|_| Ended)?;
         Ok(waiting)
     }
@@ -146,11 +156,13 @@ impl Lines {
 
 /// Puts the carrying tasks (tracked by `tasks`) between `child` (spawned with piped stdin and
 /// stdout) and rmcp: rmcp's end of the pipe, and the raw path. Requests the child asks to be
-/// run as tasks go to rmcp's handler through `inject` (see `augmented`).
+/// run as tasks go to rmcp's handler through `inject` (see `augmented`). With `handshake`, the
+/// raw path's lines wait for rmcp's `notifications/initialized`.
 pub fn tap(
     mut child: Child,
     tasks: &TaskTracker,
     inject: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    handshake: bool,
 ) -> std::io::Result<(DuplexStream, Lines)> {
     let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
         (Some(stdin), Some(stdout)) => (stdin, stdout),
@@ -199,11 +211,16 @@ pub fn tap(
     tasks.spawn(async move {
         let mut from_rmcp = BufReader::new(from_rmcp);
         let mut line = Vec::new();
+        let mut initialized = !handshake;
         while let Ok(Some(true)) = read_line(&mut from_rmcp, &mut line).await {
-            if from_rmcp_lines
-                .send(Out::Line(Bytes::copy_from_slice(&line)))
-                .is_err()
-            {
+            let line = Bytes::copy_from_slice(&line);
+            let out = if initialized || !is_initialized(&line) {
+                Out::Line(line)
+            } else {
+                initialized = true;
+                Out::Initialized(line)
+            };
+            if from_rmcp_lines.send(out).is_err() {
                 return;
             }
         }
@@ -213,8 +230,26 @@ pub fn tap(
     // The child's input, whole lines from both; then its exit.
     tasks.spawn(async move {
         let mut stdin = stdin;
-        while let Some(Out::Line(line)) = outgoing.recv().await {
-            if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+        let mut held: Option<Vec<Bytes>> = handshake.then(Vec::new);
+        while let Some(out) = outgoing.recv().await {
+            let written = match out {
+                Out::Own(line) if held.is_some() => {
+                    held.get_or_insert_default().push(line);
+                    continue;
+                }
+                Out::Line(line) | Out::Own(line) => write_line(&mut stdin, &line).await,
+                Out::Initialized(line) => {
+                    let mut written = write_line(&mut stdin, &line).await;
+                    for line in held.take().unwrap_or_default() {
+                        if written.is_ok() {
+                            written = write_line(&mut stdin, &line).await;
+                        }
+                    }
+                    written
+                }
+                Out::End => break,
+            };
+            if written.is_err() {
                 break;
             }
         }
@@ -227,6 +262,21 @@ pub fn tap(
         }
     });
     Ok((rmcp_end, Lines { to_child, pending }))
+}
+
+/// Writes one whole line to the child.
+async fn write_line(stdin: &mut tokio::process::ChildStdin, line: &[u8]) -> std::io::Result<()> {
+    stdin.write_all(line).await?;
+    stdin.flush().await
+}
+
+/// Whether `line` is the client's `notifications/initialized`.
+fn is_initialized(line: &[u8]) -> bool {
+    matches!(
+        wire::parse(line),
+        Ok(wire::Message::Notification(notification))
+            if notification.method == "notifications/initialized"
+    )
 }
 
 /// The request `line` concerns, if it names one by an integer: an answer (result or error, and
@@ -282,6 +332,58 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Through `cat`, which writes back what it reads: the order the child heard.
+    async fn heard_by_cat(handshake: bool) -> Vec<String> {
+        let child = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let tasks = TaskTracker::new();
+        let (inject, _injected) = mpsc::unbounded_channel();
+        let (rmcp_end, lines) = tap(child, &tasks, inject, handshake).unwrap();
+        let (read, mut write) = tokio::io::split(rmcp_end);
+        // The gateway's own request first, before rmcp has written anything.
+        let _waiting = lines
+            .send(
+                7,
+                &Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
+            )
+            .unwrap();
+        tokio::task::yield_now().await;
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await
+            .unwrap();
+        let mut read = BufReader::new(read);
+        let mut heard = Vec::new();
+        for _ in 0..3 {
+            let mut line = String::new();
+            read.read_line(&mut line).await.unwrap();
+            heard.push(wire::parse(line.as_bytes()).map(method).unwrap());
+        }
+        heard
+    }
+
+    fn method(message: wire::Message<'_>) -> String {
+        match message {
+            wire::Message::Request(request) => request.method.to_owned(),
+            wire::Message::Notification(notification) => notification.method.to_owned(),
+            _ => "an answer".to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_gateways_own_requests_follow_the_handshake() {
+        assert_eq!(
+            heard_by_cat(true).await,
+            ["initialize", "notifications/initialized", "tools/list"]
+        );
+        // Without a handshake (2026-07-28), nothing is held.
+        assert_eq!(heard_by_cat(false).await[0], "tools/list");
+    }
 
     #[test]
     fn answers_and_progress_name_their_request_by_an_integer() {

@@ -45,10 +45,12 @@
 //!    stream if something comes before the answer. The front builds the `request::Request`:
 //!    the caller, the era, the message, the headers and the gateway's snapshot, loaded once.
 //! 2. `session::serve` starts the request's work, which runs inside the reply's body (a
-//!    client that goes away takes it along). A routed request's target is found
-//!    (`router::Target`: the route in the caller's view, the upstream found serving), and the
-//!    raw or the typed path is chosen, once: `tools/call` to a streamable-HTTP upstream takes
-//!    the raw one.
+//!    client that goes away takes it along), in phases: classify the method; route a routed
+//!    request to its target (`router::Target`: the route in the caller's view, the upstream
+//!    found serving), once for both eras; admit it (the audit log keeping up, `[[quota]]`);
+//!    dispatch it on the raw or the typed path, chosen once (`tools/call` to a
+//!    streamable-HTTP upstream takes the raw one), through the cache where a rule says so;
+//!    finish the answer (linked resources inlined, the audit record).
 //! 3. `router::raw`: the upstream's limit (if any) admits it and its connection is found (the
 //!    session's own, opened on first use, or the shared one).
 //! 4. The upstream request is written from the client's bytes: the name restored, the id

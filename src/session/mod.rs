@@ -26,6 +26,7 @@ mod table;
 mod takeover;
 #[cfg(test)]
 mod tests;
+mod typed;
 mod upstreams;
 
 use std::{

@@ -1,29 +1,21 @@
 //! Answering one client request. The hot methods take the raw path: `tools/call`,
 //! `prompts/get` and `resources/read` are routed as the bytes they came in (`router`), and the
 //! four lists are served from the catalog's prepared pages. Everything else goes through rmcp's
-//! typed server machinery, one short-lived service per request (`handler`), which keeps the
-//! protocol rules of the less frequent methods in one well-tested place.
+//! typed server machinery (`typed`), which keeps the protocol rules of the less frequent
+//! methods in one well-tested place. A request is served in phases, one short function each:
+//! classify, route, admit, dispatch, finish (`Serving::answer`).
 //!
 //! The answer is the work's output; what is sent to the client before it (progress, log
 //! messages, requests) goes through the request's outlet, which the front streams.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
 use bytes::Bytes;
-use rmcp::{
-    model::{
-        ClientCapabilities, ClientJsonRpcMessage, Implementation, InitializeRequestParams,
-        LoggingLevel, ProgressToken, ProtocolVersion, ServerJsonRpcMessage,
-    },
-    service::serve_directly_with_ct,
-    transport::OneshotTransport,
-};
+use rmcp::model::{LoggingLevel, ProgressToken};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Session, audited, cached,
-    handler::SessionHandler,
-    inlined,
+    Session, audited, cached, inlined,
     parked::{self, Parked},
     search::{self, GatewayTool},
     upstreams::Source,
@@ -38,8 +30,9 @@ use crate::{
     protocol::{Era, META_LOG_LEVEL, META_PROGRESS_TOKEN},
     quota::{Ask, Granted},
     request::{Caller, Request},
-    router::{Call, Routed, Target, TaskMethod},
+    router::{Call, ConnectionSource, Routed, Target, TaskMethod},
     telemetry,
+    upstream::Upstream,
     wire::{self, Answer, Fields},
 };
 
@@ -169,135 +162,194 @@ async fn bridged_answer(
 }
 
 /// One request being answered, and what it is answered with.
-struct Serving<'a> {
-    gateway: &'a Arc<Gateway>,
-    request: &'a Arc<Request>,
-    session: Option<&'a Arc<Session>>,
-    ct: &'a CancellationToken,
+pub(super) struct Serving<'a> {
+    pub gateway: &'a Arc<Gateway>,
+    pub request: &'a Arc<Request>,
+    pub session: Option<&'a Arc<Session>>,
+    pub ct: &'a CancellationToken,
     /// Where an upstream's questions for a 2026-07-28 client go, if they can be asked.
-    bridge: Option<&'a Bridge>,
+    pub bridge: Option<&'a Bridge>,
 }
 
 impl Serving<'_> {
-    /// The answer: a list from the catalog's pages, a routed request on the raw path or the
-    /// typed one (decided here, once), or anything else through rmcp's handler.
+    /// The answer, phase by phase (each either hands on or answers): `classify` the method,
+    /// `route` a routed request to its target, `admit` it (the audit log keeping up, the
+    /// quotas it spends), `dispatch` it on the raw path or the typed one (through the cache
+    /// where a rule keeps its answers), and `finish` the answer (linked resources inlined, the
+    /// audit record). Lists, tasks and the gateway's own tools are answered on the way.
     async fn answer(&self, found: Option<Result<Target, GatewayError>>, outlet: Outlet) -> Answer {
-        let started = std::time::Instant::now();
-        let request = self.request;
-        let method = request.method();
-        let fast = ListKind::of_method(method)
-            .map(Fast::List)
-            .or_else(|| Routed::of_method(method).map(Fast::Routed))
-            .or_else(|| TaskMethod::of_method(method).map(Fast::Task));
-        let Some(fast) = fast else {
+        let started = Instant::now();
+        let fast = match self.classify() {
+            Ok(Some(fast)) => fast,
             // Boxed: the typed path is the rare one, and its future is large.
-            return Box::pin(self.typed(self.downstream(outlet), None)).await;
+            Ok(None) => return Box::pin(self.typed(self.downstream(outlet), None)).await,
+            Err(answer) => return answer,
         };
-        let id = request.id();
-        if request.message.params_malformed() {
-            return Answer::error(id, -32602, "params must be an object");
-        }
-        if request.era == Era::Modern
-            && let Err(error) = super::modern::check_meta(request.message.meta())
-        {
-            return error.answer(id);
-        }
         let source = match self.session {
             Some(session) => Source::Session(session.upstreams()),
-            None => Source::Stateless(&request.caller.principal),
+            None => Source::Stateless(&self.request.caller.principal),
         };
         let call = Call {
-            request,
+            request: self.request,
             store: self.gateway.store(),
             source: &source,
             downstream: self.downstream(outlet),
             ct: self.ct,
             held: Default::default(),
         };
-        if search::searching(request) {
-            match fast {
-                Fast::List(ListKind::Tools) => {
-                    return Answer::result(search::list(request, self.session));
-                }
-                Fast::Routed(Routed::Tool) => match search::gateway_tool(request) {
-                    Some(GatewayTool::Search) => {
-                        return Answer::read(search::search(request, self.session));
-                    }
-                    Some(GatewayTool::Call) => {
-                        let inner = match search::unwrap_call(request) {
-                            Ok(inner) => Arc::new(inner),
-                            Err(answer) => return Answer::read(answer),
-                        };
-                        let serving = Serving {
-                            request: &inner,
-                            ..*self
-                        };
-                        return Box::pin(serving.answer(None, call.downstream.outlet.clone()))
-                            .await;
-                    }
-                    None => {}
-                },
-                _ => {}
-            }
-        }
         let kind = match fast {
-            Fast::List(kind) => return list_page(request, kind),
-            Fast::Task(method) => {
-                let answer = call.task(method).await;
-                if matches!(method, TaskMethod::Result | TaskMethod::Cancel) {
-                    let audit = self.gateway.audit();
-                    audited::task_end(audit, request, self.session, &answer, started);
-                }
-                return answer;
-            }
+            Fast::List(kind) => return self.list(kind),
+            Fast::Task(method) => return self.task(&call, method, started).await,
             Fast::Routed(kind) => kind,
         };
-        let audit = self.gateway.audit();
-        let found = found.unwrap_or_else(|| {
-            let _routing = telemetry::child("route").entered();
-            Target::of(request, kind)
-        });
-        let target = match found {
-            Ok(target) => target,
+        if let Some(answer) = self.gateway_tool(kind, &call).await {
+            return answer;
+        }
+        let (target, subject) = match self.route(kind, found) {
+            Ok(routed) => routed,
             Err(error) => {
                 let answer = call.failed(error);
-                audited::record(audit, request, self.session, None, &answer, started);
+                let audit = self.gateway.audit();
+                audited::record(audit, self.request, self.session, None, &answer, started);
                 return answer;
             }
         };
-        if audit.refuses() {
-            return Answer::error(
-                request.id(),
-                -32603,
-                "the audit log cannot keep up, and calls are refused until it does (fail_closed)",
-            );
+        if let Err(answer) = self.admit(&call, &target, kind).await {
+            self.audit(subject.as_ref(), &answer, started);
+            return answer;
         }
+        let upstream = target.upstream.clone();
+        let answer = self.dispatch(&call, target).await;
+        let answer = self.finish(&call, &upstream, kind, answer).await;
+        self.audit(subject.as_ref(), &answer, started);
+        answer
+    }
+
+    /// Which way the request goes: a fast method (a list, a routed request, a task method)
+    /// whose params are checked here, or `None`, rmcp's handler.
+    fn classify(&self) -> Result<Option<Fast>, Answer> {
+        let request = self.request;
+        let method = request.method();
+        let fast = ListKind::of_method(method)
+            .map(Fast::List)
+            .or_else(|| Routed::of_method(method).map(Fast::Routed))
+            .or_else(|| TaskMethod::of_method(method).map(Fast::Task));
+        if fast.is_none() {
+            return Ok(None);
+        }
+        if request.message.params_malformed() {
+            return Err(Answer::error(
+                request.id(),
+                -32602,
+                "params must be an object",
+            ));
+        }
+        if request.era == Era::Modern
+            && let Err(error) = super::modern::check_meta(request.message.meta())
+        {
+            return Err(error.answer(request.id()));
+        }
+        Ok(fast)
+    }
+
+    /// A page of a merged list, or of the found tools where tool search is on.
+    fn list(&self, kind: ListKind) -> Answer {
+        if kind == ListKind::Tools && search::searching(self.request) {
+            return Answer::result(search::list(self.request, self.session));
+        }
+        list_page(self.request, kind)
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`; how a task ended is audited.
+    async fn task<S: ConnectionSource>(
+        &self,
+        call: &Call<'_, S>,
+        method: TaskMethod,
+        started: Instant,
+    ) -> Answer {
+        let answer = call.task(method).await;
+        if matches!(method, TaskMethod::Result | TaskMethod::Cancel) {
+            let audit = self.gateway.audit();
+            audited::task_end(audit, self.request, self.session, &answer, started);
+        }
+        answer
+    }
+
+    /// Where tool search is on, its own tools: `search_tools` answered here, `call_tool`
+    /// served as the call it wraps. `None`: any other request.
+    async fn gateway_tool<S>(&self, kind: Routed, call: &Call<'_, S>) -> Option<Answer> {
+        if kind != Routed::Tool || !search::searching(self.request) {
+            return None;
+        }
+        match search::gateway_tool(self.request)? {
+            GatewayTool::Search => Some(Answer::read(search::search(self.request, self.session))),
+            GatewayTool::Call => {
+                let inner = match search::unwrap_call(self.request) {
+                    Ok(inner) => Arc::new(inner),
+                    Err(answer) => return Some(Answer::read(answer)),
+                };
+                let serving = Serving {
+                    request: &inner,
+                    ..*self
+                };
+                let outlet = call.downstream.outlet.clone();
+                Some(Box::pin(serving.answer(None, outlet)).await)
+            }
+        }
+    }
+
+    /// The request's target (unless the front found it already), and what its audit record
+    /// names, when the audit is on.
+    fn route(
+        &self,
+        kind: Routed,
+        found: Option<Result<Target, GatewayError>>,
+    ) -> Result<(Target, Option<audited::Subject>), GatewayError> {
+        let request = self.request;
+        let target = found.unwrap_or_else(|| {
+            let _routing = telemetry::child("route").entered();
+            Target::of(request, kind)
+        })?;
+        let upstream = target.upstream.name().as_str();
         request
             .trace
-            .routed(method, target.upstream.name().as_str(), &target.original);
-        let subject = audit.is_on().then(|| audited::Subject::of(&target));
-        match self.spend(&target, kind).await {
-            // Held by the call (or the task it creates) and given back when it ends.
-            Ok(granted) => {
-                if let Some(granted) = granted {
-                    call.hold(granted);
-                }
-            }
-            Err(answer) => {
-                audited::record(
-                    audit,
-                    request,
-                    self.session,
-                    subject.as_ref(),
-                    &answer,
-                    started,
-                );
-                return answer;
-            }
-        };
-        let cached = cached::cached_as(request, &target);
-        let upstream = target.upstream.clone();
-        let dispatch = async {
+            .routed(request.method(), upstream, &target.original);
+        let subject = self
+            .gateway
+            .audit()
+            .is_on()
+            .then(|| audited::Subject::of(&target));
+        Ok((target, subject))
+    }
+
+    /// Whether the call may go on: not while the audit log refuses calls, nor beyond a quota.
+    /// What it spends is held by the call (or the task it creates) and given back when it ends.
+    async fn admit<S: ConnectionSource>(
+        &self,
+        call: &Call<'_, S>,
+        target: &Target,
+        kind: Routed,
+    ) -> Result<(), Answer> {
+        if self.gateway.audit().refuses() {
+            return Err(Answer::error(
+                self.request.id(),
+                -32603,
+                "the audit log cannot keep up, and calls are refused until it does (fail_closed)",
+            ));
+        }
+        if let Some(granted) = self.spend(target, kind).await? {
+            call.hold(granted);
+        }
+        Ok(())
+    }
+
+    /// The call sent to its upstream: on the raw path, or rmcp's typed one; through the cache
+    /// where a rule keeps its answers.
+    async fn dispatch<S: ConnectionSource>(&self, call: &Call<'_, S>, target: Target) -> Answer {
+        let request = self.request;
+        let cached =
+            cached::cached_as(request, &target).map(|kept| (kept, target.upstream.clone()));
+        let dispatch = async move {
             if target.takes_raw(request.era) {
                 call.routed(&target).await
             } else {
@@ -305,36 +357,51 @@ impl Serving<'_> {
                 Box::pin(self.typed(downstream, Some(target))).await
             }
         };
-        let answer = match cached {
-            Some((rule, key)) => {
+        match cached {
+            Some(((rule, key), upstream)) => {
                 let cache = self.gateway.cache();
                 let name = upstream.name().as_str();
                 cache.answer(name, &key, request.id(), rule, dispatch).await
             }
             None => dispatch.await,
-        };
+        }
+    }
+
+    /// The answer as the client gets it: a tool result's linked resources inlined where
+    /// the endpoint or the upstream asks for it.
+    async fn finish<S>(
+        &self,
+        call: &Call<'_, S>,
+        upstream: &Arc<Upstream>,
+        kind: Routed,
+        answer: Answer,
+    ) -> Answer {
+        let request = self.request;
         let inlining = (kind == Routed::Tool)
-            .then(|| request.live.inlining(&request.caller.endpoint, &upstream))
+            .then(|| request.live.inlining(&request.caller.endpoint, upstream))
             .flatten();
-        let answer = match inlining {
+        match inlining {
             Some(max) if answer.outcome == wire::Outcome::Result => {
                 let outlet = &call.downstream.outlet;
-                let message = self.inline(answer.message, max, outlet).await;
-                Answer::result(message)
+                Answer::result(self.inline(answer.message, max, outlet).await)
             }
             _ => answer,
-        };
-        if let Some(subject) = &subject {
+        }
+    }
+
+    /// The audit record of a routed request, when the audit is on (`subject` then).
+    fn audit(&self, subject: Option<&audited::Subject>, answer: &Answer, started: Instant) {
+        if let Some(subject) = subject {
+            let audit = self.gateway.audit();
             audited::record(
                 audit,
-                request,
+                self.request,
                 self.session,
                 Some(subject),
-                &answer,
+                answer,
                 started,
             );
         }
-        answer
     }
 
     /// A tool result with the resources it links to read (as this caller would read them)
@@ -433,68 +500,6 @@ impl Serving<'_> {
             log_level,
         })
     }
-
-    /// Through rmcp's typed handler: one service for this request, on a transport that carries
-    /// just it and what the handler sends back. `target`: where a routed request goes.
-    async fn typed(&self, downstream: Arc<Downstream>, target: Option<Target>) -> Answer {
-        let request = self.request;
-        let id = request.id();
-        let Outlet::Request { stream: outlet, .. } = downstream.outlet.clone() else {
-            unreachable!("a request's downstream side sends on its own stream");
-        };
-        let message: ClientJsonRpcMessage = match serde_json::from_slice(request.message.body()) {
-            Ok(message) => message,
-            Err(error) => {
-                let text = format!("the request cannot be read: {error}");
-                return Answer::error(id, -32602, &text);
-            }
-        };
-        let peer_info = match self.session {
-            Some(session) => session.client().clone(),
-            None => stateless_peer(&request.headers),
-        };
-        let is_tool_call = request.method() == Routed::Tool.method();
-        let handler = SessionHandler::new(
-            self.gateway.clone(),
-            request.clone(),
-            self.session.cloned(),
-            downstream,
-            target,
-        );
-        let (transport, mut replies) = OneshotTransport::new(message);
-        let service =
-            serve_directly_with_ct(handler, transport, Some(peer_info), self.ct.child_token());
-        while let Some(reply) = replies.recv().await {
-            let is_answer = matches!(
-                reply,
-                ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
-            );
-            let bytes = match serde_json::to_vec(&reply) {
-                Ok(bytes) => Bytes::from(bytes),
-                Err(error) => {
-                    tracing::error!(%error, "an answer of the typed path cannot be written");
-                    continue;
-                }
-            };
-            if is_answer {
-                drop(service);
-                if request.method() == "initialize" {
-                    let bytes = super::handler::announce_tasks(bytes, request.view());
-                    return Answer::read(bytes);
-                }
-                let answer = Answer::read(bytes);
-                if answer.outcome == wire::Outcome::Result && is_tool_call {
-                    return Answer::tool_result(answer.message);
-                }
-                return answer;
-            }
-            if outlet.send(bytes).await.is_err() {
-                break;
-            }
-        }
-        drop(service);
-        Answer::error(id, -32603, "the request ended without an answer")
-    }
 }
 
 /// The methods answered without rmcp's handler (unless a routed one must take it).
@@ -532,16 +537,4 @@ fn list_page(request: &Request, kind: ListKind) -> Answer {
         )),
         Err(error) => error.answer(id, request.era),
     }
-}
-
-/// What a stateless request tells of its client for rmcp's handler: the version of its
-/// `MCP-Protocol-Version` header (2025-03-26 without one).
-fn stateless_peer(headers: &http::HeaderMap) -> InitializeRequestParams {
-    let version = headers
-        .get("mcp-protocol-version")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|text| serde_json::from_value(serde_json::Value::String(text.into())).ok())
-        .unwrap_or(ProtocolVersion::V_2025_03_26);
-    InitializeRequestParams::new(ClientCapabilities::default(), Implementation::default())
-        .with_protocol_version(version)
 }

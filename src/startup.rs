@@ -37,7 +37,7 @@ pub async fn announce(gateway: Arc<Gateway>, mcp_url: String, admin_url: Option<
         let mut pending = 0;
         let mut news = Vec::new();
         for upstream in gateway.live().upstreams.clone() {
-            let status = upstream.status();
+            let status = upstream.health().status();
             let state = status.state;
             if !settled(state) {
                 pending += 1;

@@ -67,7 +67,7 @@ struct Counts {
 }
 
 pub fn server(upstream: &Upstream, live: &Live) -> Server {
-    let status = upstream.status();
+    let status = upstream.health().status();
     let config = upstream.config();
     let catalog = upstream.catalog().unwrap_or_default();
     let target = match &config.transport {
@@ -113,7 +113,7 @@ pub fn server(upstream: &Upstream, live: &Live) -> Server {
             resource_templates: catalog.templates.len(),
         },
         rejected: catalog.rejected.clone(),
-        in_flight: upstream.in_flight(),
+        in_flight: upstream.load().in_flight(),
     }
 }
 

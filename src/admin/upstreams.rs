@@ -90,7 +90,7 @@ pub async fn add(State(admin): State<Admin>, Query(wait): Query<Wait>, body: Byt
     let live = admin.gateway.live();
     let server = match live.upstream(&name) {
         Some(upstream) => {
-            let _ = tokio::time::timeout(wait, upstream.wait_settled()).await;
+            let _ = tokio::time::timeout(wait, upstream.health().wait_settled()).await;
             Some(super::api::server(upstream, &live))
         }
         None => None,
@@ -207,7 +207,7 @@ fn lifecycle_answer(admin: &Admin, action: &str, name: &str, found: bool, doing:
         .gateway
         .live()
         .upstream(name)
-        .map(|upstream| json!(upstream.status()));
+        .map(|upstream| json!(upstream.health().status()));
     (
         StatusCode::ACCEPTED,
         Json(json!({ "name": name, doing: true, "status": state })),

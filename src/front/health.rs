@@ -51,7 +51,7 @@ pub async fn health(State(state): State<AppState>, uri: Uri, headers: HeaderMap)
         .iter()
         .map(|u| UpstreamHealth {
             name: u.name().to_string(),
-            status: (*u.status()).clone(),
+            status: (*u.health().status()).clone(),
         })
         .collect();
     let all_ready = upstreams

@@ -171,7 +171,7 @@ pub async fn forget(
                 && let Some(upstream) = state.gateway.live().upstream(name.as_str()).cloned()
             {
                 // Let the supervisor notice at once if its connection needs authorization again.
-                upstream.suspect();
+                upstream.health().suspect();
             }
             Json(serde_json::json!({
                 "upstream": name.as_str(),

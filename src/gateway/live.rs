@@ -118,7 +118,7 @@ impl Live {
                 upstream: name.clone(),
                 reason: "it is no longer configured".into(),
             })?;
-        if upstream.is_ready() {
+        if upstream.health().is_ready() {
             Ok(upstream.clone())
         } else {
             Err(super::unavailable(upstream))
@@ -159,7 +159,7 @@ impl Live {
             .filter(|(upstream, _)| view.shows_upstream(upstream))
             .and_then(|(upstream, _)| self.upstream(upstream));
         match owner {
-            Some(upstream) if upstream.status().state != UpstreamState::Ready => {
+            Some(upstream) if upstream.health().status().state != UpstreamState::Ready => {
                 super::unavailable(upstream)
             }
             _ => unknown(name.to_owned()),

@@ -286,7 +286,7 @@ impl Gateway {
         let personal = setup
             .upstreams
             .iter()
-            .filter(|u| u.discovers_per_user() && u.is_ready())
+            .filter(|u| u.discovers_per_user() && u.health().is_ready())
             .map(|u| u.name().clone())
             .collect();
         let previous = current.catalog.clone();
@@ -362,7 +362,7 @@ impl Gateway {
     /// Resolves once every upstream has been tried at least once (ready or failed).
     pub async fn wait_settled(&self) {
         let upstreams = self.live().upstreams.clone();
-        futures::future::join_all(upstreams.iter().map(|u| u.wait_settled())).await;
+        futures::future::join_all(upstreams.iter().map(|u| u.health().wait_settled())).await;
     }
 
     /// What Switchyard announces about itself to clients who see `catalog`.
@@ -509,13 +509,13 @@ pub fn authorization_required(upstream: &Upstream, link: Link) -> GatewayError {
 /// have their own tokens, no link of another principal's is ever shown (each user gets their
 /// own when their request needs it, see `router`).
 pub fn unavailable(upstream: &Upstream) -> GatewayError {
-    upstream.want();
+    upstream.health().want();
     if !upstream.tokens_per_user()
         && let Some(link) = upstream.current_link(&Principal::anonymous())
     {
         return authorization_required(upstream, link);
     }
-    let status = upstream.status();
+    let status = upstream.health().status();
     let reason = match (&status.last_error, status.state) {
         (Some(error), UpstreamState::Failed) => error.clone(),
         (_, state) => format!("it is {}", state.as_str()),

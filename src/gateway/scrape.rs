@@ -82,9 +82,9 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
     );
     for upstream in gateway.live().upstreams.clone() {
         let name = upstream.name().as_str();
-        let status = upstream.status();
+        let status = upstream.health().status();
         up.with_label_values(&[name])
-            .set(f64::from(u8::from(upstream.is_ready())));
+            .set(f64::from(u8::from(upstream.health().is_ready())));
         for each in ALL_STATES {
             state
                 .with_label_values(&[name, each.as_str()])
@@ -92,10 +92,10 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
         }
         in_flight
             .with_label_values(&[name])
-            .set(upstream.in_flight() as f64);
+            .set(upstream.load().in_flight() as f64);
         queued
             .with_label_values(&[name])
-            .set(upstream.queued() as f64);
+            .set(upstream.load().queued() as f64);
         let catalog = upstream.catalog().unwrap_or_default();
         for (kind, count) in [
             ("tools", catalog.tools.len()),
@@ -110,7 +110,7 @@ fn live_families(gateway: &Gateway) -> Vec<MetricFamily> {
             .set(catalog.rejected.len() as f64);
         held.with_label_values(&[name])
             .set(gateway.pins().held_count(name) as f64);
-        let (restarted, unhealthy) = upstream.restart_counts();
+        let (restarted, unhealthy) = upstream.health().restart_counts();
         restarts.with_label_values(&[name]).inc_by(restarted);
         health.with_label_values(&[name]).inc_by(unhealthy);
         let (ok, failed) = upstream

@@ -319,14 +319,14 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<ServerResult, GatewayError> {
         let mut timer = Timer::start(upstream, tool);
         // Created first, so that an outage declared from now on ends this request.
-        let outage = upstream.outage();
+        let outage = upstream.health().outage();
         tokio::pin!(outage);
         let _admitted = self.admit(upstream, &mut timer).await?;
         let connection = self.connect(upstream, &mut timer).await?;
         let trace = self.request.trace.passed();
         let failed = |error| {
             if is_transport_failure(&error) {
-                upstream.suspect();
+                upstream.health().suspect();
             }
             GatewayError::from_service(upstream.name(), error)
         };
@@ -382,11 +382,12 @@ impl<S: ConnectionSource> Call<'_, S> {
         upstream: &'u Upstream,
         timer: &mut Timer<'_>,
     ) -> Result<InFlight<'u>, GatewayError> {
-        let Some(admission) = upstream.admission() else {
-            return Ok(upstream.begin(None));
-        };
+        let load = upstream.load();
+        if let Some(in_flight) = load.unlimited() {
+            return Ok(in_flight);
+        }
         tokio::select! {
-            admitted = admission.admit() => admitted.map(|a| upstream.begin(Some(a))).map_err(|overloaded| {
+            admitted = load.admit() => admitted.map_err(|overloaded| {
                 GatewayError::Unavailable {
                     upstream: upstream.name().clone(),
                     reason: overloaded.to_string(),

@@ -18,10 +18,12 @@ mod connection;
 mod detect;
 mod discovery;
 mod exchange;
+mod health;
 mod http;
 mod inbound;
 mod lines;
 mod listen;
+mod load;
 mod needs;
 mod open;
 mod personal;
@@ -40,13 +42,13 @@ use std::{
     collections::BTreeSet,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicU8, Ordering},
     },
     time::Duration,
 };
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use tokio::sync::{Notify, Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use admission::{Admission, Admitted, Overloaded};
@@ -54,6 +56,8 @@ pub use augmented::lift;
 pub use client::{UpstreamClient, UpstreamEvent, gateway_identity, log_upstream_message};
 pub use connection::{Connection, Dial, Era};
 pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
+pub use health::Health;
+pub use load::{InFlight, Load};
 pub use relay::{Registration, Relay};
 pub use session_slot::{SessionSlot, UpstreamSession};
 pub use sse::{SseError, SseTransport};
@@ -121,26 +125,16 @@ pub struct Upstream {
     detected: Mutex<Option<HttpProtocol>>,
     /// What the upstream listed last; `None` until first discovered.
     catalog: ArcSwapOption<UpstreamCatalog>,
-    status: ArcSwap<UpstreamStatus>,
+    /// How it is doing, and the signals between its requests and its supervisor.
+    health: Health,
     /// Where every connection of this upstream reports list changes (read by the supervisor).
     events: mpsc::UnboundedSender<UpstreamEvent>,
     /// Caps the processes of a `per_client` stdio upstream.
     process_slots: Arc<Semaphore>,
-    /// `max_concurrent_requests`, if set.
-    admission: Option<Admission>,
+    /// Its requests in flight, under `max_concurrent_requests` if set.
+    load: Load,
     /// Switchyard's OAuth client for this upstream (HTTP upstreams, unless disabled).
     auth: Option<Arc<Authorizer>>,
-    /// Woken when a request saw the upstream's transport fail: the supervisor checks at once.
-    suspect: Notify,
-    /// Woken when a request found the upstream down: the supervisor tries again before its
-    /// backoff is over (an HTTP server that comes back is used again at once).
-    wanted: Notify,
-    /// Whether the upstream serves: connected and discovered. Its lists are in the catalog and
-    /// requests are routed to it only while this is set; the status shown follows it.
-    serving: AtomicBool,
-    /// Notified (all waiters) when the supervisor finds the upstream gone, so that requests in
-    /// flight on any of its connections fail at once rather than at their timeout.
-    outage: Notify,
     /// The resources clients subscribed to, for a 2026-07-28 upstream, which is told them in
     /// its `subscriptions/listen` filter (a legacy one is sent `resources/subscribe` instead).
     watched: watch::Sender<BTreeSet<String>>,
@@ -148,22 +142,8 @@ pub struct Upstream {
     closing: CancellationToken,
     /// The tasks running this upstream's connections, each until its session has ended.
     tasks: TaskTracker,
-    /// Set once the first connection attempt has ended, either way.
-    settled: watch::Sender<bool>,
-    /// Requests in flight to this upstream (admitted, on the way or waiting for the answer).
-    in_flight: AtomicUsize,
-    /// Notified when `in_flight` drops to zero, for a drain.
-    drained: Notify,
-    /// When a request to it last finished, or the first of those in flight began, in
-    /// milliseconds since `born`: with requests in flight, how long it has been stuck.
-    progress: AtomicU64,
-    born: std::time::Instant,
     /// Set once a reload removed or replaced this upstream: it finishes its calls, then closes.
     retired: AtomicBool,
-    /// Times the upstream was connected again after a failure, and health checks it failed
-    /// (for metrics).
-    restarts: AtomicU64,
-    health_failures: AtomicU64,
     /// The metric series of its tools, made when it was discovered.
     tool_series: ArcSwapOption<crate::metrics::ToolTable>,
     /// The principal whose token the shared connection carries.
@@ -180,22 +160,6 @@ pub struct Upstream {
     discovered: ArcSwapOption<UpstreamCatalog>,
     /// Where its state changes are told to operators.
     operators: Arc<Events>,
-}
-
-/// A request counted in flight to an upstream (and its place under the upstream's limit, if it
-/// has one); uncounted when dropped.
-pub struct InFlight<'u> {
-    upstream: &'u Upstream,
-    _admitted: Option<Admitted<'u>>,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.upstream.mark_progress();
-        if self.upstream.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.upstream.drained.notify_waiters();
-        }
-    }
 }
 
 impl Upstream {
@@ -222,11 +186,12 @@ impl Upstream {
             .max_concurrent_requests
             .map(|limit| Admission::new(limit, policy.max_queued_requests));
         let raw = raw_path(&config);
+        let health = Health::new(matches!(config.transport, TransportConfig::Http(_)));
         let upstream = Arc::new(Self {
             http: http::http_client(policy.connect_timeout),
             raw,
             raw_ready: AtomicBool::new(false),
-            admission,
+            load: Load::new(admission),
             auth,
             config,
             shared: ArcSwapOption::empty(),
@@ -235,24 +200,13 @@ impl Upstream {
             era_support: AtomicU8::new(EraSupport::Unknown as u8),
             detected: Mutex::new(None),
             catalog: ArcSwapOption::empty(),
-            status: ArcSwap::from_pointee(UpstreamStatus::new(UpstreamState::Connecting)),
+            health,
             events,
             process_slots: Arc::new(Semaphore::new(slots)),
-            suspect: Notify::new(),
-            wanted: Notify::new(),
-            serving: AtomicBool::new(false),
-            outage: Notify::new(),
             watched: watch::Sender::new(BTreeSet::new()),
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
-            settled: watch::Sender::new(false),
-            in_flight: AtomicUsize::new(0),
-            drained: Notify::new(),
-            progress: AtomicU64::new(0),
-            born: std::time::Instant::now(),
             retired: AtomicBool::new(false),
-            restarts: AtomicU64::new(0),
-            health_failures: AtomicU64::new(0),
             tool_series: ArcSwapOption::empty(),
             service: ArcSwap::from_pointee(Principal::anonymous()),
             by_principal: Default::default(),
@@ -262,7 +216,7 @@ impl Upstream {
             needs: ArcSwapOption::empty(),
             operators: operators.clone(),
         });
-        upstream.tell_status(&upstream.status());
+        upstream.tell_status(&upstream.health.status());
         (upstream, receiver)
     }
 
@@ -274,33 +228,17 @@ impl Upstream {
         &self.config
     }
 
-    /// Resolves once the first connection attempt has ended (ready or failed).
-    pub async fn wait_settled(&self) {
-        let mut settled = self.settled.subscribe();
-        // The sender lives as long as `self`, so this cannot fail while borrowed.
-        let _ = settled.wait_for(|settled| *settled).await;
-    }
-
-    pub fn status(&self) -> Arc<UpstreamStatus> {
-        self.status.load_full()
-    }
-
-    /// Whether the upstream serves requests now (connected and discovered).
-    pub fn is_ready(&self) -> bool {
-        self.serving.load(Ordering::Acquire)
-    }
-
-    /// Resolves when the supervisor next finds the upstream gone. Create it before sending a
-    /// request: an outage declared after creation and before the first poll still counts.
-    pub fn outage(&self) -> tokio::sync::futures::Notified<'_> {
-        self.outage.notified()
+    /// How it is doing: its status, whether it serves, the signals between its requests and
+    /// its supervisor.
+    pub fn health(&self) -> &Health {
+        &self.health
     }
 
     /// What the catalog lists of this upstream: its last discovered lists while it is ready;
     /// while it is down, nothing (`failure_mode = "open"`) or still those
     /// (`failure_mode = "closed"`, so that clients see the tools and calls fail naming it).
     pub fn catalog(&self) -> Option<Arc<UpstreamCatalog>> {
-        if self.is_ready() || self.config.policy.failure_mode == FailureMode::Closed {
+        if self.health.is_ready() || self.config.policy.failure_mode == FailureMode::Closed {
             self.catalog.load_full()
         } else {
             None
@@ -312,7 +250,7 @@ impl Upstream {
         match self.shared.load_full() {
             Some(connection) if !connection.is_closed() => Ok(connection),
             _ => {
-                let status = self.status.load();
+                let status = self.health.status();
                 let reason = match &status.last_error {
                     Some(error) if status.state != UpstreamState::Ready => error.clone(),
                     _ => status.state.as_str().to_owned(),
@@ -322,69 +260,9 @@ impl Upstream {
         }
     }
 
-    /// Counts a request in flight, with `admitted`, its place under the limit if any.
-    pub fn begin<'u>(&'u self, admitted: Option<Admitted<'u>>) -> InFlight<'u> {
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
-            self.mark_progress();
-        }
-        InFlight {
-            upstream: self,
-            _admitted: admitted,
-        }
-    }
-
-    /// Requests in flight to this upstream now.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
-    }
-
-    /// A request found the upstream down: for an HTTP server, the supervisor tries to connect
-    /// again without waiting out its backoff (a process is not started again sooner).
-    pub fn want(&self) {
-        if matches!(self.config.transport, TransportConfig::Http(_)) {
-            self.wanted.notify_one();
-        }
-    }
-
-    /// Resolves once a request wanted the upstream, `after` from `since` at the soonest.
-    pub(crate) async fn wanted_since(&self, since: std::time::Instant, after: Duration) {
-        loop {
-            self.wanted.notified().await;
-            if since.elapsed() >= after {
-                return;
-            }
-        }
-    }
-
-    /// Records that the upstream is getting on with its requests (one finished, or it answered
-    /// a health check).
-    pub fn mark_progress(&self) {
-        let now = self.born.elapsed().as_millis() as u64;
-        self.progress.store(now, Ordering::Relaxed);
-    }
-
-    /// With requests in flight, how long since one finished (or the first began); `None` when
-    /// there are none.
-    pub fn stuck_for(&self) -> Option<Duration> {
-        if self.in_flight() == 0 {
-            return None;
-        }
-        let since = self.progress.load(Ordering::Relaxed);
-        let now = self.born.elapsed().as_millis() as u64;
-        Some(Duration::from_millis(now.saturating_sub(since)))
-    }
-
-    /// Times reconnected after a failure, and failed health checks, so far.
-    pub fn restart_counts(&self) -> (u64, u64) {
-        (
-            self.restarts.load(Ordering::Relaxed),
-            self.health_failures.load(Ordering::Relaxed),
-        )
-    }
-
-    /// Requests waiting for a place under `max_concurrent_requests`.
-    pub fn queued(&self) -> usize {
-        self.admission.as_ref().map_or(0, Admission::waiting)
+    /// Its requests in flight, and its limit.
+    pub fn load(&self) -> &Load {
+        &self.load
     }
 
     /// The metric series of the upstream's tools, once it has been discovered.
@@ -419,19 +297,12 @@ impl Upstream {
     pub async fn retire(&self, grace: Duration) {
         self.retired.store(true, Ordering::Release);
         let deadline = tokio::time::Instant::now() + grace;
-        loop {
-            let drained = self.drained.notified();
-            if self.in_flight() == 0 {
-                break;
-            }
-            if tokio::time::timeout_at(deadline, drained).await.is_err() {
-                tracing::warn!(
-                    upstream = %self.name(),
-                    in_flight = self.in_flight(),
-                    "calls still in flight after the grace period; cutting them"
-                );
-                break;
-            }
+        if !self.load.drained_by(deadline).await {
+            tracing::warn!(
+                upstream = %self.name(),
+                in_flight = self.load.in_flight(),
+                "calls still in flight after the grace period; cutting them"
+            );
         }
         self.close_all(CLOSE_GRACE).await;
     }
@@ -440,7 +311,7 @@ impl Upstream {
     /// asked to exit, HTTP sessions are deleted upstream), waiting up to `grace` for them.
     /// For shutdown: the supervisor must be stopped first, or it would reconnect.
     pub async fn close_all(&self, grace: Duration) {
-        self.set_serving(false);
+        self.health.set_serving(false);
         self.shared.store(None);
         self.modern.store(None);
         self.by_principal.clear();
@@ -513,26 +384,6 @@ impl Upstream {
 
     pub fn unwatch_resource(&self, uri: &str) {
         self.watched.send_if_modified(|watched| watched.remove(uri));
-    }
-
-    /// The per-upstream request limit, if one is configured.
-    pub fn admission(&self) -> Option<&Admission> {
-        self.admission.as_ref()
-    }
-
-    /// Tells the supervisor that a request saw this upstream's transport fail, so that it
-    /// checks the upstream now rather than at its next routine check.
-    pub fn suspect(&self) {
-        self.suspect.notify_one();
-    }
-
-    fn set_serving(&self, serving: bool) {
-        self.serving.store(serving, Ordering::Release);
-    }
-
-    fn mark_settled(&self) {
-        self.settled
-            .send_if_modified(|settled| !std::mem::replace(settled, true));
     }
 
     fn era_support(&self) -> EraSupport {

@@ -67,9 +67,9 @@ impl Upstream {
     }
 
     async fn discover_with(&self, principal: &Principal) -> Result<UpstreamCatalog, UpstreamError> {
-        if !self.is_ready() {
+        if !self.health().is_ready() {
             return Err(UpstreamError::NotConnected(
-                self.status().state.as_str().into(),
+                self.health().status().state.as_str().into(),
             ));
         }
         let connection = self.connection_for(principal, false).await?;

@@ -117,16 +117,8 @@ impl Upstream {
     /// Replaces the status; a new state, error, count of retries or authorization link is
     /// told to operators.
     pub(super) fn set_status(&self, status: UpstreamStatus) {
-        let told = {
-            let before = self.status.load();
-            before.state != status.state
-                || before.last_error != status.last_error
-                || before.retries != status.retries
-                || before.authorization_url != status.authorization_url
-        };
         let status = Arc::new(status);
-        self.status.store(status.clone());
-        if told {
+        if self.health().replace_status(status.clone()) {
             self.tell_status(&status);
         }
     }

@@ -7,7 +7,7 @@
 
 use std::{
     pin::{Pin, pin},
-    sync::{Arc, atomic::Ordering},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -88,7 +88,7 @@ pub fn spawn_supervisor(
                         Ended::Shutdown => return,
                         Ended::Closed => "the connection closed".to_owned(),
                         Ended::Unhealthy(reason) => {
-                            upstream.health_failures.fetch_add(1, Ordering::Relaxed);
+                            upstream.health().count_failed_check();
                             reason
                         }
                     };
@@ -111,18 +111,23 @@ pub fn spawn_supervisor(
                     };
                     failures = failures.saturating_add(1);
                     upstream.forget_discovered();
-                    upstream.set_status(upstream.status().failed(&reason, failures));
+                    upstream.set_status(upstream.health().status().failed(&reason, failures));
                     hooks.failed(&upstream, &reason);
-                    upstream.mark_settled();
+                    upstream.health().mark_settled();
                     hooks.changed(ListChanges::default());
                 }
             }
-            let error = upstream.status().last_error.clone().unwrap_or_default();
+            let error = upstream
+                .health()
+                .status()
+                .last_error
+                .clone()
+                .unwrap_or_default();
             if restart.max_attempts.is_some_and(|max| failures >= max) {
                 let gave_up =
                     format!("gave up after {failures} failed attempts; the last: {error}");
                 tracing::error!(upstream = %upstream.name(), error = %error, attempts = failures, "upstream unavailable; not retrying");
-                upstream.set_status(upstream.status().failed(&gave_up, failures));
+                upstream.set_status(upstream.health().status().failed(&gave_up, failures));
                 hooks.failed(&upstream, &gave_up);
                 hooks.changed(ListChanges::default());
                 return;
@@ -145,7 +150,7 @@ pub fn spawn_supervisor(
                 // A user authorized meanwhile (through a link a client was given).
                 _ = authorized(&upstream) => {}
                 // A request wanted it: soon after the last attempt, not at the end of the backoff.
-                _ = upstream.wanted_since(attempted, EAGER_RETRY) => {}
+                _ = upstream.health().wanted_since(attempted, EAGER_RETRY) => {}
                 _ = shutdown.cancelled() => return,
             }
         }
@@ -155,18 +160,18 @@ pub fn spawn_supervisor(
 /// Puts a newly connected upstream in service: its lists go into the catalog first, so that
 /// by the time it shows as ready its tools are served.
 fn publish(upstream: &Arc<Upstream>, connection: &Arc<Connection>, hooks: &Hooks) {
-    if upstream.status().last_error.is_some() {
-        upstream.restarts.fetch_add(1, Ordering::Relaxed);
+    if upstream.health().status().last_error.is_some() {
+        upstream.health().count_restart();
     }
     upstream.shared.store(Some(connection.clone()));
     upstream.raw_ready.store(
         connection.raw().is_some(),
         std::sync::atomic::Ordering::Release,
     );
-    upstream.set_serving(true);
+    upstream.health().set_serving(true);
     hooks.changed(ListChanges::default());
     mark_ready(upstream, connection);
-    upstream.mark_settled();
+    upstream.health().mark_settled();
     hooks.ready(upstream);
 }
 
@@ -180,14 +185,14 @@ async fn withdraw(
     failures: u32,
     hooks: &Hooks,
 ) {
-    upstream.set_status(upstream.status().failed(reason, failures));
+    upstream.set_status(upstream.health().status().failed(reason, failures));
     hooks.failed(upstream, reason);
-    upstream.set_serving(false);
+    upstream.health().set_serving(false);
     upstream.shared.store(None);
     // An HTTP server that went away fails every session with it; a stdio upstream's
     // per-client processes are processes of their own and go on.
     if !matches!(upstream.config.transport, TransportConfig::Stdio(_)) {
-        upstream.outage.notify_waiters();
+        upstream.health().declare_outage();
     }
     hooks.changed(ListChanges::default());
     connection.close(Duration::from_secs(1)).await;
@@ -247,9 +252,9 @@ async fn authorization(
                 return Authorization::Failed(format!("cannot start its authorization: {error}"));
             }
         };
-        if upstream.status().authorization_url.as_deref() != Some(link.url.as_str()) {
-            upstream.set_status(upstream.status().authenticating(link.url.clone()));
-            upstream.mark_settled();
+        if upstream.health().status().authorization_url.as_deref() != Some(link.url.as_str()) {
+            upstream.set_status(upstream.health().status().authenticating(link.url.clone()));
+            upstream.health().mark_settled();
             hooks.changed(ListChanges::default());
             tracing::warn!(upstream = %upstream.name(), url = %link.url, "the upstream needs authorization: open the URL to authorize Switchyard");
         }
@@ -291,13 +296,26 @@ async fn authorized(upstream: &Upstream) {
 
 /// Opens the shared connection and discovers the upstream's lists.
 async fn connect(upstream: &Upstream) -> Result<Connection, UpstreamError> {
-    upstream.set_status(upstream.status().moved_to(UpstreamState::Connecting));
+    upstream.set_status(
+        upstream
+            .health()
+            .status()
+            .moved_to(UpstreamState::Connecting),
+    );
     let connection = upstream.open_shared_session().await?;
-    let mut status = upstream.status().moved_to(UpstreamState::Connected);
+    let mut status = upstream
+        .health()
+        .status()
+        .moved_to(UpstreamState::Connected);
     status.transport = Some(connection.transport());
     status.protocol_version = Some(connection.protocol_version());
     upstream.set_status(status);
-    upstream.set_status(upstream.status().moved_to(UpstreamState::Discovering));
+    upstream.set_status(
+        upstream
+            .health()
+            .status()
+            .moved_to(UpstreamState::Discovering),
+    );
     rediscover(upstream, &connection).await?;
     // Users' own lists were found on the connections of before; find them again.
     upstream.forget_personal();
@@ -336,7 +354,7 @@ async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), 
 }
 
 fn mark_ready(upstream: &Upstream, connection: &Connection) {
-    let mut status = upstream.status().moved_to(UpstreamState::Ready);
+    let mut status = upstream.health().status().moved_to(UpstreamState::Ready);
     status.retries = 0;
     upstream.set_status(status);
     let catalog = upstream.catalog.load();
@@ -395,14 +413,14 @@ async fn watch(
             _ = shutdown.cancelled() => return Ended::Shutdown,
             Some(event) = events.recv() => Wake::Event(event),
             _ = health.tick() => Wake::Check { routine: true },
-            _ = upstream.suspect.notified() => Wake::Check { routine: false },
+            _ = upstream.health().suspected() => Wake::Check { routine: false },
             _ = watch.tick() => {
-                let Some(stuck) = upstream.stuck_for().filter(|s| *s >= policy.health_timeout) else {
+                let Some(stuck) = upstream.load().stuck_for().filter(|s| *s >= policy.health_timeout) else {
                     continue;
                 };
                 tracing::info!(
                     upstream = %upstream.name(),
-                    in_flight = upstream.in_flight(),
+                    in_flight = upstream.load().in_flight(),
                     stuck_ms = stuck.as_millis() as u64,
                     "no call to the upstream has finished for a while; checking it now"
                 );
@@ -503,7 +521,7 @@ async fn check(upstream: &Upstream, connection: &Connection) -> Option<Ended> {
     let timeout = upstream.config().policy.health_timeout;
     match tokio::time::timeout(timeout, probe).await {
         Ok(Ok(())) | Ok(Err(rmcp::ServiceError::McpError(_))) => {
-            upstream.mark_progress();
+            upstream.load().mark_progress();
             None
         }
         Ok(Err(rmcp::ServiceError::TransportClosed)) => Some(Ended::Closed),

@@ -294,6 +294,7 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
     assert!(
         eventually(SOON, || gw
             .upstream("secure")
+            .health()
             .status()
             .last_error
             .as_deref()
@@ -354,15 +355,20 @@ async fn wrong_replayed_and_refused_callbacks_store_nothing() {
 async fn eventually_new_link(gw: &TestGateway, old: &str) -> String {
     let upstream = gw.upstream("secure");
     let changed = eventually(SOON, || {
-        let status = upstream.status();
+        let status = upstream.health().status();
         status
             .authorization_url
             .as_deref()
             .is_some_and(|u| u != old)
     })
     .await;
-    assert!(changed, "no new link: {:?}", upstream.status());
-    upstream.status().authorization_url.clone().unwrap()
+    assert!(changed, "no new link: {:?}", upstream.health().status());
+    upstream
+        .health()
+        .status()
+        .authorization_url
+        .clone()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -541,7 +547,7 @@ async fn a_token_endpoint_outage_keeps_the_tokens() {
     sleep_until_epoch(expires + 1.0).await;
     assert!(call(&client, "secure__whoami", json!({})).await.is_err());
     assert_eq!(stored_tokens(state.path()).len(), 1);
-    let status = gw.upstream("secure").status();
+    let status = gw.upstream("secure").health().status();
     assert_eq!(status.authorization_url, None, "{status:?}");
 
     // The token endpoint is back: the token is refreshed, without a new authorization.
@@ -575,10 +581,10 @@ async fn an_authorized_upstream_that_goes_down_is_retried_with_backoff() {
     // attempt counts, and the backoff applies.
     let secure = gw.upstream("secure");
     assert!(
-        eventually(SOON, || secure.status().retries >= 3).await,
+        eventually(SOON, || secure.health().status().retries >= 3).await,
         "{:?}",
-        secure.status()
+        secure.health().status()
     );
-    assert_eq!(secure.status().authorization_url, None);
+    assert_eq!(secure.health().status().authorization_url, None);
     assert_eq!(stored_tokens(state.path()).len(), 1);
 }

@@ -280,7 +280,7 @@ async fn an_upstream_that_hangs_on_initialize_does_not_delay_the_others() {
         "{status}"
     );
     assert!(
-        eventually(SOON, || gw.upstream("hung").status().retries >= 2).await,
+        eventually(SOON, || gw.upstream("hung").health().status().retries >= 2).await,
         "retried"
     );
     assert_other_session_works(&gw, "local__echo").await;
@@ -299,17 +299,17 @@ async fn a_full_upstream_queues_then_refuses_with_an_overload_error() {
         .start()
         .await;
     let remote = gw.upstream("remote");
-    let admission = || remote.admission().unwrap();
+    let load = || remote.load();
     let first = gw.client().await;
     let second = gw.client().await;
     let third = gw.client().await;
 
     let running =
         tokio::spawn(async move { call(&first, "remote__sleep", json!({"ms": 1500})).await });
-    assert!(eventually(SOON, || admission().in_flight() == 1).await);
+    assert!(eventually(SOON, || load().in_flight() == 1).await);
     let queued =
         tokio::spawn(async move { call(&second, "remote__echo", json!({"text": "queued"})).await });
-    assert!(eventually(SOON, || admission().waiting() == 1).await);
+    assert!(eventually(SOON, || load().queued() == 1).await);
 
     let error = call(&third, "remote__echo", json!({"text": "refused"}))
         .await

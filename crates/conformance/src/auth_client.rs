@@ -158,7 +158,7 @@ fn gateway_config(
 async fn until_ready(upstream: &Upstream) -> anyhow::Result<()> {
     let mut authorized = 0;
     loop {
-        let status = upstream.status();
+        let status = upstream.health().status();
         match status.state {
             UpstreamState::Ready => return Ok(()),
             UpstreamState::Authenticating => {

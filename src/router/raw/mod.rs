@@ -172,7 +172,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         timer: &mut Timer<'_>,
     ) -> Result<(crate::upstream::Answer, Arc<Connection>), GatewayError> {
         let upstream = request.upstream;
-        let outage = upstream.outage();
+        let outage = upstream.health().outage();
         tokio::pin!(outage);
         let mut retried = false;
         loop {
@@ -221,7 +221,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                     retried = true;
                     connection.session().lose();
                     connection.close(std::time::Duration::ZERO).await;
-                    upstream.suspect();
+                    upstream.health().suspect();
                     continue;
                 }
                 Err(Stop::Gateway(error)) => return Err(error),
@@ -235,7 +235,7 @@ impl<S: ConnectionSource> Call<'_, S> {
 
     async fn exchange_failed(&self, upstream: &Upstream, error: ExchangeError) -> GatewayError {
         if error.is_transport_failure() {
-            upstream.suspect();
+            upstream.health().suspect();
         }
         let error = match error {
             ExchangeError::Refused { .. } => GatewayError::Unavailable {

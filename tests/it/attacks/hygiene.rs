@@ -168,13 +168,14 @@ async fn metadata_on_another_origin_is_not_fetched() {
         .await;
     let failed = eventually(Duration::from_secs(20), || {
         gw.upstream("pointing")
+            .health()
             .status()
             .last_error
             .as_deref()
             .is_some_and(|error| error.contains("another origin"))
     })
     .await;
-    assert!(failed, "{:?}", gw.upstream("pointing").status());
+    assert!(failed, "{:?}", gw.upstream("pointing").health().status());
     assert!(
         fetched.lock().unwrap().is_empty(),
         "the metadata was fetched"

@@ -318,13 +318,13 @@ impl TestGateway {
 
     /// The state of upstream `name` now.
     pub fn state(&self, name: &str) -> &'static str {
-        self.upstream(name).status().state.as_str()
+        self.upstream(name).health().status().state.as_str()
     }
 
     /// Waits (up to `within`) until upstream `name` is in `state`.
     pub async fn wait_state(&self, name: &str, state: &str, within: Duration) {
         let reached = eventually(within, || self.state(name) == state).await;
-        let status = self.upstream(name).status();
+        let status = self.upstream(name).health().status();
         assert!(reached, "{name} did not become {state}: {status:?}");
     }
 

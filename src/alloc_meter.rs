@@ -19,22 +19,26 @@ struct Counts {
     live: i64,
     peak: i64,
     allocations: u64,
+    /// Bytes allocated in all (a buffer grown counts its new size): what was written into
+    /// fresh memory, copies included.
+    allocated: u64,
 }
 
 thread_local! {
     // A `const` Cell of plain numbers: reading it never allocates, which the allocator relies on.
     static COUNTS: Cell<Counts> = const {
-        Cell::new(Counts { on: false, live: 0, peak: 0, allocations: 0 })
+        Cell::new(Counts { on: false, live: 0, peak: 0, allocations: 0, allocated: 0 })
     };
 }
 
-fn record(bytes: i64, allocations: u64) {
+fn record(bytes: i64, allocations: u64, allocated: usize) {
     let _ = COUNTS.try_with(|cell| {
         let mut counts = cell.get();
         if counts.on {
             counts.live += bytes;
             counts.peak = counts.peak.max(counts.live);
             counts.allocations += allocations;
+            counts.allocated += allocated as u64;
             cell.set(counts);
         }
     });
@@ -45,7 +49,7 @@ unsafe impl GlobalAlloc for Meter {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
-            record(layout.size() as i64, 1);
+            record(layout.size() as i64, 1, layout.size());
         }
         ptr
     }
@@ -53,20 +57,20 @@ unsafe impl GlobalAlloc for Meter {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let ptr = unsafe { System.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            record(layout.size() as i64, 1);
+            record(layout.size() as i64, 1, layout.size());
         }
         ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) };
-        record(-(layout.size() as i64), 0);
+        record(-(layout.size() as i64), 0, 0);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let moved = unsafe { System.realloc(ptr, layout, new_size) };
         if !moved.is_null() {
-            record(new_size as i64 - layout.size() as i64, 1);
+            record(new_size as i64 - layout.size() as i64, 1, new_size);
         }
         moved
     }
@@ -78,6 +82,8 @@ pub struct Measured {
     /// The most bytes it had allocated and not yet freed at once.
     pub peak_bytes: u64,
     pub allocations: u64,
+    /// Bytes allocated in all.
+    pub allocated_bytes: u64,
     /// The thread's CPU time.
     pub cpu: Duration,
 }
@@ -97,6 +103,7 @@ pub fn measure<T>(work: impl FnOnce() -> T) -> (T, Measured) {
     let measured = Measured {
         peak_bytes: counts.peak.max(0) as u64,
         allocations: counts.allocations,
+        allocated_bytes: counts.allocated,
         cpu,
     };
     (out, measured)
@@ -120,6 +127,7 @@ pub async fn measure_polls<F: Future>(work: F) -> (F::Output, Measured) {
     let measured = Measured {
         peak_bytes: kept.peak.max(0) as u64,
         allocations: kept.allocations,
+        allocated_bytes: kept.allocated,
         cpu,
     };
     (out, measured)

@@ -3,7 +3,8 @@
 # (the default configuration) and one gateway per feature turned on, all in front of the same
 # demo server, loaded in turns by one `switchyard bench` run beside a bare hop. Each row has the
 # process's CPU per call, so a feature's cost is its row against `plain`, and `plain` against
-# the hop is what the path costs with everything off.
+# the hop is what the path costs with everything off. The plain gateway's pass-through route
+# (`/servers/demo/mcp`, pingora, byte for byte) is loaded too, against the same hop.
 #
 #   benches/features.sh [SWITCHYARD_BIN]   (default: target/release/switchyard)
 #   ROUNDS=5 DURATION=8 CONCURRENCY=1 benches/features.sh
@@ -72,8 +73,10 @@ for spec in "${features[@]}"; do
   IFS='|' read -r name sections keys <<<"$spec"
   dir="$work/$name"
   mkdir -p "$dir"
-  printf '[server]\nlisten = "127.0.0.1:%s"\n[admin]\nenabled = false\n[store]\nkind = "memory"\n[oauth]\nstate_dir = "%s"\n%b\n[upstreams.demo]\ntransport = "streamable_http"\nurl = "http://127.0.0.1:8280/mcp"\n%b\n' \
-    "$port" "$dir/state" "$sections" "$keys" >"$dir/gateway.toml"
+  pass=""
+  [ "$name" = plain ] && pass='passthrough_listen = "127.0.0.1:8299"'
+  printf '[server]\nlisten = "127.0.0.1:%s"\n%s\n[admin]\nenabled = false\n[store]\nkind = "memory"\n[oauth]\nstate_dir = "%s"\n%b\n[upstreams.demo]\ntransport = "streamable_http"\nurl = "http://127.0.0.1:8280/mcp"\n%b\n' \
+    "$port" "$pass" "$dir/state" "$sections" "$keys" >"$dir/gateway.toml"
   "$B" check -c "$dir/gateway.toml" >/dev/null
   XDG_STATE_HOME="$dir/state" RUST_LOG=warn "$B" run -c "$dir/gateway.toml" >"$dir/log" 2>&1 &
   pid=$!
@@ -81,7 +84,8 @@ for spec in "${features[@]}"; do
   wait_for "$port"
   if [ -z "$main" ]; then
     main="$name=http://127.0.0.1:$port/mcp"
-    watch+=(--pid "$pid")
+    watch+=(--pid "$pid" --pid "pass-through=$pid")
+    compare+=(--compare "pass-through=http://127.0.0.1:8299/servers/demo/mcp")
   else
     compare+=(--compare "$name=http://127.0.0.1:$port/mcp")
     watch+=(--pid "$name=$pid")

@@ -441,7 +441,7 @@ impl SupervisorHooks for GatewayHooks {
         if let Some(catalog) = upstream.catalog() {
             let tools = catalog.tools.iter().map(|tool| &*tool.name);
             let table = gateway.metrics.tool_table(upstream.name().as_str(), tools);
-            upstream.set_tool_series(table);
+            upstream.lists().set_tool_series(table);
         }
         let upstream = upstream.clone();
         tokio::spawn(async move { gateway.subscriptions.renew(&upstream).await });

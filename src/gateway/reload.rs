@@ -183,7 +183,7 @@ impl Gateway {
                 // Its series go with it, unless an upstream of that name is back.
                 let name = upstream.name().as_str();
                 if gateway.live().upstream(name).cloned().is_none()
-                    && let Some(table) = upstream.tool_series()
+                    && let Some(table) = upstream.lists().tool_series()
                 {
                     gateway.metrics.forget_upstream(name, &table);
                 }

@@ -229,7 +229,7 @@ async fn subscribe_upstream(
 ) -> Result<(), GatewayError> {
     let connection = connection_of(upstream, scope).await?;
     if connection.era() == Era::Modern {
-        upstream.watch_resource(uri);
+        upstream.lists().watch_resource(uri);
         return Ok(());
     }
     connection
@@ -240,7 +240,7 @@ async fn subscribe_upstream(
 }
 
 async fn unsubscribe_upstream(upstream: &Upstream, scope: Option<&Principal>, uri: &str) {
-    upstream.unwatch_resource(uri);
+    upstream.lists().unwatch_resource(uri);
     let Ok(connection) = connection_of(upstream, scope).await else {
         return;
     };

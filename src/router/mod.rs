@@ -537,7 +537,7 @@ fn options(
 
 /// Counts a tool call of `upstream` (its own name for the tool) in the upstream's series.
 fn record_tool(upstream: &Upstream, tool: &str, outcome: ToolOutcome, started: std::time::Instant) {
-    if let Some(series) = upstream.tool_series() {
+    if let Some(series) = upstream.lists().tool_series() {
         series.get(tool).record(outcome, started);
     }
 }

@@ -337,7 +337,11 @@ impl Serving<'_> {
                 "the audit log cannot keep up, and calls are refused until it does (fail_closed)",
             ));
         }
-        if let Some(granted) = self.spend(target, kind).await? {
+        if self.request.live.config.quotas.is_empty() {
+            return Ok(());
+        }
+        // Boxed: what counting in a shared store takes is large, and only a quota needs it.
+        if let Some(granted) = Box::pin(self.spend(target, kind)).await? {
             call.hold(granted);
         }
         Ok(())
@@ -358,10 +362,11 @@ impl Serving<'_> {
             }
         };
         match cached {
+            // Boxed: a work that may wait on another's answer is larger, and rare.
             Some(((rule, key), upstream)) => {
                 let cache = self.gateway.cache();
                 let name = upstream.name().as_str();
-                cache.answer(name, &key, request.id(), rule, dispatch).await
+                Box::pin(cache.answer(name, &key, request.id(), rule, dispatch)).await
             }
             None => dispatch.await,
         }

@@ -20,7 +20,7 @@ const RELISTEN_DELAY: Duration = Duration::from_secs(1);
 /// the upstream announces as the events of its other connections would be.
 pub fn spawn_listener(upstream: Arc<Upstream>, connection: Arc<Connection>) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut watched = upstream.watched.subscribe();
+        let mut watched = upstream.lists.watched.subscribe();
         loop {
             let uris: Vec<String> = watched.borrow_and_update().iter().cloned().collect();
             let filter = SubscriptionFilter::builder()

@@ -1,6 +1,9 @@
-//! Upstream MCP servers: one `Upstream` per configured server, holding its shared connection,
-//! what it listed, and its state; plus the transports, the handler Switchyard answers them with,
-//! discovery, and the supervisor task that keeps each one connected.
+//! Upstream MCP servers: one `Upstream` per configured server, holding its connections (the
+//! shared one, stateless and per-user ones, how they are made) and three parts of its own:
+//! `Lists` (what it lists, as discovered and as served), `Health` (its status and the signals
+//! between its requests and its supervisor) and `Load` (its requests in flight, under its
+//! limit); plus the transports, the handler Switchyard answers them with, discovery, and the
+//! supervisor task that keeps each one connected.
 //!
 //! Every upstream keeps one shared connection (for discovery, list-change notifications, shared
 //! mode and stateless clients). In `per_client` mode each downstream session also opens its own
@@ -23,6 +26,7 @@ mod http;
 mod inbound;
 mod lines;
 mod listen;
+mod lists;
 mod load;
 mod needs;
 mod open;
@@ -39,7 +43,6 @@ mod supervisor;
 mod tasks;
 
 use std::{
-    collections::BTreeSet,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU8, Ordering},
@@ -48,7 +51,7 @@ use std::{
 };
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use admission::{Admission, Admitted, Overloaded};
@@ -57,6 +60,7 @@ pub use client::{UpstreamClient, UpstreamEvent, gateway_identity, log_upstream_m
 pub use connection::{Connection, Dial, Era};
 pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
 pub use health::Health;
+pub use lists::Lists;
 pub use load::{InFlight, Load};
 pub use relay::{Registration, Relay};
 pub use session_slot::{SessionSlot, UpstreamSession};
@@ -123,8 +127,8 @@ pub struct Upstream {
     era_support: AtomicU8,
     /// With `transport = "auto"`: the HTTP transport found to work, until a connection fails.
     detected: Mutex<Option<HttpProtocol>>,
-    /// What the upstream listed last; `None` until first discovered.
-    catalog: ArcSwapOption<UpstreamCatalog>,
+    /// What it lists, as discovered and as served, and what is kept beside.
+    lists: Lists,
     /// How it is doing, and the signals between its requests and its supervisor.
     health: Health,
     /// Where every connection of this upstream reports list changes (read by the supervisor).
@@ -135,29 +139,16 @@ pub struct Upstream {
     load: Load,
     /// Switchyard's OAuth client for this upstream (HTTP upstreams, unless disabled).
     auth: Option<Arc<Authorizer>>,
-    /// The resources clients subscribed to, for a 2026-07-28 upstream, which is told them in
-    /// its `subscriptions/listen` filter (a legacy one is sent `resources/subscribe` instead).
-    watched: watch::Sender<BTreeSet<String>>,
     /// Cancelled to end every connection of this upstream, shared and per-client (shutdown).
     closing: CancellationToken,
     /// The tasks running this upstream's connections, each until its session has ended.
     tasks: TaskTracker,
     /// Set once a reload removed or replaced this upstream: it finishes its calls, then closes.
     retired: AtomicBool,
-    /// The metric series of its tools, made when it was discovered.
-    tool_series: ArcSwapOption<crate::metrics::ToolTable>,
     /// The principal whose token the shared connection carries.
     service: ArcSwap<Principal>,
     /// With tokens per user: other users' own connections, where the upstream is shared.
     by_principal: principals::Connections,
-    /// With `discovery = "per_user"`: each user's own lists.
-    personal: personal::PersonalLists,
-    /// The approved definitions of pinned tools.
-    pins: Arc<Pins>,
-    /// What the upstream listed last, before pinning (settled again after an approval).
-    /// What its tools need of clients, as last found out (see `needs`).
-    needs: ArcSwapOption<needs::Probed>,
-    discovered: ArcSwapOption<UpstreamCatalog>,
     /// Where its state changes are told to operators.
     operators: Arc<Events>,
 }
@@ -199,21 +190,15 @@ impl Upstream {
             eras: tokio::sync::Mutex::new(()),
             era_support: AtomicU8::new(EraSupport::Unknown as u8),
             detected: Mutex::new(None),
-            catalog: ArcSwapOption::empty(),
+            lists: Lists::new(pins),
             health,
             events,
             process_slots: Arc::new(Semaphore::new(slots)),
-            watched: watch::Sender::new(BTreeSet::new()),
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
             retired: AtomicBool::new(false),
-            tool_series: ArcSwapOption::empty(),
             service: ArcSwap::from_pointee(Principal::anonymous()),
             by_principal: Default::default(),
-            personal: Default::default(),
-            pins: pins.clone(),
-            discovered: ArcSwapOption::empty(),
-            needs: ArcSwapOption::empty(),
             operators: operators.clone(),
         });
         upstream.tell_status(&upstream.health.status());
@@ -234,12 +219,17 @@ impl Upstream {
         &self.health
     }
 
+    /// What it lists, as discovered and as served, and what is kept beside.
+    pub fn lists(&self) -> &Lists {
+        &self.lists
+    }
+
     /// What the catalog lists of this upstream: its last discovered lists while it is ready;
     /// while it is down, nothing (`failure_mode = "open"`) or still those
     /// (`failure_mode = "closed"`, so that clients see the tools and calls fail naming it).
     pub fn catalog(&self) -> Option<Arc<UpstreamCatalog>> {
         if self.health.is_ready() || self.config.policy.failure_mode == FailureMode::Closed {
-            self.catalog.load_full()
+            self.lists.served.load_full()
         } else {
             None
         }
@@ -263,15 +253,6 @@ impl Upstream {
     /// Its requests in flight, and its limit.
     pub fn load(&self) -> &Load {
         &self.load
-    }
-
-    /// The metric series of the upstream's tools, once it has been discovered.
-    pub fn tool_series(&self) -> Option<Arc<crate::metrics::ToolTable>> {
-        self.tool_series.load_full()
-    }
-
-    pub fn set_tool_series(&self, table: crate::metrics::ToolTable) {
-        self.tool_series.store(Some(Arc::new(table)));
     }
 
     /// Whether a reload removed or replaced this upstream.
@@ -315,7 +296,7 @@ impl Upstream {
         self.shared.store(None);
         self.modern.store(None);
         self.by_principal.clear();
-        self.personal.clear();
+        self.lists.personal.clear();
         self.closing.cancel();
         self.tasks.close();
         if tokio::time::timeout(grace, self.tasks.wait())
@@ -374,16 +355,6 @@ impl Upstream {
             } if link.is_live() => Some(link),
             _ => None,
         }
-    }
-
-    /// Adds `uri` to the resources a 2026-07-28 upstream is asked to report updates of.
-    pub fn watch_resource(&self, uri: &str) {
-        self.watched
-            .send_if_modified(|watched| watched.insert(uri.to_owned()));
-    }
-
-    pub fn unwatch_resource(&self, uri: &str) {
-        self.watched.send_if_modified(|watched| watched.remove(uri));
     }
 
     fn era_support(&self) -> EraSupport {

@@ -40,7 +40,7 @@ impl Upstream {
     /// found out on the first discovery (unless `probe_client_features` is off), and kept
     /// across reconnections and list changes until a tool not probed yet is listed.
     pub(super) async fn needs_of(&self, era: Era, listed: &UpstreamCatalog) -> Arc<Needs> {
-        let known = self.needs.load_full();
+        let known = self.lists.needs.load_full();
         let probed =
             |known: &Probed| (listed.tools.iter()).all(|tool| known.names.contains(&*tool.name));
         if let Some(known) = known.as_deref().filter(|known| probed(known)) {
@@ -51,7 +51,7 @@ impl Upstream {
             .collect();
         if !self.config.probe_client_features {
             let none = Arc::new(Needs::new());
-            self.needs.store(Some(Arc::new(Probed {
+            self.lists.needs.store(Some(Arc::new(Probed {
                 needs: none.clone(),
                 names,
             })));
@@ -75,7 +75,7 @@ impl Upstream {
                         needs: needs.clone(),
                         names,
                     };
-                    self.needs.store(Some(Arc::new(probed)));
+                    self.lists.needs.store(Some(Arc::new(probed)));
                     return needs;
                 }
                 Err(error) => failed = Some(error),

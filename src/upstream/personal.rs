@@ -36,13 +36,18 @@ impl Upstream {
 
     /// `principal`'s own lists, if discovered.
     pub fn personal_catalog(&self, principal: &Principal) -> Option<Arc<UpstreamCatalog>> {
-        self.personal.get(principal)?.lists.load_full()
+        self.lists.personal.get(principal)?.lists.load_full()
     }
 
     /// Discovers `principal`'s own lists unless they are known (or `again`: the upstream said
     /// they changed), or a recent attempt failed; true if they changed.
     pub async fn discover_personal(&self, principal: &Principal, again: bool) -> bool {
-        let personal = self.personal.entry(principal.clone()).or_default().clone();
+        let personal = self
+            .lists
+            .personal
+            .entry(principal.clone())
+            .or_default()
+            .clone();
         if !again && personal.lists.load().is_some() {
             return false;
         }
@@ -88,6 +93,6 @@ impl Upstream {
 
     /// Forgets every user's lists (the upstream reconnected: they may all be different).
     pub(super) fn forget_personal(&self) {
-        self.personal.clear();
+        self.lists.personal.clear();
     }
 }

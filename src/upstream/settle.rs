@@ -15,6 +15,7 @@ impl Upstream {
     ) -> Result<UpstreamCatalog, UpstreamError> {
         let name = self.name().as_str();
         let settled = self
+            .lists
             .pins
             .settle(name, self.config.items.pin, discovered)
             .await
@@ -30,11 +31,11 @@ impl Upstream {
     /// served lists changed.
     pub async fn resettle(&self) -> Result<bool, UpstreamError> {
         self.forget_personal();
-        let Some(discovered) = self.discovered.load_full() else {
+        let Some(discovered) = self.lists.discovered.load_full() else {
             return Ok(false);
         };
         let settled = self.settle((*discovered).clone()).await?;
-        self.catalog.store(Some(Arc::new(settled)));
+        self.lists.served.store(Some(Arc::new(settled)));
         Ok(true)
     }
 }

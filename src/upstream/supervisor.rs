@@ -340,7 +340,10 @@ async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), 
         .filter(|(tool, _)| catalog.tools.iter().any(|listed| *listed.name == **tool))
         .map(|(tool, needed)| (tool.clone(), *needed))
         .collect();
-    upstream.discovered.store(Some(Arc::new(catalog.clone())));
+    upstream
+        .lists
+        .discovered
+        .store(Some(Arc::new(catalog.clone())));
     let catalog = upstream.settle(catalog).await?;
     for left_out in &catalog.rejected {
         tracing::warn!(
@@ -349,7 +352,7 @@ async fn rediscover(upstream: &Upstream, connection: &Connection) -> Result<(), 
             "a definition the upstream listed is left out; the rest are served"
         );
     }
-    upstream.catalog.store(Some(Arc::new(catalog)));
+    upstream.lists.served.store(Some(Arc::new(catalog)));
     Ok(())
 }
 
@@ -357,7 +360,7 @@ fn mark_ready(upstream: &Upstream, connection: &Connection) {
     let mut status = upstream.health().status().moved_to(UpstreamState::Ready);
     status.retries = 0;
     upstream.set_status(status);
-    let catalog = upstream.catalog.load();
+    let catalog = upstream.lists.served.load();
     let count = |f: fn(&crate::catalog::UpstreamCatalog) -> usize| catalog.as_deref().map_or(0, f);
     tracing::info!(
         upstream = %upstream.name(),

@@ -265,7 +265,7 @@ impl<S: ConnectionSource> Call<'_, S> {
         connection: &Connection,
         notify: bool,
     ) -> String {
-        let series = upstream.tool_series();
+        let series = upstream.lists().tool_series();
         if let Some(series) = &series {
             series.task(TaskEvent::Created);
         }

@@ -214,8 +214,10 @@ impl Serving<'_> {
                 return answer;
             }
         };
-        if let Err(answer) = self.admit(&call, &target, kind).await {
-            self.audit(subject.as_ref(), &answer, started);
+        if let Err(answer) = self
+            .admit(&call, &target, kind, (subject.as_ref(), started))
+            .await
+        {
             return answer;
         }
         let upstream = target.upstream.clone();
@@ -322,13 +324,15 @@ impl Serving<'_> {
         Ok((target, subject))
     }
 
-    /// Whether the call may go on: not while the audit log refuses calls, nor beyond a quota.
-    /// What it spends is held by the call (or the task it creates) and given back when it ends.
+    /// Whether the call may go on: not while the audit log refuses calls (which has no room to
+    /// record that), nor beyond a quota (recorded, for `subject` from `started`). What it
+    /// spends is held by the call (or the task it creates) and given back when it ends.
     async fn admit<S: ConnectionSource>(
         &self,
         call: &Call<'_, S>,
         target: &Target,
         kind: Routed,
+        (subject, started): (Option<&audited::Subject>, Instant),
     ) -> Result<(), Answer> {
         if self.gateway.audit().refuses() {
             return Err(Answer::error(
@@ -341,10 +345,18 @@ impl Serving<'_> {
             return Ok(());
         }
         // Boxed: what counting in a shared store takes is large, and only a quota needs it.
-        if let Some(granted) = Box::pin(self.spend(target, kind)).await? {
-            call.hold(granted);
+        match Box::pin(self.spend(target, kind)).await {
+            Ok(granted) => {
+                if let Some(granted) = granted {
+                    call.hold(granted);
+                }
+                Ok(())
+            }
+            Err(answer) => {
+                self.audit(subject, &answer, started);
+                Err(answer)
+            }
         }
-        Ok(())
     }
 
     /// The call sent to its upstream: on the raw path, or rmcp's typed one; through the cache

@@ -14,6 +14,7 @@ mod client_features;
 mod conformance;
 mod definitions;
 mod deps;
+mod docs;
 mod events;
 mod fixtures;
 mod harness;

@@ -1,0 +1,80 @@
+# Switchyard's container image: the gateway built with `--profile dist` on Debian bookworm, run
+# as an unprivileged user from bookworm-slim. See deploy/README.md for how to build, run and
+# configure it (the configuration is /etc/switchyard/switchyard.toml, secrets come from the
+# environment or from mounted files).
+#
+#   docker build -t switchyard .        (or: podman build / buildah bud)
+
+ARG RUST_VERSION=1.95
+ARG DEBIAN_RELEASE=bookworm
+
+# --- dependencies ----------------------------------------------------------------------------
+# The manifests, the lock file and the local zlib-ng stand-in (crates/libz-ng-sys, patched into
+# the dependency graph: flate2 calls its API, so it is copied whole), with empty sources for
+# the workspace's own crates: this layer compiles every dependency and is reused until
+# Cargo.toml, Cargo.lock or crates/libz-ng-sys change. (cargo-chef would replace the local
+# patch by an empty crate as well, and flate2 would not compile against it.)
+FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
+# No cmake: any build script that tried to run it should fail loudly (see crates/libz-ng-sys).
+ENV CMAKE=/nonexistent \
+    CARGO_TERM_COLOR=never \
+    CARGO_INCREMENTAL=0
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY crates/bench/Cargo.toml crates/bench/
+COPY crates/conformance/Cargo.toml crates/conformance/
+COPY crates/libz-ng-sys crates/libz-ng-sys
+RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src \
+    && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs crates/bench/src/lib.rs crates/conformance/src/lib.rs \
+    && echo 'fn main() {}' > crates/conformance/src/main.rs \
+    && echo 'fn main() {}' > benches/hot_path.rs \
+    && echo 'fn main() {}' > benches/micro/main.rs \
+    && cargo build --locked --profile dist --bin switchyard
+
+# --- the gateway -----------------------------------------------------------------------------
+# The real sources over the empty ones; touched, so that cargo rebuilds the workspace's crates
+# whatever times the build context gave them.
+COPY src src
+COPY crates/bench/src crates/bench/src
+RUN find src crates/bench/src -name '*.rs' -exec touch {} + \
+    && cargo build --locked --profile dist --bin switchyard \
+    && cp target/dist/switchyard /usr/local/bin/switchyard \
+    && /usr/local/bin/switchyard --version
+
+# --- runtime ---------------------------------------------------------------------------------
+FROM docker.io/library/debian:${DEBIAN_RELEASE}-slim AS runtime
+# CA certificates for HTTPS upstreams and authorization servers (the TLS stack reads the
+# system's roots); nothing else: the health check below needs only bash.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system --gid 10001 switchyard \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/switchyard \
+        --shell /usr/sbin/nologin switchyard \
+    && mkdir -p /etc/switchyard /var/lib/switchyard \
+    && chown 10001:10001 /var/lib/switchyard \
+    && chmod 0700 /var/lib/switchyard
+COPY --from=builder /usr/local/bin/switchyard /usr/local/bin/switchyard
+# The default configuration: the built-in demo server as a stdio upstream (node/npx and uvx
+# are not in this image). Mount your own file over it.
+COPY deploy/switchyard.toml /etc/switchyard/switchyard.toml
+# The state directory ($XDG_STATE_HOME/switchyard): the admin token, the sessions' store file
+# and its key, OAuth tokens. Keep it on a volume so that sessions outlive the container.
+ENV XDG_STATE_HOME=/var/lib \
+    HOME=/var/lib/switchyard
+VOLUME ["/var/lib/switchyard"]
+# The MCP endpoint (/mcp, /healthz) and the admin listener (API, status page, /metrics), as
+# deploy/switchyard.toml sets them.
+EXPOSE 8080 9090
+USER 10001:10001
+WORKDIR /var/lib/switchyard
+# /healthz answers any Host and is 200 while the gateway serves (`status` says whether some
+# upstream is degraded); the port is the one of [server] listen in the default configuration.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /healthz HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+# SIGTERM (the default stop signal) drains: calls in flight get [server]
+# shutdown_grace_seconds, upstream sessions 5 s more. Give `docker stop -t` at least that.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/switchyard"]
+CMD ["run", "-c", "/etc/switchyard/switchyard.toml"]

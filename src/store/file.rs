@@ -30,6 +30,7 @@ use redb::{
 };
 
 use super::{EVENTS_KEPT, StoreError};
+use crate::clock::now_millis;
 
 /// How often written state is made durable.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -71,29 +72,6 @@ enum Slot {
     Open(Arc<Database>),
     /// Given up for good: another process has it now.
     Released,
-}
-
-/// The two tables keyed by (session, record).
-#[derive(Clone, Copy)]
-pub(super) enum Records {
-    Upstreams,
-    Subscriptions,
-    /// Approved tool definitions, by upstream (never swept: they belong to no session).
-    Pins,
-    /// Who created the tasks of upstreams without sessions, by upstream: each record begins
-    /// with until when it is kept (see `put_expiring`).
-    TaskOwners,
-}
-
-impl Records {
-    fn table(self) -> TableDefinition<'static, (&'static str, &'static str), &'static [u8]> {
-        match self {
-            Records::Upstreams => UPSTREAMS,
-            Records::Subscriptions => SUBSCRIPTIONS,
-            Records::Pins => PINS,
-            Records::TaskOwners => TASK_OWNERS,
-        }
-    }
 }
 
 impl StoreFile {
@@ -347,148 +325,6 @@ impl StoreFile {
         .await
     }
 
-    /// Session `hash`'s record `field` of `records`.
-    pub(super) async fn record(
-        &self,
-        records: Records,
-        hash: String,
-        field: String,
-    ) -> Result<Option<Vec<u8>>, StoreError> {
-        self.run(move |db| {
-            let txn = db.begin_read()?;
-            match txn.open_table(records.table()) {
-                Ok(table) => Ok(table
-                    .get((hash.as_str(), field.as_str()))?
-                    .map(|value| value.value().to_vec())),
-                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-                Err(error) => Err(error.into()),
-            }
-        })
-        .await
-    }
-
-    /// Session `hash`'s records of `records`.
-    pub(super) async fn records(
-        &self,
-        records: Records,
-        hash: String,
-    ) -> Result<Vec<Vec<u8>>, StoreError> {
-        self.run(move |db| {
-            let txn = db.begin_read()?;
-            let table = match txn.open_table(records.table()) {
-                Ok(table) => table,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(error) => return Err(error.into()),
-            };
-            table
-                .range((hash.as_str(), "")..)?
-                .map_while(|entry| match entry {
-                    Ok((key, value)) => (key.value().0 == hash).then(|| Ok(value.value().to_vec())),
-                    Err(error) => Some(Err(error.into())),
-                })
-                .collect()
-        })
-        .await
-    }
-
-    /// The records of `records` under `hash`, each with its field.
-    pub(super) async fn fields(
-        &self,
-        records: Records,
-        hash: String,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.run(move |db| {
-            let txn = db.begin_read()?;
-            let table = match txn.open_table(records.table()) {
-                Ok(table) => table,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(error) => return Err(error.into()),
-            };
-            table
-                .range((hash.as_str(), "")..)?
-                .map_while(|entry| match entry {
-                    Ok((key, value)) => (key.value().0 == hash)
-                        .then(|| Ok((key.value().1.to_owned(), value.value().to_vec()))),
-                    Err(error) => Some(Err(error.into())),
-                })
-                .collect()
-        })
-        .await
-    }
-
-    /// Writes record `field` of `hash`, which is kept until the Unix time in milliseconds its
-    /// first eight bytes hold (big-endian), and drops the records of `hash` kept no longer.
-    pub(super) async fn put_expiring(
-        &self,
-        records: Records,
-        hash: String,
-        field: String,
-        value: Vec<u8>,
-    ) -> Result<(), StoreError> {
-        let now = now_millis();
-        self.write(move |txn| {
-            let mut table = txn.open_table(records.table())?;
-            let mut expired = Vec::new();
-            for entry in table.range((hash.as_str(), "")..)? {
-                let (key, kept) = entry?;
-                if key.value().0 != hash {
-                    break;
-                }
-                if expiring_until(kept.value()) <= now {
-                    expired.push(key.value().1.to_owned());
-                }
-            }
-            for old in &expired {
-                table.remove((hash.as_str(), old.as_str()))?;
-            }
-            table.insert((hash.as_str(), field.as_str()), value.as_slice())?;
-            Ok(())
-        })
-        .await
-    }
-
-    /// Writes session `hash`'s record `field`: always (`expected` none and `replace`), only
-    /// if there is none (`replace` false), or only over `expected`. Whether it was written.
-    pub(super) async fn put_record(
-        &self,
-        records: Records,
-        hash: String,
-        field: String,
-        sealed: Vec<u8>,
-        replace: bool,
-        expected: Option<Vec<u8>>,
-    ) -> Result<bool, StoreError> {
-        self.write(move |txn| {
-            let mut table = txn.open_table(records.table())?;
-            let key = (hash.as_str(), field.as_str());
-            let current = table.get(key)?.map(|value| value.value().to_vec());
-            let allowed = match (&expected, &current) {
-                (Some(expected), current) => current.as_ref() == Some(expected),
-                (None, Some(_)) => replace,
-                (None, None) => true,
-            };
-            if allowed {
-                table.insert(key, sealed.as_slice())?;
-            }
-            Ok(allowed)
-        })
-        .await
-    }
-
-    pub(super) async fn remove_record(
-        &self,
-        records: Records,
-        hash: String,
-        field: String,
-    ) -> Result<(), StoreError> {
-        self.write(move |txn| {
-            txn.open_table(records.table())?
-                .remove((hash.as_str(), field.as_str()))?;
-            Ok(())
-        })
-        .await
-    }
-
     /// Removes the sessions no longer alive and what they kept, and what sessions that are
     /// gone left; how many sessions.
     pub(super) async fn sweep(&self) -> Result<usize, StoreError> {
@@ -542,14 +378,6 @@ impl StoreFile {
 }
 
 /// Removes session `hash` and everything it kept.
-/// Until when a record written by `put_expiring` is kept (Unix milliseconds).
-pub(super) fn expiring_until(value: &[u8]) -> u64 {
-    value
-        .get(..8)
-        .and_then(|bytes| bytes.try_into().ok())
-        .map_or(0, u64::from_be_bytes)
-}
-
 fn forget(txn: &WriteTransaction, hash: &str) -> Result<(), redb::Error> {
     txn.open_table(SESSIONS)?.remove(hash)?;
     txn.open_table(SEEN)?.remove(hash)?;
@@ -627,11 +455,13 @@ fn parse_event_id(id: &str) -> Option<u64> {
     Some(high << LOW_BITS | low)
 }
 
-use crate::clock::now_millis;
-
 fn millis(duration: Duration) -> u64 {
     duration.as_millis().max(1) as u64
 }
+
+mod records;
+
+pub(super) use records::{Records, expiring_until};
 
 #[cfg(test)]
 mod tests;

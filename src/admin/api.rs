@@ -33,7 +33,7 @@ pub fn error(status: StatusCode, message: &str) -> Response {
 pub async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such admin resource; see the README's admin API section",
+        "no such admin resource; the admin API's routes are in docs/src/admin-api.md",
     )
 }
 

@@ -1,10 +1,12 @@
 //! Several gateway processes behind a plain round-robin balancer, sharing a real Redis: any
 //! replica serves any session, a replica killed mid-run loses no session, a Redis outage is
 //! reported and survived, streams follow their client (`streams`), and subscriptions outlive
-//! the replica holding them (`subscriptions`).
+//! the replica holding them (`subscriptions`); the compose file's replicas run as it runs
+//! them (`compose`).
 
 mod asks;
 pub(crate) mod cluster;
+mod compose;
 mod quotas;
 pub(crate) mod streams;
 pub(crate) mod subscriptions;

@@ -100,6 +100,8 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// The configuration file's format: `switchyard config schema` prints its JSON Schema.
+    Config(config::command::ConfigArgs),
     /// Find the MCP servers of the clients on this machine (Claude Desktop, Claude Code,
     /// Cursor, VS Code, Windsurf, Zed) and write one Switchyard configuration with each once;
     /// optionally point a client at the gateway instead (--connect, --undo).
@@ -219,6 +221,7 @@ fn run_command(cli: Cli, loaded: Option<Loaded>) -> ExitCode {
             }
             (Some(Command::Check { config }), _) => check(config),
             (Some(Command::HashKey), _) => hash_key(),
+            (Some(Command::Config(args)), _) => config::command::run(&args).map_err(Into::into),
             (
                 Some(Command::Audit {
                     command:

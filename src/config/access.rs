@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::keys::{Checker, Entries, is_reserved_path, key_segment};
@@ -12,60 +13,106 @@ use crate::policy::{EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, Tool
 /// Longest tool name an endpoint may give (as MCP clients accept them).
 const MAX_TOOL_NAME_LEN: usize = 128;
 
-/// `[[policy]]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[[policy]]` as written: one rule; it needs `allow` or `deny`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "PolicyRule")]
 pub struct RawRule {
+    /// The rule's name, in logs and the status page. Default: `policy[N]`.
     pub name: Option<String>,
+    /// The users the rule applies to. Default: everyone.
     pub who: Option<RawWho>,
+    /// What the rule lets its users see; where applying rules list what they allow of a
+    /// kind, only that is visible.
     pub allow: Option<RawItems>,
+    /// What the rule hides from its users; denied wins over allowed.
     pub deny: Option<RawItems>,
 }
 
-/// `who = { … }` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `who = { … }` as written: users matching every condition given, each a list of
+/// alternatives.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Who")]
 pub struct RawWho {
+    /// Globs over principals: `user:jwt:SUB`, `user:key:NAME`, `anonymous`.
     pub principals: Option<Vec<String>>,
+    /// Groups, one of which the user must be in.
     pub groups: Option<Vec<String>>,
+    /// Scopes, one of which the user's token must carry.
     pub scopes: Option<Vec<String>>,
+    /// Token claims and their wanted value (or values, one of which must match).
     pub claims: Option<Entries<OneOrMany>>,
 }
 
 /// A claim's wanted value, or its alternatives.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
-/// `allow = { … }` / `deny = { … }` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `allow = { … }` / `deny = { … }` as written: globs over names (all of a kind if left out).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Items")]
 pub struct RawItems {
+    /// Upstreams by name.
     pub upstreams: Option<Vec<String>>,
+    /// Tools as `UPSTREAM:TOOL`, the upstream's own tool name.
     pub tools: Option<Vec<String>>,
+    /// Prompts as `UPSTREAM:PROMPT`.
     pub prompts: Option<Vec<String>>,
+    /// Resources as `UPSTREAM:URI` (scheme and host in lowercase).
     pub resources: Option<Vec<String>>,
 }
 
-/// `[endpoints.NAME]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[endpoints.NAME]` as written: another endpoint path serving a part of the catalog; NAME
+/// holds letters, digits, `-` and `_`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Endpoint")]
 pub struct RawEndpoint {
+    /// The endpoint's path, not the main one or Switchyard's own. Default:
+    /// `/profiles/NAME/mcp`.
+    #[schemars(extend("pattern" = "^/[^?#]*$"))]
     pub path: Option<String>,
+    /// The upstreams it serves (globs), as `allow.upstreams` (give one of the two).
     pub upstreams: Option<Vec<String>>,
+    /// As `[catalog] prefix_mode`, for this endpoint. Default: `[catalog]`'s.
+    #[schemars(extend("enum" = ["always", "conditional", "never"]))]
     pub prefix_mode: Option<String>,
+    /// What it serves, as a `[[policy]]` rule's `allow`; the caller's own rules apply too.
     pub allow: Option<RawItems>,
+    /// What it hides, as a `[[policy]]` rule's `deny`.
     pub deny: Option<RawItems>,
+    /// Tools renamed or described anew, by `"UPSTREAM:TOOL"`.
     pub tools: Option<Entries<RawToolShape>>,
+    /// As `[catalog] tool_search`, for this endpoint. Default: `[catalog]`'s.
+    #[schemars(extend("enum" = ["off", "on", "auto"]))]
     pub tool_search: Option<String>,
+    /// As an upstream's `inline_resources`, for every call through this endpoint.
+    #[schemars(extend("default" = false))]
     pub inline_resources: Option<bool>,
+    /// With `inline_resources = true`: how much of linked resources one tool result may have
+    /// inlined. Bytes, at most 16 MiB.
+    #[schemars(
+        range(min = 1, max = super::items::INLINE_BYTES_MOST),
+        extend("default" = super::INLINE_BYTES)
+    )]
     pub inline_max_bytes: Option<u64>,
+    /// How web pages may call this endpoint, and which of the allowed origins it serves.
+    /// Default: `[server.cors]`.
     pub cors: Option<super::cors::RawCors>,
 }
 
-/// `[endpoints.NAME.tools."UPSTREAM:TOOL"]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[endpoints.NAME.tools."UPSTREAM:TOOL"]` as written: give a `name`, a `description` or
+/// both.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "ToolShape")]
 pub struct RawToolShape {
+    /// The tool's name on this endpoint: 1 to 128 characters of letters, digits, `_`, `-`,
+    /// `.` and `/`.
+    #[schemars(extend("pattern" = "^[A-Za-z0-9_./-]{1,128}$"))]
     pub name: Option<String>,
+    /// The tool's description on this endpoint.
     pub description: Option<String>,
 }
 

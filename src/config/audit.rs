@@ -5,24 +5,45 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::keys::Checker;
+use super::{keys::Checker, schema::Expanded};
 
 const DEFAULT_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 const DEFAULT_MAX_FILES: u32 = 10;
 const DEFAULT_QUEUE: u32 = 10_000;
 
-/// `[audit]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[audit]` as written: one output, `file` or `stdout = true`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Audit")]
 pub struct RawAudit {
+    /// `false` turns the audit log off, the table kept.
+    #[schemars(extend("default" = true))]
     pub enabled: Option<bool>,
+    /// The log file (JSON lines, hash-chained), relative to this file's directory; renamed
+    /// `FILE.1` (older ones `.2`, …) when it outgrows `max_file_bytes`.
+    #[schemars(with = "Option<Expanded>")]
     pub file: Option<String>,
+    /// Write records to standard output instead of a file.
+    #[schemars(extend("default" = false))]
     pub stdout: Option<bool>,
+    /// A file's size at which it is rotated. Bytes, at least 4096.
+    #[schemars(range(min = 4096), extend("default" = DEFAULT_MAX_FILE_BYTES))]
     pub max_file_bytes: Option<u64>,
+    /// Rotated files kept besides the current one. Files.
+    #[schemars(extend("default" = DEFAULT_MAX_FILES))]
     pub max_files: Option<u32>,
+    /// How a call's arguments appear in its record: `none`, `sha256` (a digest of the JSON
+    /// text) or `full`. An upstream's `audit_arguments` overrides it.
+    #[schemars(extend("enum" = ["none", "sha256", "full"], "default" = "sha256"))]
     pub arguments: Option<String>,
+    /// Records that may wait for the writer. Records.
+    #[schemars(range(min = 1), extend("default" = DEFAULT_QUEUE))]
     pub queue: Option<u32>,
+    /// Refuse calls while records cannot be written (the queue is full), rather than drop
+    /// records.
+    #[schemars(extend("default" = false))]
     pub fail_closed: Option<bool>,
 }
 

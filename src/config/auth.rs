@@ -6,32 +6,58 @@
 use std::{fmt, net::SocketAddr, time::Duration};
 
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use url::Url;
 
-use super::{keys::Checker, keys::Entries};
+use super::{
+    keys::{Checker, Entries},
+    schema::{Expanded, Seconds},
+};
 
 const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 const DEFAULT_JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
 const DEFAULT_JWKS_MIN_REFRESH: Duration = Duration::from_secs(30);
 
-/// `[auth]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[auth]` as written: requests carry `Authorization: Bearer TOKEN`, a JWT or an API key.
+/// It must admit someone: `[auth.jwt]`, `[auth.api_keys]` or `anonymous = true`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Auth")]
 pub struct RawAuth {
+    /// Serve requests without credentials too, as the anonymous user.
+    #[schemars(extend("default" = false))]
     pub anonymous: Option<bool>,
+    /// The gateway's resource URI, what tokens' `aud` must name. Default: the endpoint's URL
+    /// under `[oauth] public_url`.
+    #[schemars(with = "Option<Expanded>")]
     pub resource: Option<String>,
+    /// The gateway's name in its protected-resource metadata (RFC 9728).
     pub resource_name: Option<String>,
+    /// The authorization servers named in the protected-resource metadata. Default: the JWT
+    /// issuer.
+    #[schemars(with = "Option<Vec<Expanded>>")]
     pub authorization_servers: Option<Vec<String>>,
+    /// Scopes every request needs (without them: 403 `insufficient_scope`).
+    #[schemars(extend("default" = []))]
     pub scopes: Option<Vec<String>>,
+    /// Bearer JWTs from an identity provider.
     pub jwt: Option<RawJwt>,
+    /// Static API keys, `[auth.api_keys.NAME]`, stored as SHA-256 hashes.
     pub api_keys: Option<Entries<RawApiKey>>,
+    /// How Switchyard signs users in at the first authorization server, in their browser.
     pub signin: Option<RawSignIn>,
 }
 
-/// `[auth.signin]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[auth.signin]` as written: the client Switchyard is at its own authorization server.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "SignIn")]
 pub struct RawSignIn {
+    /// Switchyard's client ID there. Default: it registers itself (or uses its client ID
+    /// metadata document).
+    #[schemars(with = "Option<Expanded>")]
     pub client_id: Option<String>,
+    /// The secret of `client_id`.
+    #[schemars(with = "Option<Expanded>")]
     pub client_secret: Option<String>,
 }
 
@@ -54,26 +80,60 @@ impl fmt::Debug for SignInClient {
     }
 }
 
-/// `[auth.jwt]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[auth.jwt]` as written: the keys come from exactly one of `jwks_url`, `public_key_file`
+/// and `secret`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Jwt")]
 pub struct RawJwt {
+    /// The `iss` tokens must carry. Required.
+    #[schemars(required, with = "Option<Expanded>")]
     pub issuer: Option<String>,
+    /// The issuer's JWKS URL, `http(s)://`.
+    #[schemars(with = "Option<Expanded>")]
     pub jwks_url: Option<String>,
+    /// A PEM public key (RSA, EC P-256/P-384 or Ed25519), relative to this file's directory.
+    #[schemars(with = "Option<Expanded>")]
     pub public_key_file: Option<String>,
+    /// A shared HMAC secret, at least 32 bytes.
+    #[schemars(with = "Option<Expanded>")]
     pub secret: Option<String>,
+    /// The algorithms accepted, all of one family and fitting the key. Default: `HS256` with
+    /// a secret, `ES256` or `EdDSA` for such a PEM key, else `RS256`.
+    #[schemars(extend("minItems" = 1))]
     pub algorithms: Option<Vec<String>>,
+    /// Clock skew allowed on `exp` and `nbf`. Seconds, 0 to 300.
+    #[schemars(range(min = 0.0, max = 300.0), extend("default" = DEFAULT_LEEWAY.as_secs()))]
     pub leeway_seconds: Option<f64>,
+    /// How long keys fetched from `jwks_url` are kept. Seconds.
+    #[schemars(with = "Option<Seconds>", extend("default" = DEFAULT_JWKS_MAX_AGE.as_secs()))]
     pub jwks_max_age_seconds: Option<f64>,
+    /// An unknown `kid` fetches the keys again, at most this often. Seconds.
+    #[schemars(
+        with = "Option<Seconds>",
+        extend("default" = DEFAULT_JWKS_MIN_REFRESH.as_secs())
+    )]
     pub jwks_min_refresh_seconds: Option<f64>,
+    /// The claim that names the user.
+    #[schemars(extend("default" = "sub"))]
     pub subject_claim: Option<String>,
+    /// The claim that lists the user's groups.
+    #[schemars(extend("default" = "groups"))]
     pub groups_claim: Option<String>,
 }
 
-/// `[auth.api_keys.NAME]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[auth.api_keys.NAME]` as written: one static API key.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "ApiKey")]
 pub struct RawApiKey {
+    /// The SHA-256 of the key, 64 hexadecimal digits (`switchyard hash-key` prints it).
+    /// Required.
+    #[schemars(required, with = "Option<Expanded>")]
     pub sha256: Option<String>,
+    /// The scopes the key grants.
+    #[schemars(extend("default" = []))]
     pub scopes: Option<Vec<String>>,
+    /// The groups the key's user is in.
+    #[schemars(extend("default" = []))]
     pub groups: Option<Vec<String>>,
 }
 

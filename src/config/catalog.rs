@@ -2,6 +2,7 @@
 //! prefix mode, the separator between an upstream's name and its items' names, the page size;
 //! whether clients get the tool list or tool search; and whether tool definitions are pinned.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{PrefixMode, keys::Checker};
@@ -15,15 +16,42 @@ const MAX_PAGE_SIZE: u64 = 10_000;
 pub const DEFAULT_SEARCH_THRESHOLD: u64 = 100;
 
 /// `[catalog]`: how upstream names are merged.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Catalog")]
 pub struct RawCatalog {
+    /// When tool and prompt names carry their upstream's name (`demo__echo`) and resource
+    /// URIs its scheme prefix: `always`; `conditional`, only when more than one upstream is
+    /// configured; `never` (on a clash the upstream listed first wins).
+    #[schemars(extend("enum" = ["always", "conditional", "never"], "default" = "always"))]
     pub prefix_mode: Option<String>,
+    /// Between the upstream's name and the tool's or prompt's: 1 to 8 characters of
+    /// `[A-Za-z0-9_.-]`, at least one of them `_`, `.` or an uppercase letter.
+    #[schemars(
+        extend("pattern" = "^[A-Za-z0-9_.-]{1,8}$", "default" = DEFAULT_SEPARATOR)
+    )]
     pub separator: Option<String>,
+    /// Most entries in one page of a merged list (clients follow `nextCursor`). Entries.
+    #[schemars(range(min = 1, max = MAX_PAGE_SIZE), extend("default" = DEFAULT_PAGE_SIZE))]
     pub page_size: Option<u64>,
+    /// Tool search instead of the tool list (clients see `search_tools` and `call_tool`):
+    /// `off`, `on`, or `auto` (on above `tool_search_threshold` tools).
+    #[schemars(extend("enum" = ["off", "on", "auto"], "default" = "off"))]
     pub tool_search: Option<String>,
+    /// With `tool_search = "auto"`: search replaces the list when a caller sees more than
+    /// this many tools. Tools.
+    #[schemars(extend("default" = DEFAULT_SEARCH_THRESHOLD))]
     pub tool_search_threshold: Option<u64>,
+    /// Pin tool definitions: a changed definition waits for an operator's approval while the
+    /// approved one is served. An upstream's `pin` overrides it.
+    #[schemars(extend("default" = false))]
     pub pin: Option<bool>,
+    /// A tool a pinned upstream adds later: `approve` (served at once) or `hold` (hidden until
+    /// approved).
+    #[schemars(extend("enum" = ["approve", "hold"], "default" = "approve"))]
     pub pin_new: Option<String>,
+    /// A pinned tool whose definition changed: `serve_approved` (the approved definition is
+    /// served) or `hide`, until the change is approved.
+    #[schemars(extend("enum" = ["serve_approved", "hide"], "default" = "serve_approved"))]
     pub pin_changed: Option<String>,
 }
 

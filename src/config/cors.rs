@@ -5,6 +5,7 @@
 //! client certificates) are never allowed: MCP clients authenticate with `Authorization`,
 //! which a page sends itself, and a cookie the browser adds by itself must not be a way in.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{AllowedOrigins, keys::Checker};
@@ -20,14 +21,49 @@ const DEFAULT_MAX_AGE: u64 = 600;
 /// Browsers keep a preflight at most this long anyway.
 const MAX_MAX_AGE: u64 = 86_400;
 
-/// A `cors` table as written.
-#[derive(Debug, Default, Deserialize)]
+/// A `cors` table: how web pages of allowed origins may call an endpoint. Credentials are
+/// never allowed (pages send `Authorization` themselves).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Cors")]
 pub struct RawCors {
+    /// The methods a preflight allows; must hold `POST`.
+    #[schemars(
+        extend("items" = { "type": "string", "enum": METHODS }, "default" = METHODS, "contains" = { "const": "POST" })
+    )]
     pub allowed_methods: Option<Vec<String>>,
+    /// The request headers a preflight allows. Default: those the preflight asks for.
     pub allowed_headers: Option<Vec<String>>,
+    /// Answer headers a page may read, beyond `Mcp-Session-Id`, `Mcp-Protocol-Version` and
+    /// `WWW-Authenticate` (always exposed).
+    #[schemars(extend("default" = []))]
     pub exposed_headers: Option<Vec<String>>,
+    /// How long a browser keeps a preflight's answer. Seconds, at most 86400.
+    #[schemars(range(max = MAX_MAX_AGE), extend("default" = DEFAULT_MAX_AGE))]
     pub max_age_seconds: Option<u64>,
+    /// On `[endpoints.NAME.cors]` only: the origins this endpoint serves, among
+    /// `[server] allowed_origins`. Default: all of them.
     pub allowed_origins: Option<Vec<String>>,
+}
+
+/// `[server.cors]`: a `cors` table without `allowed_origins` (the main endpoint's origins are
+/// `[server] allowed_origins`), as the schema describes it.
+pub(super) struct MainCors;
+
+impl JsonSchema for MainCors {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MainCors".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = RawCors::json_schema(generator);
+        if let Some(properties) = schema
+            .get_mut("properties")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            properties.remove("allowed_origins");
+        }
+        schema
+    }
 }
 
 /// An endpoint's CORS policy, with its header values written once.

@@ -7,6 +7,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{
@@ -18,13 +19,19 @@ use super::{
 const MAX_CACHE_SECONDS: f64 = 24.0 * 3600.0;
 /// How much of linked resources one tool result may have inlined, by default and at most.
 pub const INLINE_BYTES: u64 = 1 << 20;
-const INLINE_BYTES_MOST: u64 = 16 << 20;
+pub(super) const INLINE_BYTES_MOST: u64 = 16 << 20;
 
-/// `cache = { … }` as written.
-#[derive(Debug, Default, Clone, Deserialize)]
+/// `cache = { … }` as written: how long results are kept, and for whom.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Cache")]
 pub struct RawCache {
+    /// How long a result is kept. Seconds, above 0 and at most 86400; required.
+    #[schemars(required, range(max = MAX_CACHE_SECONDS), extend("exclusiveMinimum" = 0))]
     pub seconds: Option<f64>,
+    /// One entry for every caller (results do not depend on who asks) rather than one per
+    /// user.
+    #[schemars(extend("default" = false))]
     pub shared: Option<bool>,
 }
 

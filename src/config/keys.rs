@@ -113,6 +113,25 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
     }
 }
 
+/// A table of entries named by the file (`[upstreams.NAME]`, `env = { NAME = … }`): any key,
+/// each value a `T`.
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Entries<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Entries_of_{}", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "additionalProperties": generator.subschema_for::<T>(),
+        })
+    }
+}
+
 /// The key path of `name` under `base` (`base.name`; `name` alone at the top, where `base` is
 /// empty), `name` quoted where it must be.
 pub fn key_under(base: &str, name: &str) -> String {

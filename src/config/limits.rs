@@ -7,6 +7,7 @@
 //! limit. Without `[auth]` every request is the one anonymous user, on loopback: the operator,
 //! whom no default limits.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::keys::Checker;
@@ -21,15 +22,33 @@ pub const DEFAULT_BURST: u32 = 200;
 /// How long a 2026-07-28 client has to retry a call with its answers (seconds).
 const DEFAULT_INPUT_WAIT: u32 = 300;
 
-/// `[limits]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[limits]` as written. Beyond a limit a request gets HTTP 429 (a body nested too deeply:
+/// 400). "Per principal" counts per user; without `[auth]` all clients are one user.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Limits")]
 pub struct RawLimits {
+    /// Deepest nesting of arrays and objects in a request body. Levels.
+    #[schemars(range(min = 1, max = 1000), extend("default" = DEFAULT_JSON_DEPTH))]
     pub max_json_depth: Option<u32>,
+    /// Requests of one session being answered at once. Requests.
+    #[schemars(range(min = 1), extend("default" = DEFAULT_IN_FLIGHT_PER_SESSION))]
     pub max_requests_in_flight_per_session: Option<u32>,
+    /// Sessions one user may hold. Default: 64 where users authenticate (`[auth]`), else no
+    /// limit; 0: no limit.
     pub max_sessions_per_principal: Option<u32>,
+    /// Requests of one user being answered at once. Default and 0: no limit.
     pub max_concurrent_requests_per_principal: Option<u32>,
+    /// Requests a second one user may send (a token bucket). Default: 100 where users
+    /// authenticate, else no limit; 0: no limit.
+    #[schemars(range(min = 0.0))]
     pub requests_per_second_per_principal: Option<f64>,
+    /// Requests one user may send at once above the rate. Default: 200 with the default rate,
+    /// else one second's worth.
+    #[schemars(range(min = 1))]
     pub burst_per_principal: Option<u32>,
+    /// How long a 2026-07-28 client has to retry a call with the answers it was asked for
+    /// (`input_required`) when an upstream of an earlier era asks during the call. Seconds.
+    #[schemars(range(min = 1, max = 3600), extend("default" = DEFAULT_INPUT_WAIT))]
     pub input_wait_seconds: Option<u32>,
 }
 

@@ -7,6 +7,7 @@ mod access;
 mod audit;
 mod auth;
 mod catalog;
+pub mod command;
 mod cors;
 mod expand;
 mod headers;
@@ -24,6 +25,8 @@ mod quota;
 mod raw;
 #[cfg(test)]
 pub use raw::file_sections;
+mod schema;
+pub use schema::schema;
 mod server;
 mod store;
 mod telemetry;

@@ -11,9 +11,13 @@ use std::{
 
 use url::Url;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::keys::{Checker, decode_key};
+use super::{
+    keys::{Checker, decode_key},
+    schema::{Expanded, Seconds},
+};
 
 /// `[oauth]`: Switchyard as the OAuth client of the upstreams that require authorization.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,31 +159,89 @@ impl fmt::Debug for PrivateKey {
     }
 }
 
-/// `[oauth]`: Switchyard as the OAuth client of upstream servers.
-#[derive(Debug, Default, Deserialize)]
+/// `[oauth]`: Switchyard as the OAuth client of upstream servers. Changes take a restart.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "OAuth")]
 pub struct RawOAuth {
+    /// Where browsers and authorization servers reach Switchyard, an `http(s)://` URL without
+    /// query. Default: `http://{server.listen}`, loopback for an unspecified address.
+    #[schemars(with = "Option<Expanded>")]
     pub public_url: Option<String>,
+    /// Where tokens and client registrations are kept, encrypted, relative to this file's
+    /// directory. Default: `$XDG_STATE_HOME/switchyard`, else `~/.local/state/switchyard`.
+    #[schemars(with = "Option<Expanded>")]
     pub state_dir: Option<String>,
+    /// The store's key: 32 bytes in base64 (not with `key_file`).
+    #[schemars(with = "Option<Expanded>")]
     pub key: Option<String>,
+    /// A file holding the store's key, created if missing (not with `key`). Default:
+    /// `{state_dir}/store.key`.
+    #[schemars(with = "Option<Expanded>")]
     pub key_file: Option<String>,
+    /// How Switchyard names itself to authorization servers.
+    #[schemars(with = "Option<Expanded>", extend("default" = DEFAULT_CLIENT_NAME))]
     pub client_name: Option<String>,
+    /// The `https://` URL of Switchyard's client ID metadata document, its `client_id` where
+    /// authorization servers accept one. Default: `{public_url}/oauth/client-metadata.json`
+    /// when `public_url` is https, else none.
+    #[schemars(with = "Option<Expanded>")]
     pub client_metadata_url: Option<String>,
+    /// Where the browser goes after an authorization (with `?upstream=NAME`). Default: a page
+    /// of Switchyard's.
+    #[schemars(with = "Option<Expanded>")]
     pub success_redirect: Option<String>,
+    /// Where the browser goes after a failed authorization (with `?upstream=NAME&error=…`).
+    /// Default: a page of Switchyard's.
+    #[schemars(with = "Option<Expanded>")]
     pub error_redirect: Option<String>,
+    /// How long a user has to complete an authorization before its link expires. Seconds.
+    #[schemars(
+        with = "Option<Seconds>",
+        extend("default" = DEFAULT_AUTHORIZATION_LIFETIME.as_secs())
+    )]
     pub authorization_lifetime_seconds: Option<f64>,
 }
 
 /// `[upstreams.NAME.oauth]`: how Switchyard authorizes itself to one upstream.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "UpstreamOAuth")]
 pub struct RawUpstreamOAuth {
+    /// `false`: a 401 from the upstream is a plain failure (e.g. with a static token in
+    /// `headers`).
+    #[schemars(extend("default" = true))]
     pub enabled: Option<bool>,
+    /// `authorization_code` (a user authorizes) or `client_credentials` (machine to machine).
+    #[schemars(extend(
+        "enum" = ["authorization_code", "client_credentials"],
+        "default" = "authorization_code"
+    ))]
     pub grant: Option<String>,
+    /// A client registered with the authorization server beforehand. Default: the client ID
+    /// metadata document, or dynamic registration.
+    #[schemars(with = "Option<Expanded>")]
     pub client_id: Option<String>,
+    /// The secret of `client_id`.
+    #[schemars(with = "Option<Expanded>")]
     pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint. Default: as the server supports
+    /// (`private_key_jwt` with a private key).
+    #[schemars(extend(
+        "enum" = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
+    ))]
     pub token_endpoint_auth_method: Option<String>,
+    /// For `private_key_jwt`: the client's PEM private key (not with `private_key_file`).
+    #[schemars(with = "Option<Expanded>")]
     pub private_key: Option<String>,
+    /// For `private_key_jwt`: a file holding the PEM private key, relative to this file's
+    /// directory.
+    #[schemars(with = "Option<Expanded>")]
     pub private_key_file: Option<String>,
+    /// The private key's algorithm. Default: `ES256` for an EC key, else `RS256`.
+    #[schemars(extend(
+        "enum" = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
+    ))]
     pub signing_algorithm: Option<String>,
+    /// The scopes to ask for. Default: those the upstream's metadata names.
     pub scopes: Option<Vec<String>>,
 }
 

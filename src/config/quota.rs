@@ -5,6 +5,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{
@@ -13,19 +14,40 @@ use super::{
 };
 use crate::policy::{Items, Who};
 
-/// `[[quota]]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[[quota]]` as written: one quota; it sets at least one of `rate`, `daily`, `monthly`
+/// and `concurrent`. It covers the calls it names (globs as in `[[policy]]`), all if none.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Quota")]
 pub struct RawQuota {
+    /// Names its counters, metrics and refusals: up to 64 letters, digits, `-`, `_` or `.`.
+    /// Required, one per quota.
+    #[schemars(required, extend("pattern" = "^[A-Za-z0-9._-]{1,64}$"))]
     pub name: Option<String>,
+    /// The users it applies to, as in `[[policy]]`. Default: everyone.
     pub who: Option<RawWho>,
+    /// The upstreams whose calls it counts.
     pub upstreams: Option<Vec<String>>,
+    /// The tools whose calls it counts, as `UPSTREAM:TOOL`.
     pub tools: Option<Vec<String>>,
+    /// The prompts whose calls it counts, as `UPSTREAM:PROMPT`.
     pub prompts: Option<Vec<String>>,
+    /// The resources whose reads it counts, as `UPSTREAM:URI`.
     pub resources: Option<Vec<String>>,
+    /// At most N calls per unit, evenly refilled: `N/second`, `N/minute`, `N/hour`, `N/day`
+    /// (also `s`, `min`/`m`, `h`, `d`).
+    #[schemars(extend("pattern" = "^\\s*[0-9]+\\s*/\\s*(second|s|minute|min|m|hour|h|day|d)\\s*$"))]
     pub rate: Option<String>,
+    /// At most this many calls a day (UTC). Calls.
+    #[schemars(range(min = 1))]
     pub daily: Option<u64>,
+    /// At most this many calls a calendar month (UTC). Calls.
+    #[schemars(range(min = 1))]
     pub monthly: Option<u64>,
+    /// At most this many calls in flight at once. Calls.
+    #[schemars(range(min = 1))]
     pub concurrent: Option<u32>,
+    /// `principal`: a count for each user; `everyone`: one count for all it applies to.
+    #[schemars(extend("enum" = ["principal", "everyone"], "default" = "principal"))]
     pub per: Option<String>,
 }
 

@@ -4,11 +4,14 @@
 
 use std::{net::SocketAddr, str::FromStr, time::Duration};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-
 use url::Url;
 
-use super::keys::{Checker, is_reserved_path};
+use super::{
+    keys::{Checker, is_reserved_path},
+    schema::{Expanded, Seconds},
+};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Where a new Switchyard started with `--upgrade` takes the listening sockets over.
@@ -21,32 +24,92 @@ const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9090";
 
 /// `[server]`: the downstream endpoint.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Server")]
 pub struct RawServer {
+    /// Where the MCP endpoint listens, `HOST:PORT` (`--listen` overrides it). Beyond loopback
+    /// it needs `[auth]`.
+    #[schemars(with = "Option<Expanded>", extend("default" = DEFAULT_LISTEN))]
     pub listen: Option<String>,
+    /// The path of the MCP endpoint: clients connect to `http://LISTEN/ENDPOINT_PATH`. A plain
+    /// path, not one of Switchyard's own (`/healthz`, `/oauth/…`, `/.well-known/…`).
+    #[schemars(extend("default" = DEFAULT_ENDPOINT_PATH, "pattern" = "^/[^?#{}*: ]+$"))]
     pub endpoint_path: Option<String>,
+    /// `Host` values accepted, host names or `host:port` (a guard against DNS rebinding); the
+    /// host of `[oauth] public_url` is always accepted. `[]` accepts any host, allowed only
+    /// where every client authenticates.
+    #[schemars(extend("default" = ["localhost", "127.0.0.1", "::1"]))]
     pub allowed_hosts: Option<Vec<String>>,
+    /// Browser origins allowed to call the endpoint (`https://app.example.com`,
+    /// `http://localhost:*` for any port, `null`, or `*` for any); requests without `Origin`
+    /// are not affected. Default: pages served from the allowed hosts (any origin if every
+    /// host is allowed). `[]`: no page.
     pub allowed_origins: Option<Vec<String>>,
+    /// A client session with no requests for this long is closed, with its upstream
+    /// sessions. Seconds.
+    #[schemars(with = "Option<Seconds>", extend("default" = DEFAULT_SESSION_IDLE_TIMEOUT.as_secs()))]
     pub session_idle_timeout_seconds: Option<f64>,
+    /// The largest request body accepted (larger ones get HTTP 413). Bytes, at least 1024.
+    #[schemars(range(min = 1024), extend("default" = DEFAULT_MAX_REQUEST_BODY_BYTES))]
     pub max_request_body_bytes: Option<u64>,
+    /// The longest a client may take to send a request's headers, and then its body (a slower
+    /// one is cut off). Seconds.
+    #[schemars(with = "Option<Seconds>", extend("default" = DEFAULT_CLIENT_TIMEOUT.as_secs()))]
     pub client_timeout_seconds: Option<f64>,
+    /// At shutdown, and for an upstream a reload removes or replaces: how long calls in flight
+    /// may take to finish before they are cut. Seconds.
+    #[schemars(with = "Option<Seconds>", extend("default" = DEFAULT_SHUTDOWN_GRACE.as_secs()))]
     pub shutdown_grace_seconds: Option<f64>,
+    /// Reload this file when it changes (a failed reload keeps the running configuration).
+    #[schemars(extend("default" = true))]
     pub watch_config: Option<bool>,
+    /// Where the pass-through routes (`/servers/NAME/mcp`, each streamable-HTTP upstream
+    /// proxied as it is) are served, `HOST:PORT` (`--passthrough-listen` overrides it).
+    /// Default: not served.
+    #[schemars(with = "Option<Expanded>")]
     pub passthrough_listen: Option<String>,
+    /// The Unix socket through which a new Switchyard started with `--upgrade` takes the
+    /// listening sockets over from this one.
+    #[schemars(with = "Option<Expanded>", extend("default" = DEFAULT_UPGRADE_SOCKET))]
     pub upgrade_socket: Option<String>,
+    /// Answer a session's request with `application/json` rather than a one-event stream when
+    /// its answer comes before anything else.
+    #[schemars(extend("default" = false))]
     pub json_response: Option<bool>,
+    /// How web pages of allowed origins may call the main endpoint.
+    #[schemars(with = "Option<super::cors::MainCors>")]
     pub cors: Option<super::cors::RawCors>,
 }
 
 /// `[admin]`: the operators' listener (API, status page, metrics).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Admin")]
 pub struct RawAdmin {
+    /// Whether the admin listener runs.
+    #[schemars(extend("default" = true))]
     pub enabled: Option<bool>,
+    /// Where the admin listener listens, `HOST:PORT` (`--admin-listen` overrides it).
+    #[schemars(with = "Option<Expanded>", extend("default" = DEFAULT_ADMIN_LISTEN))]
     pub listen: Option<String>,
+    /// `Host` values accepted besides loopback names and the listening address (a guard
+    /// against DNS rebinding).
+    #[schemars(extend("default" = []))]
     pub allowed_hosts: Option<Vec<String>>,
+    /// The bearer token every admin request must carry, at least 16 characters; required when
+    /// `listen` is not loopback. Default: one made at the first start and kept in
+    /// `{state_dir}/admin.token`.
+    #[schemars(with = "Option<Expanded>")]
     pub token: Option<String>,
+    /// Whether upstreams added through the admin API may run programs or read the gateway's
+    /// files and environment (which makes the admin token shell access).
+    #[schemars(extend("default" = false))]
     pub allow_commands: Option<bool>,
+    /// Also serve `/metrics` on the MCP listener.
+    #[schemars(extend("default" = false))]
     pub metrics_on_main_listener: Option<bool>,
+    /// Where upstreams added or removed through the admin API are kept, relative to this
+    /// file's directory; merged into the file at every load. Default: `NAME.overlay.toml`
+    /// beside `NAME.toml`.
     pub overlay_file: Option<String>,
 }
 

@@ -5,21 +5,40 @@
 
 use std::{fmt, path::PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{keys::Checker, keys::decode_key};
+use super::{
+    keys::{Checker, decode_key},
+    schema::Expanded,
+};
 
 const DEFAULT_PREFIX: &str = "switchyard";
 /// The embedded store's file in the state directory.
 const DEFAULT_FILE: &str = "sessions.redb";
 
-/// `[store]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[store]` as written. Changes take a restart.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Store")]
 pub struct RawStore {
+    /// `embedded`: a file of this machine, kept across restarts; `memory`: this process
+    /// alone; `redis`: shared by replicas.
+    #[schemars(extend("enum" = ["embedded", "memory", "redis"], "default" = "embedded"))]
     pub kind: Option<String>,
+    /// `embedded`: the store's file, relative to this file's directory. Default:
+    /// `{state_dir}/sessions.redb`.
+    #[schemars(with = "Option<Expanded>")]
     pub path: Option<String>,
+    /// `redis`: the server, `redis://HOST:PORT/DB` (`rediss://` for TLS). Required there.
+    #[schemars(with = "Option<Expanded>")]
     pub url: Option<String>,
+    /// `redis`: every key starts with `PREFIX:` (gateways may share one Redis).
+    #[schemars(extend("default" = DEFAULT_PREFIX, "pattern" = "^\\S+$"))]
     pub prefix: Option<String>,
+    /// Keys that seal session ids, each 32 bytes in base64: the first seals new ones, all
+    /// open them. Required with `redis`, the same on every replica. Default: the embedded
+    /// store's own key, or the process's.
+    #[schemars(with = "Option<Vec<Expanded>>")]
     pub session_keys: Option<Vec<String>>,
 }
 

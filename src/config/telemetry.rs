@@ -6,21 +6,33 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use url::Url;
 
-use super::keys::Checker;
+use super::{keys::Checker, schema::Expanded};
 
 /// The path of the OTLP/HTTP traces signal, added to an endpoint given without one.
 const TRACES_PATH: &str = "/v1/traces";
 const DEFAULT_SERVICE_NAME: &str = "switchyard";
 
-/// `[telemetry]` as written.
-#[derive(Debug, Default, Deserialize)]
+/// `[telemetry]` as written. Read at start: changes take a restart.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(rename = "Telemetry")]
 pub struct RawTelemetry {
+    /// The OTLP/HTTP collector spans are sent to (protobuf), `http(s)://`; `/v1/traces` is
+    /// added to a URL without a path. Default: no traces.
+    #[schemars(with = "Option<Expanded>")]
     pub otlp_endpoint: Option<String>,
+    /// The share of requests traced, of those whose client sent no sampling decision. A ratio,
+    /// 0 to 1.
+    #[schemars(range(min = 0.0, max = 1.0), extend("default" = 1.0))]
     pub sampling_ratio: Option<f64>,
+    /// The service name spans carry.
+    #[schemars(extend("default" = DEFAULT_SERVICE_NAME))]
     pub service_name: Option<String>,
+    /// Headers sent with every export (an API key; kept out of logs).
+    #[schemars(with = "Option<BTreeMap<String, Expanded>>")]
     pub headers: Option<BTreeMap<String, String>>,
 }
 

@@ -1,5 +1,5 @@
-//! The `switchyard` command and its configuration files: `check`, every file in `conf/`, and
-//! running from an MCP client's `mcpServers` JSON.
+//! The `switchyard` command and its configuration files: `check`, every file in `conf/`,
+//! `config schema`, and running from an MCP client's `mcpServers` JSON.
 
 use std::{path::Path, process::Command, time::Duration};
 
@@ -93,6 +93,52 @@ fn check_reports_every_problem_with_file_and_key_path() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the file"));
+}
+
+/// `switchyard config schema` prints the configuration file's JSON Schema: the tables and
+/// keys it reads, with what each accepts.
+#[test]
+fn config_schema_describes_the_configuration_file() {
+    let output = Command::new(SWITCHYARD)
+        .args(["config", "schema"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let schema: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    let definition = |at: &serde_json::Value| {
+        let name = at["$ref"].as_str().unwrap().trim_start_matches("#/$defs/");
+        schema["$defs"][name].clone()
+    };
+    let server = definition(&schema["properties"]["server"]);
+    assert_eq!(server["additionalProperties"], false);
+    assert_eq!(server["properties"]["listen"]["type"], "string");
+    assert_eq!(server["properties"]["listen"]["default"], "127.0.0.1:8080");
+    assert!(
+        server["properties"]["listen"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("listens")
+    );
+    // `upstreams` is a table of named tables, each choosing its transport among four.
+    let upstream = definition(&schema["properties"]["upstreams"]["additionalProperties"]);
+    assert_eq!(
+        upstream["properties"]["transport"]["enum"],
+        json!(["stdio", "streamable_http", "sse", "auto"])
+    );
+    assert_eq!(
+        upstream["properties"]["connect_timeout_seconds"]["exclusiveMinimum"],
+        0
+    );
+    // `[[quota]]` is an array of tables.
+    assert_eq!(schema["properties"]["quota"]["type"], "array");
 }
 
 #[tokio::test]

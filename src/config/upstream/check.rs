@@ -15,7 +15,7 @@ use crate::config::{
 };
 use crate::names::UpstreamName;
 
-const DEFAULT_MAX_PROCESSES: u32 = 16;
+pub(super) const DEFAULT_MAX_PROCESSES: u32 = 16;
 
 /// The policy an upstream inherits when `[upstream_defaults]` says nothing.
 pub fn default_policy() -> UpstreamPolicy {

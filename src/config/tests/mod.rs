@@ -3,9 +3,11 @@
 mod access;
 mod auth;
 mod items;
+mod keys;
 mod mcp_json;
 mod oauth;
 mod quota;
+mod reference;
 mod store;
 mod telemetry;
 

@@ -6,6 +6,7 @@ mod items;
 mod keys;
 mod mcp_json;
 mod oauth;
+mod page;
 mod quota;
 mod reference;
 mod store;

@@ -225,6 +225,34 @@ fn the_variants_read_alternatives_in_place_of_their_base() {
     );
 }
 
+/// The schema accepts the reference file with its commented settings in effect (so each
+/// example fits the ranges, values and patterns the schema gives), and every default it
+/// states.
+#[test]
+fn the_schema_accepts_the_reference_file_and_its_own_defaults() {
+    let schema = schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for (n, variant) in parsed_variants().iter().enumerate() {
+        let instance = serde_json::to_value(variant).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|error| format!("{}: {error}", error.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "variant {n}:\n  {}", errors.join("\n  "));
+    }
+    for key in keys(&schema) {
+        let Some(default) = key.schema.get("default") else {
+            continue;
+        };
+        let own = jsonschema::validator_for(key.schema).unwrap();
+        assert!(
+            own.is_valid(default),
+            "{}: default {default} does not fit",
+            key.path()
+        );
+    }
+}
+
 /// The schema names the keys a configuration is read with, and the types `load` takes.
 #[test]
 fn the_schema_describes_the_file() {

@@ -1,9 +1,9 @@
-//! Upstream MCP servers: one `Upstream` per configured server, holding its connections (the
-//! shared one, stateless and per-user ones, how they are made) and three parts of its own:
-//! `Lists` (what it lists, as discovered and as served), `Health` (its status and the signals
-//! between its requests and its supervisor) and `Load` (its requests in flight, under its
-//! limit); plus the transports, the handler Switchyard answers them with, discovery, and the
-//! supervisor task that keeps each one connected.
+//! Upstream MCP servers: one `Upstream` per configured server, its configuration and four
+//! parts of its own: `Connections` (the shared one, the stateless one, each user's own, and
+//! what making them needs), `Lists` (what it lists, as discovered and as served), `Health`
+//! (its status and the signals between its requests and its supervisor) and `Load` (its
+//! requests in flight, under its limit); plus the transports, the handler Switchyard answers
+//! them with, discovery, and the supervisor task that keeps each one connected.
 //!
 //! Every upstream keeps one shared connection (for discovery, list-change notifications, shared
 //! mode and stateless clients). In `per_client` mode each downstream session also opens its own
@@ -18,6 +18,7 @@ mod asked;
 mod augmented;
 mod client;
 mod connection;
+mod connections;
 mod detect;
 mod discovery;
 mod exchange;
@@ -44,15 +45,13 @@ mod tasks;
 
 use std::{
     sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, AtomicU8, Ordering},
+        Arc,
+        atomic::{AtomicBool, Ordering},
     },
     time::Duration,
 };
 
-use arc_swap::{ArcSwap, ArcSwapOption};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tokio::sync::mpsc;
 
 pub use admission::{Admission, Admitted, Overloaded};
 pub use augmented::lift;
@@ -69,9 +68,11 @@ pub use status::{UpstreamState, UpstreamStatus, escape_for_display};
 pub use supervisor::{Hooks, SupervisorHooks, spawn_supervisor};
 pub use tasks::{TaskWatch, TaskWatches};
 
+use connections::Connections;
+
 use crate::{
     catalog::UpstreamCatalog,
-    config::{FailureMode, HttpProtocol, SessionMode, TransportConfig, UpstreamConfig},
+    config::{FailureMode, SessionMode, TransportConfig, UpstreamConfig},
     events::Events,
     names::UpstreamName,
     oauth::{Authorizer, Link, Need, OAuth},
@@ -110,45 +111,20 @@ pub enum UpstreamError {
 /// One configured upstream server and everything known about it.
 pub struct Upstream {
     config: UpstreamConfig,
-    /// One connection pool for all of this upstream's HTTP sessions.
-    http: reqwest::Client,
-    /// For streamable HTTP: the pooled client of the raw path, and the URL it posts to.
-    raw: Option<(raw_client::RawClient, ::http::Uri)>,
-    /// Whether the upstream's connections have a raw path (its shared one had, when made).
-    raw_ready: AtomicBool,
-    /// The shared session; swapped as the supervisor reconnects.
-    shared: ArcSwapOption<Connection>,
-    /// The shared 2026-07-28 session for stateless clients, opened on first need.
-    modern: ArcSwapOption<Connection>,
-    /// Which protocol eras the upstream speaks, as far as found out; its lock serializes
-    /// opening the modern session.
-    eras: tokio::sync::Mutex<()>,
-    /// An `EraSupport`, read by every request routed here (hence an atomic, not a lock).
-    era_support: AtomicU8,
-    /// With `transport = "auto"`: the HTTP transport found to work, until a connection fails.
-    detected: Mutex<Option<HttpProtocol>>,
+    /// Its connections, and what making them needs.
+    connections: Connections,
     /// What it lists, as discovered and as served, and what is kept beside.
     lists: Lists,
     /// How it is doing, and the signals between its requests and its supervisor.
     health: Health,
     /// Where every connection of this upstream reports list changes (read by the supervisor).
     events: mpsc::UnboundedSender<UpstreamEvent>,
-    /// Caps the processes of a `per_client` stdio upstream.
-    process_slots: Arc<Semaphore>,
     /// Its requests in flight, under `max_concurrent_requests` if set.
     load: Load,
     /// Switchyard's OAuth client for this upstream (HTTP upstreams, unless disabled).
     auth: Option<Arc<Authorizer>>,
-    /// Cancelled to end every connection of this upstream, shared and per-client (shutdown).
-    closing: CancellationToken,
-    /// The tasks running this upstream's connections, each until its session has ended.
-    tasks: TaskTracker,
     /// Set once a reload removed or replaced this upstream: it finishes its calls, then closes.
     retired: AtomicBool,
-    /// The principal whose token the shared connection carries.
-    service: ArcSwap<Principal>,
-    /// With tokens per user: other users' own connections, where the upstream is shared.
-    by_principal: principals::Connections,
     /// Where its state changes are told to operators.
     operators: Arc<Events>,
 }
@@ -168,37 +144,20 @@ impl Upstream {
             }
             _ => None,
         };
-        let slots = match &config.transport {
-            TransportConfig::Stdio(stdio) => stdio.max_processes,
-            TransportConfig::Http(_) => Semaphore::MAX_PERMITS,
-        };
         let policy = &config.policy;
         let admission = policy
             .max_concurrent_requests
             .map(|limit| Admission::new(limit, policy.max_queued_requests));
-        let raw = raw_path(&config);
         let health = Health::new(matches!(config.transport, TransportConfig::Http(_)));
         let upstream = Arc::new(Self {
-            http: http::http_client(policy.connect_timeout),
-            raw,
-            raw_ready: AtomicBool::new(false),
+            connections: Connections::new(&config),
             load: Load::new(admission),
             auth,
             config,
-            shared: ArcSwapOption::empty(),
-            modern: ArcSwapOption::empty(),
-            eras: tokio::sync::Mutex::new(()),
-            era_support: AtomicU8::new(EraSupport::Unknown as u8),
-            detected: Mutex::new(None),
             lists: Lists::new(pins),
             health,
             events,
-            process_slots: Arc::new(Semaphore::new(slots)),
-            closing: CancellationToken::new(),
-            tasks: TaskTracker::new(),
             retired: AtomicBool::new(false),
-            service: ArcSwap::from_pointee(Principal::anonymous()),
-            by_principal: Default::default(),
             operators: operators.clone(),
         });
         upstream.tell_status(&upstream.health.status());
@@ -237,9 +196,9 @@ impl Upstream {
 
     /// The shared connection, if it is up.
     pub fn shared(&self) -> Result<Arc<Connection>, UpstreamError> {
-        match self.shared.load_full() {
-            Some(connection) if !connection.is_closed() => Ok(connection),
-            _ => {
+        match self.connections.shared() {
+            Some(connection) => Ok(connection),
+            None => {
                 let status = self.health.status();
                 let reason = match &status.last_error {
                     Some(error) if status.state != UpstreamState::Ready => error.clone(),
@@ -293,16 +252,8 @@ impl Upstream {
     /// For shutdown: the supervisor must be stopped first, or it would reconnect.
     pub async fn close_all(&self, grace: Duration) {
         self.health.set_serving(false);
-        self.shared.store(None);
-        self.modern.store(None);
-        self.by_principal.clear();
         self.lists.personal.clear();
-        self.closing.cancel();
-        self.tasks.close();
-        if tokio::time::timeout(grace, self.tasks.wait())
-            .await
-            .is_err()
-        {
+        if !self.connections.close_all(grace).await {
             tracing::warn!(upstream = %self.name(), "some upstream sessions did not end in time");
         }
     }
@@ -317,7 +268,7 @@ impl Upstream {
     /// Whether requests to this upstream can take the raw path (its connections are
     /// streamable HTTP).
     pub fn has_raw_path(&self) -> bool {
-        self.raw_ready.load(Ordering::Acquire)
+        self.connections.has_raw_path()
     }
 
     /// Whether the upstream speaks only 2026-07-28 (it refused `initialize`).
@@ -358,33 +309,11 @@ impl Upstream {
     }
 
     fn era_support(&self) -> EraSupport {
-        EraSupport::from_u8(self.era_support.load(Ordering::Acquire))
+        self.connections.era_support()
     }
 
     fn set_era_support(&self, support: EraSupport) {
-        self.era_support.store(support as u8, Ordering::Release);
-    }
-}
-
-/// The raw path's client and URL for an HTTP upstream (unused if it turns out to speak
-/// legacy SSE). Without a TLS setup or a URL hyper takes, requests take the typed path.
-fn raw_path(config: &UpstreamConfig) -> Option<(raw_client::RawClient, ::http::Uri)> {
-    let TransportConfig::Http(http) = &config.transport else {
-        return None;
-    };
-    let uri = match http.url.as_str().parse::<::http::Uri>() {
-        Ok(uri) => uri,
-        Err(error) => {
-            tracing::warn!(upstream = %config.name, %error, "the URL cannot be used for raw requests; all requests go the typed way");
-            return None;
-        }
-    };
-    match raw_client::raw_client(config.policy.connect_timeout) {
-        Ok(client) => Some((client, uri)),
-        Err(error) => {
-            tracing::warn!(upstream = %config.name, %error, "no TLS setup for raw requests; all requests go the typed way");
-            None
-        }
+        self.connections.set_era_support(support);
     }
 }
 

@@ -64,7 +64,7 @@ impl Upstream {
             // legacy SSE, which predates 2026-07-28.
             return Ok(Some(shared));
         }
-        if let Some(modern) = self.modern.load_full()
+        if let Some(modern) = self.connections.modern.load_full()
             && !modern.is_closed()
         {
             return Ok(Some(modern));
@@ -78,11 +78,11 @@ impl Upstream {
     /// Opens the upstream's 2026-07-28 session, or finds it speaks only the legacy era.
     async fn open_stateless(&self) -> Result<Arc<Connection>, UpstreamError> {
         let shared = self.shared()?;
-        let _opening = self.eras.lock().await;
+        let _opening = self.connections.eras.lock().await;
         if self.era_support() == EraSupport::LegacyOnly {
             return Ok(shared);
         }
-        if let Some(modern) = self.modern.load_full()
+        if let Some(modern) = self.connections.modern.load_full()
             && !modern.is_closed()
         {
             return Ok(modern);
@@ -94,7 +94,7 @@ impl Upstream {
                 let timeout = self.config.policy.discovery_timeout;
                 let _ = tokio::time::timeout(timeout, modern.peer().list_tools(None)).await;
                 let modern = Arc::new(modern);
-                self.modern.store(Some(modern.clone()));
+                self.connections.modern.store(Some(modern.clone()));
                 Ok(modern)
             }
             Err(error) => {
@@ -118,7 +118,8 @@ impl Upstream {
     ) -> Result<Arc<Connection>, UpstreamError> {
         let slot = match &self.config.transport {
             TransportConfig::Stdio(stdio) => Some(
-                self.process_slots
+                self.connections
+                    .process_slots
                     .clone()
                     .try_acquire_owned()
                     .map_err(|_| UpstreamError::ProcessLimit(stdio.max_processes))?,
@@ -158,7 +159,7 @@ impl Upstream {
             None => Principal::default(),
         };
         let connection = self.open_for(era, &principal, false).await?;
-        self.service.store(Arc::new(principal));
+        self.connections.service.store(Arc::new(principal));
         Ok(connection)
     }
 
@@ -186,7 +187,7 @@ impl Upstream {
         era: Era,
         features: Features,
     ) -> Result<Connection, UpstreamError> {
-        let principal = self.service.load_full();
+        let principal = self.connections.service.load_full();
         let holder = Holder {
             hook: self.request_hook(&principal).await,
             scope: None,
@@ -244,12 +245,16 @@ impl Upstream {
             era,
             timeout: self.config.policy.connect_timeout,
             stream_idle: self.config.policy.stream_idle_timeout,
-            http: &self.http,
-            raw: self.raw.as_ref().map(|(client, uri)| (client, uri)),
+            http: &self.connections.http,
+            raw: self
+                .connections
+                .raw
+                .as_ref()
+                .map(|(client, uri)| (client, uri)),
             hook,
             slot,
-            closing: &self.closing,
-            tasks: &self.tasks,
+            closing: &self.connections.closing,
+            tasks: &self.connections.tasks,
             session,
         };
         Connection::open(opening, handler, relay).await
@@ -265,6 +270,7 @@ impl Upstream {
         let protocol = match http.protocol {
             HttpProtocol::Auto => {
                 let known = *self
+                    .connections
                     .detected
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -272,12 +278,15 @@ impl Upstream {
                     Some(protocol) => protocol,
                     None => {
                         let timeout = self.config.policy.connect_timeout;
-                        let protocol =
-                            tokio::time::timeout(timeout, detect(&self.http, &http.url, hook))
-                                .await
-                                .map_err(|_| UpstreamError::ConnectTimeout(timeout))??;
+                        let protocol = tokio::time::timeout(
+                            timeout,
+                            detect(&self.connections.http, &http.url, hook),
+                        )
+                        .await
+                        .map_err(|_| UpstreamError::ConnectTimeout(timeout))??;
                         tracing::info!(upstream = %self.name(), transport = ?protocol, "detected the upstream's HTTP transport");
                         *self
+                            .connections
                             .detected
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(protocol);
@@ -301,6 +310,7 @@ impl Upstream {
         };
         let protocol = match http.protocol {
             HttpProtocol::Auto => self
+                .connections
                 .detected
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -314,6 +324,7 @@ impl Upstream {
     /// again (the server may have been replaced by one that speaks others).
     pub(super) fn forget_discovered(&self) {
         *self
+            .connections
             .detected
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;

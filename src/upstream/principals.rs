@@ -34,7 +34,7 @@ impl Upstream {
     /// upstream that speaks only 2026-07-28 is watched through its one shared stream.
     pub fn scope_of(&self, principal: &Principal) -> Option<Principal> {
         let own = self.connections_per_user()
-            && **self.service.load() != *principal
+            && **self.connections.service.load() != *principal
             && self.era_support() != EraSupport::ModernOnly;
         own.then(|| principal.clone())
     }
@@ -47,14 +47,14 @@ impl Upstream {
         principal: &Principal,
         stateless: bool,
     ) -> Result<Arc<Connection>, UpstreamError> {
-        if !self.connections_per_user() || **self.service.load() == *principal {
+        if !self.connections_per_user() || **self.connections.service.load() == *principal {
             return if stateless {
                 self.stateless().await
             } else {
                 self.shared()
             };
         }
-        if let Some(slot) = self.by_principal.get(principal)
+        if let Some(slot) = self.connections.by_principal.get(principal)
             && let Some(connection) = slot.get()
             && !connection.is_closed()
         {
@@ -71,6 +71,7 @@ impl Upstream {
     ) -> Result<Arc<Connection>, UpstreamError> {
         for _ in 0..2 {
             let slot = self
+                .connections
                 .by_principal
                 .entry(principal.clone())
                 .or_default()
@@ -94,7 +95,8 @@ impl Upstream {
             if !connection.is_closed() {
                 return Ok(connection);
             }
-            self.by_principal
+            self.connections
+                .by_principal
                 .remove_if(principal, |_, kept| Arc::ptr_eq(kept, &slot));
         }
         Err(UpstreamError::NotConnected(

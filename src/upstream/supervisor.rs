@@ -163,11 +163,7 @@ fn publish(upstream: &Arc<Upstream>, connection: &Arc<Connection>, hooks: &Hooks
     if upstream.health().status().last_error.is_some() {
         upstream.health().count_restart();
     }
-    upstream.shared.store(Some(connection.clone()));
-    upstream.raw_ready.store(
-        connection.raw().is_some(),
-        std::sync::atomic::Ordering::Release,
-    );
+    upstream.connections.set_shared(Some(connection.clone()));
     upstream.health().set_serving(true);
     hooks.changed(ListChanges::default());
     mark_ready(upstream, connection);
@@ -188,7 +184,7 @@ async fn withdraw(
     upstream.set_status(upstream.health().status().failed(reason, failures));
     hooks.failed(upstream, reason);
     upstream.health().set_serving(false);
-    upstream.shared.store(None);
+    upstream.connections.set_shared(None);
     // An HTTP server that went away fails every session with it; a stdio upstream's
     // per-client processes are processes of their own and go on.
     if !matches!(upstream.config.transport, TransportConfig::Stdio(_)) {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{keys::Checker, schema::Expanded};
+use super::{keys::Checker, kinds::Expanded};
 
 const DEFAULT_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 const DEFAULT_MAX_FILES: u32 = 10;

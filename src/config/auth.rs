@@ -12,7 +12,7 @@ use url::Url;
 
 use super::{
     keys::{Checker, Entries},
-    schema::{Expanded, Seconds},
+    kinds::{Expanded, Seconds},
 };
 
 const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);

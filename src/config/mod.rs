@@ -13,6 +13,7 @@ mod expand;
 mod headers;
 mod items;
 mod keys;
+mod kinds;
 mod langchain;
 mod limits;
 mod load;

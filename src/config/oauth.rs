@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::{
     keys::{Checker, decode_key},
-    schema::{Expanded, Seconds},
+    kinds::{Expanded, Seconds},
 };
 
 /// `[oauth]`: Switchyard as the OAuth client of the upstreams that require authorization.

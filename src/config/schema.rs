@@ -4,9 +4,6 @@
 //! string for a choice, a float for seconds) so that every problem is reported at once; their
 //! `#[schemars]` attributes still tell an editor the accepted values, ranges and defaults.
 
-use std::borrow::Cow;
-
-use schemars::{JsonSchema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value};
 
 use super::raw::RawConfig;
@@ -63,46 +60,5 @@ fn drop_null(object: &mut Map<String, Value>) {
     }
     if let Some(Value::Array(enumerated)) = object.get_mut("enum") {
         enumerated.retain(|v| !v.is_null());
-    }
-}
-
-// === Schema-only types: what a loose raw field accepts ===
-
-/// A number of seconds (fractions allowed), above 0 (and below 10⁹, which `load` takes for a
-/// mistake rather than a time).
-pub(super) struct Seconds;
-
-impl JsonSchema for Seconds {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Seconds".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
-        json_schema!({
-            "type": "number",
-            "exclusiveMinimum": 0,
-        })
-    }
-}
-
-/// A string whose placeholders are expanded at load: `${env:NAME}`, `${env:NAME:-default}`,
-/// `${NAME}`, `${file:PATH}`, `${switchyard}` (`$${` for a literal `${`).
-pub(super) struct Expanded;
-
-impl JsonSchema for Expanded {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Expanded".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
-        json_schema!({ "type": "string", "x-placeholders": true })
     }
 }

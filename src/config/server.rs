@@ -10,7 +10,7 @@ use url::Url;
 
 use super::{
     keys::{Checker, is_reserved_path},
-    schema::{Expanded, Seconds},
+    kinds::{Expanded, Seconds},
 };
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::{
     keys::{Checker, decode_key},
-    schema::Expanded,
+    kinds::Expanded,
 };
 
 const DEFAULT_PREFIX: &str = "switchyard";

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use url::Url;
 
-use super::{keys::Checker, schema::Expanded};
+use super::{keys::Checker, kinds::Expanded};
 
 /// The path of the OTLP/HTTP traces signal, added to an endpoint given without one.
 const TRACES_PATH: &str = "/v1/traces";

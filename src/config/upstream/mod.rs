@@ -14,8 +14,8 @@ use super::{
     UserHeader,
     items::{INLINE_BYTES, INLINE_BYTES_MOST, ItemRules, RawCache},
     keys::Entries,
+    kinds::{Expanded, Seconds},
     oauth::{RawUpstreamOAuth, UpstreamOAuth},
-    schema::{Expanded, Seconds},
 };
 use crate::names::UpstreamName;
 

@@ -46,7 +46,7 @@ struct Cli {
     log_format: LogFormat,
     /// Threads that serve requests (default: one per core, or `TOKIO_WORKER_THREADS`). On a
     /// machine the gateway shares with its upstreams and clients, fewer threads than cores hand
-    /// fewer requests from thread to thread (the README's Performance section measures 1).
+    /// fewer requests from thread to thread (measure it with `switchyard bench --pid`).
     #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
     worker_threads: Option<u16>,
 }

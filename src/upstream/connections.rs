@@ -84,12 +84,16 @@ impl Connections {
     }
 
     /// Puts `connection` in service as the shared one (`None`: there is none).
+    /// The connection is in place before the raw path is said to be ready, as a request that
+    /// finds the raw path takes the shared connection.
     pub(super) fn set_shared(&self, connection: Option<Arc<Connection>>) {
-        if let Some(connection) = &connection {
-            self.raw_ready
-                .store(connection.raw().is_some(), Ordering::Release);
-        }
+        let raw = connection
+            .as_ref()
+            .map(|connection| connection.raw().is_some());
         self.shared.store(connection);
+        if let Some(raw) = raw {
+            self.raw_ready.store(raw, Ordering::Release);
+        }
     }
 
     /// Whether requests can take the raw path (the shared connection is streamable HTTP).

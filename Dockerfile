@@ -9,13 +9,10 @@ ARG RUST_VERSION=1.95
 ARG DEBIAN_RELEASE=bookworm
 
 # --- dependencies ----------------------------------------------------------------------------
-# The manifests, the lock file and the local zlib-ng stand-in (crates/libz-ng-sys, patched into
-# the dependency graph: flate2 calls its API, so it is copied whole), with empty sources for
-# the workspace's own crates: this layer compiles every dependency and is reused until
-# Cargo.toml, Cargo.lock or crates/libz-ng-sys change. (cargo-chef would replace the local
-# patch by an empty crate as well, and flate2 would not compile against it.)
+# The manifests and the lock file, with empty sources for the workspace's own crates: this
+# layer compiles every dependency and is reused until Cargo.toml or Cargo.lock change.
 FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
-# No cmake: any build script that tried to run it should fail loudly (see crates/libz-ng-sys).
+# No cmake: any build script that tried to run it should fail loudly.
 ENV CMAKE=/nonexistent \
     CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
@@ -23,7 +20,6 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY crates/bench/Cargo.toml crates/bench/
 COPY crates/conformance/Cargo.toml crates/conformance/
-COPY crates/libz-ng-sys crates/libz-ng-sys
 RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src \
     && echo 'fn main() {}' > src/main.rs \
     && touch src/lib.rs crates/bench/src/lib.rs crates/conformance/src/lib.rs \

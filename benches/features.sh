@@ -4,7 +4,7 @@
 # demo server, loaded in turns by one `switchyard bench` run beside a bare hop. Each row has the
 # process's CPU per call, so a feature's cost is its row against `plain`, and `plain` against
 # the hop is what the path costs with everything off. The plain gateway's pass-through route
-# (`/servers/demo/mcp`, pingora, byte for byte) is loaded too, against the same hop.
+# (`/servers/demo/mcp`, the upstream as it is) is loaded too, against the same hop.
 #
 #   benches/features.sh [SWITCHYARD_BIN]   (default: target/release/switchyard)
 #   ROUNDS=5 DURATION=8 CONCURRENCY=1 benches/features.sh

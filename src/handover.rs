@@ -1,59 +1,82 @@
-//! Zero-downtime upgrades, with pingora's transfer of listening sockets: a new Switchyard
-//! started with `--upgrade` waits at `[server] upgrade_socket` for the sockets of the running
-//! one; the running one, sent SIGQUIT, hands them over there, stops accepting and finishes
-//! what it is serving. The sockets never close in between: a connection waits in their queue
-//! for whichever process accepts it, so none is refused.
+//! Zero-downtime upgrades by handing the listening sockets over: a new Switchyard started
+//! with `--upgrade` waits at `[server] upgrade_socket` for the sockets of the running one; the
+//! running one, sent SIGQUIT, hands them over there, stops accepting and finishes what it is
+//! serving. The sockets never close in between: a connection waits in their queue for
+//! whichever process accepts it, so none is refused.
+//!
+//! The transfer is one message on a Unix socket: the sockets' roles, separated by spaces, with
+//! the descriptors in the same order as `SCM_RIGHTS` (the format earlier releases used, so an
+//! upgrade from one of them works too).
 
 use std::{
-    collections::HashSet,
+    collections::HashMap,
+    io::{IoSlice, IoSliceMut},
+    mem::MaybeUninit,
     net::SocketAddr,
-    os::fd::{AsRawFd, FromRawFd, RawFd},
+    os::fd::{AsFd, OwnedFd},
     path::Path,
+    time::Duration,
 };
 
 use anyhow::Context;
-use pingora::server::Fds;
-use tokio::net::TcpListener;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+use tokio::{
+    io::Interest,
+    net::{TcpListener, UnixListener, UnixStream},
+};
+
+/// How long each side waits for the other: the new process for the running one to connect,
+/// the running one for the new one to listen.
+const WAIT: Duration = Duration::from_secs(10);
+/// The most sockets one transfer carries, and the longest list of their roles.
+const MOST_SOCKETS: usize = 8;
+const MOST_ROLES: usize = 1024;
 
 /// The listening sockets taken over from the Switchyard being replaced (none without
 /// `--upgrade`).
 pub struct Inherited {
-    fds: Fds,
-    taken: HashSet<String>,
+    by_role: HashMap<String, OwnedFd>,
 }
 
 impl Inherited {
     pub fn none() -> Self {
         Self {
-            fds: Fds::new(),
-            taken: HashSet::new(),
+            by_role: HashMap::new(),
         }
     }
 
     /// Waits at `path` for the running Switchyard to hand its listening sockets over (it
-    /// does when sent SIGQUIT), for as long as pingora's transfer waits.
+    /// does when sent SIGQUIT), for `WAIT`.
     pub async fn receive(path: &Path) -> anyhow::Result<Self> {
-        let path = socket_path(path)?;
-        let fds = tokio::task::spawn_blocking(move || {
-            let mut fds = Fds::new();
-            fds.get_from_sock(path.as_str()).map(|()| fds)
-        })
-        .await
-        .context("the upgrade's transfer stopped")?
-        .map_err(|error| anyhow::anyhow!("no listening sockets were handed over: {error}"))?;
-        Ok(Self {
-            fds,
-            taken: HashSet::new(),
-        })
+        let _ = std::fs::remove_file(path);
+        let listener = UnixListener::bind(path).with_context(|| {
+            format!("server.upgrade_socket: cannot listen at {}", path.display())
+        })?;
+        let accepted = tokio::time::timeout(WAIT, listener.accept()).await;
+        let _ = std::fs::remove_file(path);
+        let (stream, _) = accepted
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "no listening sockets were handed over within {} s",
+                    WAIT.as_secs()
+                )
+            })?
+            .context("no listening sockets were handed over")?;
+        let by_role = tokio::time::timeout(WAIT, receive_sockets(&stream))
+            .await
+            .map_err(|_| anyhow::anyhow!("the running Switchyard connected but sent nothing"))?
+            .context("no listening sockets were handed over")?;
+        Ok(Self { by_role })
     }
 
     /// The listener for `role` at `addr`: the one taken over, if it listens there (a
     /// configured port 0 takes the port in use), else a new one.
     pub async fn listener(&mut self, role: &str, addr: SocketAddr) -> std::io::Result<TcpListener> {
-        if let Some(fd) = self.fds.get(role).copied() {
-            // SAFETY: the descriptor was just received for this role and nothing else owns it.
-            let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
-            self.taken.insert(role.to_owned());
+        if let Some(fd) = self.by_role.remove(role) {
+            let listener = std::net::TcpListener::from(fd);
             let local = listener.local_addr()?;
             if local.ip() == addr.ip() && (addr.port() == 0 || addr.port() == local.port()) {
                 listener.set_nonblocking(true)?;
@@ -67,34 +90,97 @@ impl Inherited {
 
     /// Closes the sockets taken over that no listener claimed.
     pub fn close_unclaimed(&mut self) {
-        let taken = std::mem::take(&mut self.taken);
-        self.fds.close_unclaimed(&taken);
+        self.by_role.clear();
     }
+}
+
+/// Reads the one message of a transfer: the sockets by role.
+async fn receive_sockets(stream: &UnixStream) -> std::io::Result<HashMap<String, OwnedFd>> {
+    let mut roles = [0u8; MOST_ROLES];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MOST_SOCKETS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = loop {
+        stream.readable().await?;
+        let read = stream.try_io(Interest::READABLE, || {
+            let mut slices = [IoSliceMut::new(&mut roles)];
+            rustix::net::recvmsg(stream, &mut slices, &mut control, RecvFlags::CMSG_CLOEXEC)
+                .map_err(std::io::Error::from)
+        });
+        match read {
+            Ok(received) => break received,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(error) => return Err(error),
+        }
+    };
+    let mut fds = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = message {
+            fds.extend(rights);
+        }
+    }
+    let invalid =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let roles = std::str::from_utf8(&roles[..received.bytes.min(MOST_ROLES)])
+        .map_err(|_| invalid("the sockets' roles are not UTF-8"))?;
+    let roles: Vec<&str> = roles.split_ascii_whitespace().collect();
+    if roles.len() != fds.len() {
+        return Err(invalid(&format!(
+            "{} roles came with {} sockets",
+            roles.len(),
+            fds.len()
+        )));
+    }
+    Ok(roles.into_iter().map(str::to_owned).zip(fds).collect())
 }
 
 /// Hands `listeners` (by role) to the new Switchyard waiting at `path`.
-pub async fn hand_over(path: &Path, listeners: Vec<(&'static str, RawFd)>) -> anyhow::Result<()> {
-    let path = socket_path(path)?;
-    let mut fds = Fds::new();
-    for (role, fd) in listeners {
-        fds.add(role.to_owned(), fd);
-    }
-    tokio::task::spawn_blocking(move || fds.send_to_sock(path.as_str()))
+pub async fn hand_over(path: &Path, listeners: &[(&'static str, OwnedFd)]) -> anyhow::Result<()> {
+    let roles = listeners
+        .iter()
+        .map(|(role, _)| *role)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let fds: Vec<_> = listeners.iter().map(|(_, fd)| fd.as_fd()).collect();
+    let stream = tokio::time::timeout(WAIT, connect(path))
         .await
-        .context("the upgrade's transfer stopped")?
-        .map_err(|error| anyhow::anyhow!("no new Switchyard took the sockets: {error}"))?;
-    Ok(())
+        .map_err(|_| anyhow::anyhow!("no new Switchyard waits at {}", path.display()))?;
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MOST_SOCKETS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    anyhow::ensure!(
+        control.push(SendAncillaryMessage::ScmRights(&fds)),
+        "more than {MOST_SOCKETS} listening sockets"
+    );
+    loop {
+        stream.writable().await?;
+        let sent = stream.try_io(Interest::WRITABLE, || {
+            let slices = [IoSlice::new(roles.as_bytes())];
+            rustix::net::sendmsg(&stream, &slices, &mut control, SendFlags::empty())
+                .map_err(std::io::Error::from)
+        });
+        match sent {
+            Ok(_) => return Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(error) => {
+                return Err(error).context("the listening sockets could not be sent");
+            }
+        }
+    }
 }
 
-/// The raw descriptor of `listener`, for `hand_over`.
-pub fn raw(listener: &TcpListener) -> RawFd {
-    listener.as_raw_fd()
+/// Connects to the new Switchyard at `path`, trying again until it listens there.
+async fn connect(path: &Path) -> UnixStream {
+    loop {
+        match UnixStream::connect(path).await {
+            Ok(stream) => return stream,
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
 
-fn socket_path(path: &Path) -> anyhow::Result<String> {
-    path.to_str()
-        .map(str::to_owned)
-        .with_context(|| format!("server.upgrade_socket: {} is not UTF-8", path.display()))
+/// A descriptor of `listener` to hand over: the same socket, kept open for the transfer
+/// whatever becomes of `listener`.
+pub fn shareable(listener: &TcpListener) -> std::io::Result<OwnedFd> {
+    listener.as_fd().try_clone_to_owned()
 }
 
 /// Resolves at each SIGQUIT: the signal that asks for the sockets to be handed over.
@@ -107,7 +193,7 @@ pub async fn upgrade_signal() -> Option<()> {
 /// stops (finishing what is in flight). If none takes them, goes on serving.
 pub async fn on_sigquit(
     socket: std::path::PathBuf,
-    listeners: Vec<(&'static str, std::os::fd::RawFd)>,
+    listeners: Vec<(&'static str, OwnedFd)>,
     store: std::sync::Arc<crate::store::Store>,
     stopping: tokio_util::sync::CancellationToken,
 ) {
@@ -115,7 +201,7 @@ pub async fn on_sigquit(
         // The embedded store's file goes first, for the new Switchyard to open as it starts;
         // if the handover fails, it is opened again here at its next use.
         store.release_file(false).await;
-        match hand_over(&socket, listeners.clone()).await {
+        match hand_over(&socket, &listeners).await {
             Ok(()) => {
                 store.release_file(true).await;
                 tracing::info!(

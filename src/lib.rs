@@ -26,8 +26,8 @@
 //! | `clock`, `expiring`, `names`, `principal`, `text` | Unix time, entries that expire, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
 //!
 //! Beside the path, and above it (they may use any of it): `passthrough`
-//! (`/servers/{name}/mcp`: one upstream proxied byte for byte by pingora, under the same
-//! admission), `handover` (listening sockets handed to a new binary), `admin`, `reload` and
+//! (`/servers/{name}/mcp`: one upstream proxied as it is over its pooled HTTP client, under
+//! the same admission), `handover` (listening sockets handed to a new binary), `admin`, `reload` and
 //! `startup` (what a person who started it is told). Only the binary uses `demo` (the server
 //! the default configuration serves, also the fast upstream of the benches) and `import` (MCP
 //! clients' configurations read into one). The load generator of `switchyard bench` is a crate

@@ -404,15 +404,16 @@ async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result<()> {
         config.server.passthrough_listen = Some(passthrough.local_addr()?);
     }
     // What a SIGQUIT hands over to a new Switchyard.
-    let handed: Vec<(&'static str, std::os::fd::RawFd)> = [
+    let handed: Vec<(&'static str, std::os::fd::OwnedFd)> = [
         Some(("main", &listener)),
         admin_listener.as_ref().map(|l| ("admin", l)),
         passthrough_listener.as_ref().map(|l| ("passthrough", l)),
     ]
     .into_iter()
     .flatten()
-    .map(|(role, listener)| (role, handover::raw(listener)))
-    .collect();
+    .map(|(role, listener)| handover::shareable(listener).map(|fd| (role, fd)))
+    .collect::<Result<_, _>>()
+    .context("cannot keep the listening sockets for an upgrade")?;
     let metrics = Metrics::new(prometheus::Registry::new())
         .map(std::sync::Arc::new)
         .context("cannot register the metrics")?;

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use guard::Guard;
 pub use mcp::{Held, McpEndpoint, beyond_quota, refusal, refusal_retry};
+pub use serve::{Closing, serve_connections};
 
 use crate::{
     auth::{self, AdminToken},

@@ -1,8 +1,21 @@
-//! The accept loop of the MCP listener: HTTP/1.1 and HTTP/2 on each connection, with the
-//! request headers bounded in time and size (a client sending them byte by byte cannot hold
-//! connections open), and a graceful end that stops accepting and lets open requests finish.
+//! The accept loop of the MCP listener (and the pass-through's): HTTP/1.1 and HTTP/2 on each
+//! connection, with the request headers bounded in time and size (a client sending them byte
+//! by byte cannot hold connections open), and a graceful end that stops accepting and lets
+//! open requests finish.
+//!
+//! The end closes kept-alive HTTP/1.1 connections without cutting a request off: for a short
+//! while (`LAME_DUCK`) requests still arriving on them are answered with `Connection: close`,
+//! so their clients go to a new connection (in an upgrade, the new process) instead of
+//! finding theirs reset under a request they had just sent. Then the idle ones are closed.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use axum::{Router, body::Body, extract::ConnectInfo};
 use hyper::{Request, body::Incoming};
@@ -17,6 +30,30 @@ use tower::ServiceExt;
 const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// The wait after a failed accept (out of file descriptors, mostly) before the next one.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// How long connections still open when the listener stops serve the requests that come,
+/// closing after each, before the idle ones are closed.
+const LAME_DUCK: Duration = Duration::from_secs(1);
+
+/// Whether the listener is closing: an answer given on an HTTP/1 connection then says that the
+/// connection closes after it.
+#[derive(Clone, Default)]
+pub struct Closing(Arc<AtomicBool>);
+
+impl Closing {
+    /// Marks `answer`, given to a request of `version`, if the listener is closing.
+    pub fn mark<B>(&self, version: http::Version, answer: &mut hyper::Response<B>) {
+        if version <= http::Version::HTTP_11 && self.0.load(Ordering::Relaxed) {
+            answer.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            );
+        }
+    }
+
+    fn begin(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// Serves `app` until `stop` resolves, then until its open requests are answered. A client
 /// gets `client_timeout` to send a request's headers.
@@ -26,6 +63,44 @@ pub async fn serve_app(
     client_timeout: Duration,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let connection = move |peer: SocketAddr, closing: Closing| {
+        let app = app.clone();
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            let version = request.version();
+            let mut request = request.map(Body::new);
+            request
+                .extensions_mut()
+                .insert(ConnectInfo::<SocketAddr>(peer));
+            let (app, closing) = (app.clone(), closing.clone());
+            async move {
+                let mut answer = app.oneshot(request).await?;
+                closing.mark(version, &mut answer);
+                Ok::<_, std::convert::Infallible>(answer)
+            }
+        })
+    };
+    serve_connections(listener, client_timeout, None, stop, connection).await;
+    Ok(())
+}
+
+/// Serves each connection accepted on `listener` with the service `connection` makes for its
+/// peer (a service that marks its answers with the `Closing` it is given), until `stop`
+/// resolves; then lets the requests in flight finish, for at most `drain` if it is given
+/// (connections still open then are left to end with the process).
+pub async fn serve_connections<S, B>(
+    listener: TcpListener,
+    client_timeout: Duration,
+    drain: Option<Duration>,
+    stop: impl Future<Output = ()> + Send + 'static,
+    connection: impl Fn(SocketAddr, Closing) -> S,
+) where
+    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -37,6 +112,7 @@ pub async fn serve_app(
         .timer(TokioTimer::new())
         .max_header_list_size(MAX_HEADER_BYTES as u32);
     let graceful = GracefulShutdown::new();
+    let closing = Closing::default();
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
@@ -52,23 +128,26 @@ pub async fn serve_app(
         };
         // Replies go out at once rather than waiting for the client's delayed ACK.
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-            let mut request = request.map(Body::new);
-            request
-                .extensions_mut()
-                .insert(ConnectInfo::<SocketAddr>(peer));
-            let app = app.clone();
-            async move { app.oneshot(request).await }
-        });
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection.into_owned());
+        let served = builder.serve_connection_with_upgrades(
+            TokioIo::new(stream),
+            connection(peer, closing.clone()),
+        );
+        let served = graceful.watch(served.into_owned());
         tokio::spawn(async move {
             // A client that goes away, or is cut off, is no error of the gateway's.
-            let _ = connection.await;
+            let _ = served.await;
         });
     }
     drop(listener);
-    graceful.shutdown().await;
-    Ok(())
+    closing.begin();
+    let lame_duck = tokio::time::Instant::now() + LAME_DUCK;
+    while graceful.count() > 0 && tokio::time::Instant::now() < lame_duck {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match drain {
+        Some(drain) => {
+            let _ = tokio::time::timeout(drain, graceful.shutdown()).await;
+        }
+        None => graceful.shutdown().await,
+    }
 }

@@ -1,5 +1,5 @@
 //! A pass-through call counted and recorded as the MCP endpoint's are. Where `[[quota]]` or the
-//! audit log is on, a POST's body is held back until it is whole and read once for its method
+//! audit log is on, a POST's body (read whole by the proxy) is read once for its method
 //! and name: a routed call (`tools/call`, `prompts/get`, `resources/read`) spends what the
 //! quotas covering it ask, and is refused with 429 before the upstream sees its body if it is
 //! beyond one; its place under `concurrent` is held until its answer has gone by. When it
@@ -32,9 +32,6 @@ pub struct Metered {
     principal: Principal,
     upstream: String,
     arguments: Option<AuditArguments>,
-    /// The body so far, held back until it is whole.
-    body: BytesMut,
-    max_body: usize,
     /// The routed call the body turned out to be, once read.
     call: Option<Call>,
     /// Its place under `concurrent` quotas, until the request is done.
@@ -73,8 +70,6 @@ impl Metered {
             principal: principal.clone(),
             upstream: upstream.name().to_string(),
             arguments: upstream.config().items.audit_arguments,
-            body: BytesMut::new(),
-            max_body: live.config.server.max_request_body_bytes,
             call: None,
             _granted: None,
             answer: BytesMut::new(),
@@ -82,38 +77,9 @@ impl Metered {
         })
     }
 
-    /// Takes one piece of the request's body: held back (`body` emptied) until the last,
-    /// which gives the whole body back if the call may go on, or the answer refusing it.
-    pub async fn body(
-        &mut self,
-        gateway: &Gateway,
-        body: &mut Option<Bytes>,
-        end: bool,
-    ) -> Result<(), Response<Body>> {
-        if let Some(piece) = body.as_mut() {
-            if self.body.len() + piece.len() > self.max_body {
-                return Err(refusal(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    &format!(
-                        "Payload Too Large: the body is over {} bytes",
-                        self.max_body
-                    ),
-                ));
-            }
-            self.body.extend_from_slice(piece);
-            *piece = Bytes::new();
-        }
-        if !end {
-            return Ok(());
-        }
-        let whole = self.body.split().freeze();
-        self.spend(gateway, &whole).await?;
-        *body = Some(whole);
-        Ok(())
-    }
-
-    /// Reads the whole body and, for a routed call, spends what it costs.
-    async fn spend(&mut self, gateway: &Gateway, whole: &[u8]) -> Result<(), Response<Body>> {
+    /// Reads the request's whole body and, for a routed call, spends what it costs; or gives
+    /// the answer refusing it.
+    pub async fn body(&mut self, gateway: &Gateway, whole: &[u8]) -> Result<(), Response<Body>> {
         let Ok(wire::Message::Request(request)) = wire::parse(whole) else {
             return Ok(());
         };

@@ -1,87 +1,50 @@
-//! The pass-through proxy (pingora's `ProxyHttp`): `/servers/{name}/mcp` forwards requests to
-//! one streamable-HTTP upstream and its answers back as they are, bytes and streams alike.
+//! The pass-through proxy: `/servers/{name}/mcp` forwards requests to one streamable-HTTP
+//! upstream and its answers back as they are, bytes and streams alike.
 //!
 //! What the MCP endpoint checks is checked first, by the same code: the Host/Origin guard,
 //! the principal's authentication and `[limits]`. Then policy: a principal that may not see
-//! the upstream gets the answer of an unknown one. On the way up, the client's credential for
-//! Switchyard is taken off and the upstream's own headers go on: its fixed and per-user
-//! headers, the client headers its rules pass on, the user's OAuth token. Nothing of the
-//! catalog applies: names, URIs and lists are the upstream's own.
+//! the upstream gets the answer of an unknown one. The body is read whole, within
+//! `[server] max_request_body_bytes` and the client timeout (an MCP message is one JSON
+//! document). On the way up, the client's credential for Switchyard is taken off and the
+//! upstream's own headers go on: its fixed and per-user headers, the client headers its rules
+//! pass on, the user's OAuth token. Nothing of the catalog applies: names, URIs and lists are
+//! the upstream's own.
 
 use std::{sync::Arc, time::Instant};
 
-use async_trait::async_trait;
 use axum::body::Body;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
-use pingora::{
-    Error, ErrorSource, ErrorType, Result,
-    http::{RequestHeader, ResponseHeader},
-    modules::http::HttpModules,
-    prelude::HttpPeer,
-    proxy::{FailToProxy, ProxyHttp, Session},
-};
+use dashmap::DashMap;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
 
 use super::{
-    downstream::ClientStream,
     metered::Metered,
-    route::{Routes, UpstreamAddr},
+    relayed::{Done, Relayed},
 };
 use crate::{
     config::HttpProtocol,
     front::{Held, McpEndpoint, refusal, refusal_retry},
     gateway::Gateway,
     hook::RequestHook,
+    metrics::PassthroughSeries,
     names::UpstreamName,
     policy::EndpointName,
+    principal::Principal,
     upstream::Upstream,
 };
-
-/// The longest refusal body read back from the MCP endpoint's answer.
-const MAX_REFUSAL: usize = 64 * 1024;
 
 pub struct Passthrough {
     gateway: Arc<Gateway>,
     endpoint: McpEndpoint,
-    routes: Routes,
+    /// Each upstream's metric series, resolved at its first request.
+    series: DashMap<UpstreamName, Arc<PassthroughSeries>>,
 }
 
-impl Passthrough {
-    pub fn new(gateway: Arc<Gateway>, endpoint: McpEndpoint) -> Self {
-        Self {
-            gateway,
-            endpoint,
-            routes: Routes::default(),
-        }
-    }
-}
-
-/// What one request carries from filter to filter.
-pub struct Ctx {
-    started: Instant,
-    /// The upstream the request goes to, once known.
-    upstream: Option<Target>,
-    /// Why Switchyard answers itself instead of the upstream (status, message).
-    refusal: Option<(StatusCode, String)>,
-    /// Switchyard's own answer instead of the upstream's, whole.
-    answer: Option<Response<Bytes>>,
-    /// What is counted and recorded of the request (`[[quota]]`, the audit log), if any.
-    metered: Option<Metered>,
-    /// The principal's place under `[limits]`, held until the request is done.
-    _held: Option<Held>,
-    /// Whether the request is a POST (its streaming answer is the reply to a message).
-    post: bool,
-    /// Whether the answer's body runs until a last chunk (or the connection's end) rather
-    /// than for a stated length.
-    open_ended: bool,
-    /// How much the client's connection had taken when the last chunk of the answer's
-    /// body went through the filter: unchanged, the chunk is not written yet.
-    chunk_filtered_at: Option<u64>,
-}
-
+/// The upstream a request goes to, and what goes up with it.
 struct Target {
     upstream: Arc<Upstream>,
-    route: Arc<UpstreamAddr>,
     hook: Arc<dyn RequestHook>,
     forwarded: Vec<(HeaderName, HeaderValue)>,
 }
@@ -93,110 +56,168 @@ fn route(path: &str) -> Option<&str> {
         .filter(|name| !name.is_empty() && !name.contains('/'))
 }
 
-#[async_trait]
-impl ProxyHttp for Passthrough {
-    type CTX = Ctx;
-
-    /// No modules: the pass-through neither compresses nor rewrites what goes by.
-    fn init_downstream_modules(&self, _modules: &mut HttpModules) {}
-
-    fn new_ctx(&self) -> Ctx {
-        Ctx {
-            started: Instant::now(),
-            upstream: None,
-            refusal: None,
-            answer: None,
-            metered: None,
-            _held: None,
-            post: false,
-            open_ended: false,
-            chunk_filtered_at: None,
+impl Passthrough {
+    pub fn new(gateway: Arc<Gateway>, endpoint: McpEndpoint) -> Self {
+        Self {
+            gateway,
+            endpoint,
+            series: DashMap::new(),
         }
     }
 
-    async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
-        ctx.post = session.req_header().method == http::Method::POST;
-        match self.admit(session.req_header(), ctx).await {
-            Ok(()) => Ok(false),
-            Err(response) => {
-                answer(session, response).await;
-                Ok(true)
+    /// Answers one request: the upstream's answer, or Switchyard's refusal.
+    pub async fn handle(&self, request: hyper::Request<Incoming>) -> Response<Body> {
+        let started = Instant::now();
+        let (parts, body) = request.into_parts();
+        let (target, principal, held) = match self.admit(&parts).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return refused,
+        };
+        let metered = match parts.method {
+            Method::POST => Metered::of(&self.gateway, &principal, &target.upstream),
+            _ => None,
+        };
+        let done = Done {
+            gateway: self.gateway.clone(),
+            series: self.series_of(&target.upstream),
+            method: parts.method.clone(),
+            started,
+            status: None,
+            metered,
+            _held: Some(held),
+        };
+        self.forward(parts, body, &target, done).await
+    }
+
+    /// Sends the request to its upstream and relays the answer; `done` goes with the answer.
+    async fn forward(
+        &self,
+        parts: http::request::Parts,
+        body: Incoming,
+        target: &Target,
+        mut done: Done,
+    ) -> Response<Body> {
+        let name = target.upstream.name().as_str();
+        let Some((client, url)) = target.upstream.http_client() else {
+            let message = format!("Bad Gateway: `{name}` cannot be reached: it has no HTTP client");
+            return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
+        };
+        let whole = match self.read_body(body).await {
+            Ok(whole) => whole,
+            Err(answer) => return refused(done, answer),
+        };
+        if let Some(metered) = done.metered.as_mut()
+            && let Err(answer) = metered.body(&self.gateway, &whole).await
+        {
+            return refused(done, answer);
+        }
+        let mut request = hyper::Request::new(Full::new(whole));
+        *request.method_mut() = parts.method;
+        *request.uri_mut() = url.clone();
+        if let Err(answer) = self
+            .headers(request.headers_mut(), &parts.headers, target)
+            .await
+        {
+            return refused(done, answer);
+        }
+        let answer = match client.request(request).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                tracing::warn!(upstream = name, error = %chain(&error),
+                    "a pass-through request failed upstream");
+                let message = format!(
+                    "Bad Gateway: `{name}` cannot be reached: {}",
+                    reason(&error)
+                );
+                return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
+            }
+        };
+        let status = answer.status();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // The token was refused: the hook renews it for the next request.
+            let challenge = answer
+                .headers()
+                .get(header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok());
+            target
+                .hook
+                .rejected(status.as_u16(), challenge, &HeaderMap::new())
+                .await;
+        }
+        let event_stream = crate::wire::media::is_event_stream(answer.headers());
+        if let Some(metered) = done.metered.as_mut() {
+            metered.answered(event_stream);
+        }
+        let (mut head, mut body) = answer.into_parts();
+        drop_hop_by_hop(&mut head.headers);
+        let mut first = None;
+        if done.method == Method::POST && status == StatusCode::OK && event_stream {
+            // A POST's event stream: its header goes out with the first event, which the
+            // upstream sends at once (the reply, or the priming event of a longer stream).
+            match body.frame().await {
+                Some(Ok(frame)) => first = Some(frame),
+                Some(Err(error)) => {
+                    let message = format!(
+                        "Bad Gateway: `{name}`'s answer broke off: {}",
+                        reason(&error)
+                    );
+                    return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
+                }
+                None => {}
             }
         }
+        done.status = Some(status.as_u16());
+        Response::from_parts(head, Body::new(Relayed::new(first, body, done)))
     }
 
-    async fn request_body_filter(
-        &self,
-        _session: &mut Session,
-        body: &mut Option<Bytes>,
-        end_of_stream: bool,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        let Some(metered) = ctx.metered.as_mut() else {
-            return Ok(());
-        };
-        if let Err(refused) = metered.body(&self.gateway, body, end_of_stream).await {
-            let status = refused.status().as_u16();
-            let (parts, body) = refused.into_parts();
-            let body = axum::body::to_bytes(body, MAX_REFUSAL)
-                .await
-                .unwrap_or_default();
-            ctx.answer = Some(Response::from_parts(parts, body));
-            return Err(Error::explain(
-                ErrorType::HTTPStatus(status),
-                "Switchyard refused the call",
-            ));
+    /// The request's body, whole; or the answer refusing it.
+    async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<Body>> {
+        use http_body::Body as _;
+        if body.is_end_stream() {
+            return Ok(Bytes::new());
         }
-        Ok(())
-    }
-
-    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
-        let target = ctx.upstream.as_ref().ok_or_else(|| {
-            Error::explain(
-                ErrorType::InternalError,
-                "no upstream chosen for the request",
-            )
-        })?;
-        let route = &target.route;
-        Ok(Box::new(HttpPeer::new(
-            route.addr,
-            route.tls,
-            route.sni.clone(),
-        )))
-    }
-
-    async fn upstream_request_filter(
-        &self,
-        _session: &mut Session,
-        request: &mut RequestHeader,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        let Some(target) = &ctx.upstream else {
-            return Ok(());
-        };
-        // Of the client's headers, the protocol's go on; the others only as the upstream's
-        // rules forward them (its credentials for Switchyard, never).
-        let dropped: Vec<HeaderName> = request
-            .headers
-            .keys()
-            .filter(|name| !is_protocol_header(name))
-            .cloned()
-            .collect();
-        for name in &dropped {
-            request.remove_header(name);
+        let server = &self.gateway.live().config.server;
+        let (max, timeout) = (server.max_request_body_bytes, server.client_timeout);
+        match tokio::time::timeout(timeout, Limited::new(body, max).collect()).await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => Err(refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("Payload Too Large: the body is over {max} bytes"),
+            )),
+            Ok(Err(error)) => Err(refusal(
+                StatusCode::BAD_REQUEST,
+                &format!("Bad Request: the body could not be read: {error}"),
+            )),
+            Err(_) => Err(refusal(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "Request Timeout: the body did not come within {} s",
+                    timeout.as_secs()
+                ),
+            )),
         }
-        request.set_uri(http::Uri::from(target.route.path.clone()));
-        request.insert_header(header::HOST, target.route.authority.clone())?;
+    }
+
+    /// Puts on `headers` what goes up: of the client's headers (`client`), the protocol's,
+    /// and the others only as the upstream's rules forward them (its credentials for
+    /// Switchyard, never); then the upstream's own.
+    async fn headers(
+        &self,
+        headers: &mut HeaderMap,
+        client: &HeaderMap,
+        target: &Target,
+    ) -> Result<(), Response<Body>> {
+        for (name, value) in client {
+            if is_protocol_header(name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
         for (name, value) in &target.forwarded {
-            request.insert_header(name.clone(), value.clone())?;
+            headers.insert(name.clone(), value.clone());
         }
         let mut added = HeaderMap::new();
         if let Err(error) = target.hook.prepare(&mut added).done().await {
-            ctx.refusal = Some((StatusCode::UNAUTHORIZED, error.to_string()));
-            return Err(Error::explain(
-                ErrorType::HTTPStatus(401),
-                "the upstream's authorization is missing",
-            ));
+            return Err(refusal(StatusCode::UNAUTHORIZED, &error.to_string()));
         }
         let mut name = None;
         for (key, value) in added {
@@ -204,121 +225,31 @@ impl ProxyHttp for Passthrough {
                 name = key;
             }
             if let Some(name) = &name {
-                request.insert_header(name.clone(), value)?;
+                headers.insert(name.clone(), value);
             }
         }
         Ok(())
     }
 
-    async fn response_filter(
-        &self,
-        session: &mut Session,
-        response: &mut ResponseHeader,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        let status = response.status.as_u16();
-        ctx.open_ended = !response.headers.contains_key(header::CONTENT_LENGTH);
-        if let Some(metered) = ctx.metered.as_mut() {
-            metered.answered(is_event_stream(response));
+    /// The metric series of `upstream`'s pass-through requests.
+    fn series_of(&self, upstream: &Upstream) -> Arc<PassthroughSeries> {
+        if let Some(series) = self.series.get(upstream.name()) {
+            return series.clone();
         }
-        if ctx.post && status == 200 && ctx.open_ended && is_event_stream(response) {
-            // A POST's event stream: its header goes out with the first event, which the
-            // upstream sends at once (the reply, or the priming event of a longer stream).
-            if let Some(downstream) = ClientStream::of(session.stream()) {
-                downstream.hold();
-            }
-        }
-        if let Some(target) = &ctx.upstream
-            && (status == 401 || status == 403)
-        {
-            // The token was refused: the hook renews it for the next request.
-            let challenge = response
-                .headers
-                .get(header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            target
-                .hook
-                .rejected(status, challenge.as_deref(), &HeaderMap::new())
-                .await;
-        }
-        Ok(())
+        let series = Arc::new(
+            self.gateway
+                .metrics()
+                .passthrough_series(upstream.name().as_str()),
+        );
+        self.series.insert(upstream.name().clone(), series.clone());
+        series
     }
 
-    fn response_body_filter(
-        &self,
-        session: &mut Session,
-        body: &mut Option<Bytes>,
-        end_of_stream: bool,
-        ctx: &mut Ctx,
-    ) -> Result<Option<std::time::Duration>> {
-        if let Some(metered) = ctx.metered.as_mut() {
-            metered.answer(body.as_ref());
-        }
-        let Some(downstream) = ClientStream::of(session.stream()).filter(|_| ctx.open_ended) else {
-            return Ok(None);
-        };
-        let chunk = body.as_ref().is_some_and(|b| !b.is_empty());
-        if end_of_stream {
-            // The last chunk (or the end after a chunk still to be written in the same
-            // batch): pingora writes the end of the stream and flushes right after it.
-            if chunk || ctx.chunk_filtered_at == Some(downstream.written()) {
-                downstream.hold();
-            }
-        } else if chunk {
-            ctx.chunk_filtered_at = Some(downstream.written());
-        }
-        Ok(None)
-    }
-
-    async fn fail_to_proxy(
-        &self,
-        session: &mut Session,
-        error: &Error,
-        ctx: &mut Ctx,
-    ) -> FailToProxy {
-        if let Some(response) = ctx.answer.take() {
-            let code = response.status().as_u16();
-            answer(session, response.map(Body::from)).await;
-            return FailToProxy {
-                error_code: code,
-                can_reuse_downstream: false,
-            };
-        }
-        let refused = ctx.refusal.take();
-        let Some((status, message)) = refused.or_else(|| failure(error, ctx)) else {
-            // The client's connection broke: there is no one to answer.
-            return FailToProxy {
-                error_code: 0,
-                can_reuse_downstream: false,
-            };
-        };
-        let code = status.as_u16();
-        answer(session, refusal(status, &message)).await;
-        FailToProxy {
-            error_code: code,
-            can_reuse_downstream: false,
-        }
-    }
-
-    async fn logging(&self, session: &mut Session, _error: Option<&Error>, ctx: &mut Ctx) {
-        let Some(target) = &ctx.upstream else {
-            return;
-        };
-        let status = session.response_written().map(|r| r.status.as_u16());
-        if let Some(metered) = ctx.metered.as_mut() {
-            metered.finish(&self.gateway, status);
-        }
-        target
-            .route
-            .series
-            .record(&session.req_header().method, status, ctx.started);
-    }
-}
-
-impl Passthrough {
     /// Admits the request and finds its upstream, or gives the answer refusing it.
-    async fn admit(&self, request: &RequestHeader, ctx: &mut Ctx) -> Result<(), Response<Body>> {
+    async fn admit(
+        &self,
+        request: &http::request::Parts,
+    ) -> Result<(Target, Principal, Held), Response<Body>> {
         let not_found = |what: &str| {
             refusal(
                 StatusCode::NOT_FOUND,
@@ -327,7 +258,6 @@ impl Passthrough {
         };
         let name = route(request.uri.path()).ok_or_else(|| not_found("no such route"))?;
         let (principal, held) = self.endpoint.admit(&request.uri, &request.headers).await?;
-        ctx._held = Some(held);
         let unknown = || not_found(&format!("no upstream is named `{name}`"));
         let name = UpstreamName::new(name).map_err(|_| unknown())?;
         let live = self.gateway.live();
@@ -340,8 +270,11 @@ impl Passthrough {
             // As for an unknown upstream: policy does not tell what it hides.
             return Err(unknown());
         }
-        let url = match upstream.http_transport() {
-            Some((url, HttpProtocol::StreamableHttp)) => url,
+        // Just after a start (or an upgrade), an `auto` upstream's transport is being found
+        // out: the request waits for it rather than being turned away.
+        let connecting = upstream.config().policy.connect_timeout;
+        match upstream.http_transport_known(connecting).await {
+            Some((_, HttpProtocol::StreamableHttp)) => {}
             Some((_, HttpProtocol::Auto)) => {
                 return Err(refusal_retry(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -361,115 +294,77 @@ impl Passthrough {
                     ),
                 ));
             }
-        };
-        let metrics = self.gateway.metrics();
-        let route = self
-            .routes
-            .to(&upstream, url, metrics)
-            .await
-            .map_err(|reason| {
-                refusal(
-                    StatusCode::BAD_GATEWAY,
-                    &format!("Bad Gateway: `{name}` cannot be reached: {reason}"),
-                )
-            })?;
-        if ctx.post {
-            ctx.metered = Metered::of(&self.gateway, &principal, &upstream);
         }
-        ctx.upstream = Some(Target {
+        let target = Target {
             hook: upstream.request_hook(&principal).await,
             forwarded: upstream.config().forwarded(&request.headers),
-            route,
             upstream,
-        });
-        Ok(())
+        };
+        Ok((target, principal, held))
     }
 }
 
-/// The answer to a request that failed on its way through (`None`: the client's connection
-/// broke). The client learns whose side failed and the system's reason, not pingora's
-/// context (the upstream's address), which goes to the log.
-fn failure(error: &Error, ctx: &Ctx) -> Option<(StatusCode, String)> {
-    let upstream = ctx
-        .upstream
-        .as_ref()
-        .map_or("the upstream", |t| t.upstream.name().as_str());
-    let root = error.root_cause();
-    let reason = match root.downcast_ref::<Error>() {
-        Some(innermost) => innermost.etype().as_str().to_owned(),
-        None => root.to_string(),
-    };
-    match error.esource() {
-        ErrorSource::Upstream => {
-            tracing::warn!(upstream, %error, "a pass-through request failed upstream");
-            Some((
-                StatusCode::BAD_GATEWAY,
-                format!("Bad Gateway: `{upstream}` cannot be reached: {reason}"),
-            ))
-        }
-        ErrorSource::Downstream => match error.etype() {
-            ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed => None,
-            _ => Some((
-                StatusCode::BAD_REQUEST,
-                format!("Bad Request: the request could not be read: {reason}"),
-            )),
-        },
-        ErrorSource::Internal | ErrorSource::Unset => {
-            tracing::error!(upstream, %error, "a pass-through request failed in Switchyard");
-            Some((
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Internal Server Error: Switchyard failed to proxy the request".to_owned(),
-            ))
-        }
+/// Switchyard's own answer to a request that did not get the upstream's.
+fn refused(mut done: Done, answer: Response<Body>) -> Response<Body> {
+    done.status = Some(answer.status().as_u16());
+    answer
+}
+
+/// Why a request failed on its way, as the client is told: the innermost cause, without the
+/// upstream's address or the system's error number (the log has the whole chain).
+fn reason(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut innermost = error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    let text = innermost.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
     }
 }
 
-/// Whether a client's header is part of the protocol (the body's framing, what the client
-/// accepts, the MCP headers), and so goes on to the upstream as it is.
+/// An error with its causes, for the log.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(source) = cause {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        cause = source.source();
+    }
+    text
+}
+
+/// Whether a client's header is part of the protocol (the body's type, what the client
+/// accepts, the MCP headers), and so goes on to the upstream as it is. The body's framing
+/// and `Host` are the upstream request's own.
 fn is_protocol_header(name: &HeaderName) -> bool {
     matches!(
         *name,
-        header::CONTENT_TYPE
-            | header::CONTENT_LENGTH
-            | header::TRANSFER_ENCODING
-            | header::ACCEPT
-            | header::ACCEPT_ENCODING
-            | header::HOST
+        header::CONTENT_TYPE | header::ACCEPT | header::ACCEPT_ENCODING
     ) || name.as_str().starts_with("mcp-")
         || name == "last-event-id"
 }
 
-/// Whether an answer is an event stream.
-fn is_event_stream(response: &ResponseHeader) -> bool {
-    crate::wire::media::is_event_stream(&response.headers)
-}
-
-/// Writes `response` (one of Switchyard's own) to the client.
-async fn answer(session: &mut Session, response: Response<Body>) {
-    let (parts, body) = response.into_parts();
-    let body = axum::body::to_bytes(body, MAX_REFUSAL)
-        .await
-        .unwrap_or_else(|_| Bytes::new());
-    let Ok(mut header) = ResponseHeader::build(parts.status, Some(parts.headers.len() + 1)) else {
-        return;
-    };
-    for (name, value) in &parts.headers {
-        let _ = header.append_header(name.clone(), value.clone());
-    }
-    let _ = header.insert_header(header::CONTENT_LENGTH, body.len());
-    if session
-        .write_response_header(Box::new(header), body.is_empty())
-        .await
-        .is_ok()
-        && !body.is_empty()
-    {
-        let _ = session.write_response_body(Some(body), true).await;
+/// Takes off an answer's headers that describe the upstream's connection, not the answer.
+fn drop_hop_by_hop(headers: &mut HeaderMap) {
+    for name in [
+        header::CONNECTION,
+        header::TRANSFER_ENCODING,
+        header::UPGRADE,
+        header::TE,
+        header::TRAILER,
+        HeaderName::from_static("keep-alive"),
+        HeaderName::from_static("proxy-connection"),
+    ] {
+        headers.remove(name);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::route;
+    use super::{reason, route};
 
     #[test]
     fn routes_name_one_upstream() {
@@ -478,5 +373,11 @@ mod tests {
         assert_eq!(route("/servers/a/b/mcp"), None);
         assert_eq!(route("/servers/notes"), None);
         assert_eq!(route("/mcp"), None);
+    }
+
+    #[test]
+    fn a_reason_is_the_innermost_cause_without_its_number() {
+        let refused = std::io::Error::from_raw_os_error(111);
+        assert_eq!(reason(&refused), "Connection refused");
     }
 }

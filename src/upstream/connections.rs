@@ -40,6 +40,8 @@ pub(super) struct Connections {
     era_support: AtomicU8,
     /// With `transport = "auto"`: the HTTP transport found to work, until a connection fails.
     pub(super) detected: Mutex<Option<HttpProtocol>>,
+    /// Woken when `detected` is found out.
+    pub(super) detecting: tokio::sync::Notify,
     /// Caps the processes of a `per_client` stdio upstream.
     pub(super) process_slots: Arc<Semaphore>,
     /// Cancelled to end every connection of this upstream, shared and per-client (shutdown).
@@ -68,6 +70,7 @@ impl Connections {
             eras: tokio::sync::Mutex::new(()),
             era_support: AtomicU8::new(EraSupport::Unknown as u8),
             detected: Mutex::new(None),
+            detecting: tokio::sync::Notify::new(),
             process_slots: Arc::new(Semaphore::new(slots)),
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),

@@ -61,6 +61,7 @@ pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
 pub use health::Health;
 pub use lists::Lists;
 pub use load::{InFlight, Load};
+pub use raw_client::RawClient;
 pub use relay::{Registration, Relay};
 pub use session_slot::{SessionSlot, UpstreamSession};
 pub use sse::{SseError, SseTransport};
@@ -269,6 +270,13 @@ impl Upstream {
     /// streamable HTTP).
     pub fn has_raw_path(&self) -> bool {
         self.connections.has_raw_path()
+    }
+
+    /// The pooled HTTP client and URL of a streamable-HTTP upstream, for requests that go to
+    /// it as they are (the raw path's, shared with it).
+    pub fn http_client(&self) -> Option<(&RawClient, &::http::Uri)> {
+        let (client, url) = self.connections.raw.as_ref()?;
+        Some((client, url))
     }
 
     /// Whether the upstream speaks only 2026-07-28 (it refused `initialize`).

@@ -290,6 +290,7 @@ impl Upstream {
                             .detected
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(protocol);
+                        self.connections.detecting.notify_waiters();
                         protocol
                     }
                 }
@@ -318,6 +319,25 @@ impl Upstream {
             configured => configured,
         };
         Some((&http.url, protocol))
+    }
+
+    /// `http_transport`, once the transport is known: waits up to `within` for an `auto`
+    /// upstream's to be found out (as it is when Switchyard has just started).
+    pub async fn http_transport_known(
+        &self,
+        within: std::time::Duration,
+    ) -> Option<(&url::Url, HttpProtocol)> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let found = self.connections.detecting.notified();
+            let transport = self.http_transport();
+            if !matches!(transport, Some((_, HttpProtocol::Auto))) {
+                return transport;
+            }
+            if tokio::time::timeout_at(deadline, found).await.is_err() {
+                return self.http_transport();
+            }
+        }
     }
 
     /// Forgets the detected transport and protocol eras, so the next connection finds them out

@@ -1,4 +1,4 @@
-//! The pass-through routes (`/servers/{name}/mcp`, pingora's proxy) as users meet them: one
+//! The pass-through routes (`/servers/{name}/mcp`) as users meet them: one
 //! upstream as it is, under the gateway's authentication, policy, header rules and metrics;
 //! and a new binary taking the listening sockets over from the running one under load
 //! without a failed request.
@@ -42,7 +42,7 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
     let config = write_config(
         &dir,
         &format!(
-            "[server]\nwatch_config = false\n\n{}\n\
+            "[server]\nwatch_config = false\nmax_request_body_bytes = 65536\n\n{}\n\
              [[policy]]\nwho.principals = [\"user:key:bob\"]\ndeny.upstreams = [\"notes\"]\n\n\
              [upstreams.notes]\nurl = \"{}\"\nsession = \"shared\"\n\
              headers = {{ X-Upstream-Key = \"fixed\", X-User = \"user:${{claim:sub}}\" }}\n\
@@ -115,6 +115,23 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
         "{body}"
     );
     assert!(!body.contains(&closed.to_string()), "no address: {body}");
+    // A body over `max_request_body_bytes` is refused before it goes up.
+    let alice_key = crate::harness::api_key("alice");
+    let padding = "x".repeat(70_000);
+    let oversized = http
+        .post(url.clone())
+        .bearer_auth(&alice_key)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"ping","params":{{"p":"{padding}"}}}}"#
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(oversized.status(), 413);
+    let body = oversized.text().await.unwrap();
+    assert!(body.contains("over 65536 bytes"), "{body}");
 
     // An upstream named by its host name: looked up once, and served like the others.
     let named = client_sending(&format!("{base}/servers/named/mcp"), "bob", &SENT).await;

@@ -28,9 +28,10 @@
 //! Beside the path, and above it (they may use any of it): `passthrough`
 //! (`/servers/{name}/mcp`: one upstream proxied as it is over its pooled HTTP client, under
 //! the same admission), `handover` (listening sockets handed to a new binary), `admin`, `reload` and
-//! `startup` (what a person who started it is told). Only the binary uses `demo` (the server
-//! the default configuration serves, also the fast upstream of the benches) and `import` (MCP
-//! clients' configurations read into one). The load generator of `switchyard bench` is a crate
+//! `startup` (what a person who started it is told). `cli` is the `switchyard` command, which
+//! is all the binary calls (compiled here, so that the binary is only linked); only it uses
+//! `demo` (the server the default configuration serves, also the fast upstream of the benches)
+//! and `import` (MCP clients' configurations read into one). The load generator of `switchyard bench` is a crate
 //! of its own (`crates/bench`), and so is the test support the official conformance suite runs
 //! against (`crates/conformance`).
 //!
@@ -101,6 +102,7 @@ mod alloc_meter;
 pub mod audit;
 pub mod auth;
 pub mod catalog;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod demo;

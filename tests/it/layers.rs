@@ -26,8 +26,9 @@ const LAYERS: &[&[&str]] = &[
     &["alloc_meter"],
 ];
 
-/// Beside the path: they may use anything, and only the binary uses them.
-const BESIDE: &[&str] = &["demo", "import"];
+/// Beside the path: they may use anything, and only the command (`cli`, all the binary calls)
+/// uses them.
+const BESIDE: &[&str] = &["cli", "demo", "import"];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))

@@ -18,28 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${1:-target/release/switchyard}"
-rounds="${ROUNDS:-3}"
-duration="${DURATION:-6}"
-concurrency="${CONCURRENCY:-32}"
-work="$(mktemp -d)"
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
-
-wait_for() {
-  for _ in $(seq 100); do
-    (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on 127.0.0.1:$1" >&2
-  return 1
-}
-
-"$B" demo-server --http 127.0.0.1:8280 >"$work/demo.log" 2>&1 &
-pids+=($!)
-wait_for 8280
-"$B" bare-hop --listen 127.0.0.1:8281 --upstream http://127.0.0.1:8280/mcp >"$work/hop.log" 2>&1 &
-hop=$!
-pids+=("$hop")
+# shellcheck source=benches/common.sh
+. benches/common.sh
+demo_and_hop 8280 8281 "$B"
 # The OTLP/HTTP sink of the telemetry row: every export accepted and dropped.
 python3 - 8282 >"$work/sink.log" 2>&1 <<'EOF' &
 import http.server, sys

@@ -13,28 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 new="${1:-target/release/switchyard}"
 old="${2:-}"
-rounds="${ROUNDS:-5}"
-duration="${DURATION:-6}"
-concurrency="${CONCURRENCY:-32}"
-work="$(mktemp -d)"
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
-
-wait_for() {
-  for _ in $(seq 100); do
-    (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on 127.0.0.1:$1" >&2
-  return 1
-}
-
-"$new" demo-server --http 127.0.0.1:8380 >"$work/demo.log" 2>&1 &
-pids+=($!)
-wait_for 8380
-"$new" bare-hop --listen 127.0.0.1:8381 --upstream http://127.0.0.1:8380/mcp >"$work/hop.log" 2>&1 &
-hop=$!
-pids+=("$hop")
+ROUNDS="${ROUNDS:-5}"
+# shellcheck source=benches/common.sh
+. benches/common.sh
+demo_and_hop 8380 8381 "$new"
 
 targets=()
 n=0

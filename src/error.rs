@@ -122,6 +122,22 @@ pub fn cause(error: &(dyn std::error::Error + 'static)) -> String {
     without_urls(&reworded(&deepest))
 }
 
+/// An error with its causes, each said once (a cause a message already quotes is not added
+/// again): what actually went wrong, for a log or an upstream failure's text.
+pub fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Phrasings of the libraries below that name their own types, and what they mean in words.
 const REWORDED: &[(&str, &str)] = &[
     (

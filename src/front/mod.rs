@@ -25,8 +25,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use guard::Guard;
-pub use mcp::{Held, McpEndpoint, beyond_quota, refusal, refusal_retry};
-pub use serve::{Closing, serve_connections};
+pub use mcp::{Held, McpEndpoint, beyond_quota, read_whole, refusal, refusal_retry};
+pub use serve::serve_connections;
 
 use crate::{
     auth::{self, AdminToken},

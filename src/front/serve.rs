@@ -10,10 +10,12 @@
 
 use std::{
     net::SocketAddr,
+    pin::Pin,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
+    task::{Context, Poll, ready},
     time::Duration,
 };
 
@@ -37,11 +39,11 @@ const LAME_DUCK: Duration = Duration::from_secs(1);
 /// Whether the listener is closing: an answer given on an HTTP/1 connection then says that the
 /// connection closes after it.
 #[derive(Clone, Default)]
-pub struct Closing(Arc<AtomicBool>);
+struct Closing(Arc<AtomicBool>);
 
 impl Closing {
     /// Marks `answer`, given to a request of `version`, if the listener is closing.
-    pub fn mark<B>(&self, version: http::Version, answer: &mut hyper::Response<B>) {
+    fn mark<B>(&self, version: http::Version, answer: &mut hyper::Response<B>) {
         if version <= http::Version::HTTP_11 && self.0.load(Ordering::Relaxed) {
             answer.headers_mut().insert(
                 http::header::CONNECTION,
@@ -55,6 +57,53 @@ impl Closing {
     }
 }
 
+/// A connection's service, whose answers `Closing` marks.
+struct Marking<S> {
+    service: S,
+    closing: Closing,
+}
+
+impl<S, B> hyper::service::Service<Request<Incoming>> for Marking<S>
+where
+    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>>,
+{
+    type Response = hyper::Response<B>;
+    type Error = S::Error;
+    type Future = Marked<S::Future>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        Marked {
+            version: request.version(),
+            closing: self.closing.clone(),
+            answer: self.service.call(request),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An answer on its way, marked when it is ready.
+    struct Marked<F> {
+        #[pin]
+        answer: F,
+        version: http::Version,
+        closing: Closing,
+    }
+}
+
+impl<F, B, E> Future for Marked<F>
+where
+    F: Future<Output = Result<hyper::Response<B>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let mut answer = ready!(this.answer.poll(cx))?;
+        this.closing.mark(*this.version, &mut answer);
+        Poll::Ready(Ok(answer))
+    }
+}
+
 /// Serves `app` until `stop` resolves, then until its open requests are answered. A client
 /// gets `client_timeout` to send a request's headers.
 pub async fn serve_app(
@@ -63,20 +112,14 @@ pub async fn serve_app(
     client_timeout: Duration,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let connection = move |peer: SocketAddr, closing: Closing| {
+    let connection = move |peer: SocketAddr| {
         let app = app.clone();
         hyper::service::service_fn(move |request: Request<Incoming>| {
-            let version = request.version();
             let mut request = request.map(Body::new);
             request
                 .extensions_mut()
                 .insert(ConnectInfo::<SocketAddr>(peer));
-            let (app, closing) = (app.clone(), closing.clone());
-            async move {
-                let mut answer = app.oneshot(request).await?;
-                closing.mark(version, &mut answer);
-                Ok::<_, std::convert::Infallible>(answer)
-            }
+            app.clone().oneshot(request)
         })
     };
     serve_connections(listener, client_timeout, None, stop, connection).await;
@@ -84,15 +127,14 @@ pub async fn serve_app(
 }
 
 /// Serves each connection accepted on `listener` with the service `connection` makes for its
-/// peer (a service that marks its answers with the `Closing` it is given), until `stop`
-/// resolves; then lets the requests in flight finish, for at most `drain` if it is given
+/// peer, until `stop` resolves; then lets the requests in flight finish, for at most `drain` if it is given
 /// (connections still open then are left to end with the process).
 pub async fn serve_connections<S, B>(
     listener: TcpListener,
     client_timeout: Duration,
     drain: Option<Duration>,
     stop: impl Future<Output = ()> + Send + 'static,
-    connection: impl Fn(SocketAddr, Closing) -> S,
+    connection: impl Fn(SocketAddr) -> S,
 ) where
     S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
     S::Future: Send + 'static,
@@ -130,7 +172,10 @@ pub async fn serve_connections<S, B>(
         let _ = stream.set_nodelay(true);
         let served = builder.serve_connection_with_upgrades(
             TokioIo::new(stream),
-            connection(peer, closing.clone()),
+            Marking {
+                service: connection(peer),
+                closing: closing.clone(),
+            },
         );
         let served = graceful.watch(served.into_owned());
         tokio::spawn(async move {

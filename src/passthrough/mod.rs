@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    front::{Closing, McpEndpoint, serve_connections},
+    front::{McpEndpoint, serve_connections},
     gateway::Gateway,
 };
 
@@ -33,16 +33,11 @@ pub async fn serve(
     let server = &gateway.live().config.server;
     let (grace, client_timeout) = (server.shutdown_grace, server.client_timeout);
     let proxy = Arc::new(Passthrough::new(gateway, endpoint));
-    let connection = move |_peer, closing: Closing| {
+    let connection = move |_peer| {
         let proxy = proxy.clone();
         hyper::service::service_fn(move |request: Request<Incoming>| {
-            let (proxy, closing) = (proxy.clone(), closing.clone());
-            async move {
-                let version = request.version();
-                let mut answer = proxy.handle(request).await;
-                closing.mark(version, &mut answer);
-                Ok::<_, std::convert::Infallible>(answer)
-            }
+            let proxy = proxy.clone();
+            async move { Ok::<_, std::convert::Infallible>(proxy.handle(request).await) }
         })
     };
     let stop = async move { stop.cancelled().await };

@@ -13,10 +13,9 @@
 use std::{sync::Arc, time::Instant};
 
 use axum::body::Body;
-use bytes::Bytes;
 use dashmap::DashMap;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
 use super::{
@@ -25,7 +24,8 @@ use super::{
 };
 use crate::{
     config::HttpProtocol,
-    front::{Held, McpEndpoint, refusal, refusal_retry},
+    error::{cause, with_causes},
+    front::{Held, McpEndpoint, read_whole, refusal, refusal_retry},
     gateway::Gateway,
     hook::RequestHook,
     metrics::PassthroughSeries,
@@ -102,7 +102,9 @@ impl Passthrough {
             let message = format!("Bad Gateway: `{name}` cannot be reached: it has no HTTP client");
             return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
         };
-        let whole = match self.read_body(body).await {
+        let server = &self.gateway.live().config.server;
+        let (max, timeout) = (server.max_request_body_bytes, server.client_timeout);
+        let whole = match read_whole(body, max, timeout).await {
             Ok(whole) => whole,
             Err(answer) => return refused(done, answer),
         };
@@ -123,12 +125,9 @@ impl Passthrough {
         let answer = match client.request(request).await {
             Ok(answer) => answer,
             Err(error) => {
-                tracing::warn!(upstream = name, error = %chain(&error),
+                tracing::warn!(upstream = name, error = %with_causes(&error),
                     "a pass-through request failed upstream");
-                let message = format!(
-                    "Bad Gateway: `{name}` cannot be reached: {}",
-                    reason(&error)
-                );
+                let message = format!("Bad Gateway: `{name}` cannot be reached: {}", cause(&error));
                 return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
             }
         };
@@ -159,7 +158,7 @@ impl Passthrough {
                 Some(Err(error)) => {
                     let message = format!(
                         "Bad Gateway: `{name}`'s answer broke off: {}",
-                        reason(&error)
+                        cause(&error)
                     );
                     return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
                 }
@@ -168,34 +167,6 @@ impl Passthrough {
         }
         done.status = Some(status.as_u16());
         Response::from_parts(head, Body::new(Relayed::new(first, body, done)))
-    }
-
-    /// The request's body, whole; or the answer refusing it.
-    async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<Body>> {
-        use http_body::Body as _;
-        if body.is_end_stream() {
-            return Ok(Bytes::new());
-        }
-        let server = &self.gateway.live().config.server;
-        let (max, timeout) = (server.max_request_body_bytes, server.client_timeout);
-        match tokio::time::timeout(timeout, Limited::new(body, max).collect()).await {
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => Err(refusal(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("Payload Too Large: the body is over {max} bytes"),
-            )),
-            Ok(Err(error)) => Err(refusal(
-                StatusCode::BAD_REQUEST,
-                &format!("Bad Request: the body could not be read: {error}"),
-            )),
-            Err(_) => Err(refusal(
-                StatusCode::REQUEST_TIMEOUT,
-                &format!(
-                    "Request Timeout: the body did not come within {} s",
-                    timeout.as_secs()
-                ),
-            )),
-        }
     }
 
     /// Puts on `headers` what goes up: of the client's headers (`client`), the protocol's,
@@ -310,32 +281,6 @@ fn refused(mut done: Done, answer: Response<Body>) -> Response<Body> {
     answer
 }
 
-/// Why a request failed on its way, as the client is told: the innermost cause, without the
-/// upstream's address or the system's error number (the log has the whole chain).
-fn reason(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut innermost = error;
-    while let Some(source) = innermost.source() {
-        innermost = source;
-    }
-    let text = innermost.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
-}
-
-/// An error with its causes, for the log.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(source) = cause {
-        text.push_str(": ");
-        text.push_str(&source.to_string());
-        cause = source.source();
-    }
-    text
-}
-
 /// Whether a client's header is part of the protocol (the body's type, what the client
 /// accepts, the MCP headers), and so goes on to the upstream as it is. The body's framing
 /// and `Host` are the upstream request's own.
@@ -364,7 +309,7 @@ fn drop_hop_by_hop(headers: &mut HeaderMap) {
 
 #[cfg(test)]
 mod tests {
-    use super::{reason, route};
+    use super::route;
 
     #[test]
     fn routes_name_one_upstream() {
@@ -373,11 +318,5 @@ mod tests {
         assert_eq!(route("/servers/a/b/mcp"), None);
         assert_eq!(route("/servers/notes"), None);
         assert_eq!(route("/mcp"), None);
-    }
-
-    #[test]
-    fn a_reason_is_the_innermost_cause_without_its_number() {
-        let refused = std::io::Error::from_raw_os_error(111);
-        assert_eq!(reason(&refused), "Connection refused");
     }
 }

@@ -246,11 +246,7 @@ impl Upstream {
             timeout: self.config.policy.connect_timeout,
             stream_idle: self.config.policy.stream_idle_timeout,
             http: &self.connections.http,
-            raw: self
-                .connections
-                .raw
-                .as_ref()
-                .map(|(client, uri)| (client, uri)),
+            raw: self.http_client(),
             hook,
             slot,
             closing: &self.connections.closing,

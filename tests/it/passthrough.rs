@@ -131,7 +131,7 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
         .unwrap();
     assert_eq!(oversized.status(), 413);
     let body = oversized.text().await.unwrap();
-    assert!(body.contains("over 65536 bytes"), "{body}");
+    assert!(body.contains("exceeds 65536 bytes"), "{body}");
 
     // An upstream named by its host name: looked up once, and served like the others.
     let named = client_sending(&format!("{base}/servers/named/mcp"), "bob", &SENT).await;

@@ -7,6 +7,7 @@
 //! something is sent before the answer. GET opens a session's standalone stream, DELETE ends a
 //! session. The requests themselves are answered by `session::serve`.
 
+mod body;
 mod checks;
 mod cors;
 mod get;
@@ -15,6 +16,7 @@ mod lookup;
 mod post;
 mod reply;
 
+pub use body::read_whole;
 pub use limits::Held;
 pub use reply::{beyond_quota, refusal, refusal_retry};
 

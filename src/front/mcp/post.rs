@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use http::{HeaderValue, Request, Response, StatusCode, request::Parts};
-use http_body_util::{BodyExt, Limited};
 use rmcp::model::{InitializeRequestParams, RequestId, ServerJsonRpcMessage, ServerResult};
 
 use super::{
     Endpoint, Settings,
+    body::read_whole,
     checks::{self, VersionHeader},
     limits,
     reply::{self, Begun, EventIds, EventStream, RefusalResponse},
@@ -65,26 +65,9 @@ impl Endpoint {
                 "Unsupported Media Type: Content-Type must be application/json",
             );
         }
-        let reading = tokio::time::timeout(body_timeout, Limited::new(body, max_body).collect());
-        let Ok(body) = reading.await else {
-            let message = format!(
-                "Request Timeout: the body did not arrive within {}s",
-                body_timeout.as_secs_f64()
-            );
-            return reply::refusal(StatusCode::REQUEST_TIMEOUT, &message);
-        };
-        let body = match body {
-            Ok(body) => body.to_bytes(),
-            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-                let message = format!("Payload Too Large: request body exceeds {max_body} bytes");
-                return reply::refusal(StatusCode::PAYLOAD_TOO_LARGE, &message);
-            }
-            Err(_) => {
-                return reply::refusal(
-                    StatusCode::BAD_REQUEST,
-                    "Bad Request: the body could not be read",
-                );
-            }
+        let body = match read_whole(body, max_body, body_timeout).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
         };
         if wire::nested_deeper_than(&body, limits.max_json_depth) {
             let message = format!(

@@ -35,6 +35,7 @@ use super::{
     sse::SseTap,
 };
 use crate::{
+    error::with_causes,
     hook::{HookError, RequestHook},
     protocol::Era,
     wire::{
@@ -425,7 +426,7 @@ impl<'a> Exchange<'a> {
                         self.reader.push(data);
                     }
                 }
-                Ok(Some(Err(error))) => self.resume(describe(&error)).await?,
+                Ok(Some(Err(error))) => self.resume(with_causes(&error)).await?,
                 Ok(None) => {
                     self.resume("the stream ended before the answer".into())
                         .await?
@@ -549,21 +550,6 @@ fn preview(body: &[u8]) -> String {
     if text.len() > ERROR_BODY_PREVIEW {
         text.truncate(text.floor_char_boundary(ERROR_BODY_PREVIEW));
         text.push('…');
-    }
-    text
-}
-
-/// An HTTP client error with its causes, which say what actually went wrong.
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
     }
     text
 }

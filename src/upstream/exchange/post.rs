@@ -9,7 +9,8 @@ use http::{HeaderMap, HeaderValue, Method, Request, Uri, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
 
-use super::{Exchange, ExchangeError, Outgoing, RawLink, describe};
+use super::{Exchange, ExchangeError, Outgoing, RawLink};
+use crate::error::with_causes;
 use crate::{
     hook::{RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
@@ -142,7 +143,7 @@ impl HttpRoute {
         self.client
             .request(request)
             .await
-            .map_err(|error| ExchangeError::Transport(describe(&error)))
+            .map_err(|error| ExchangeError::Transport(with_causes(&error)))
     }
 
     /// Opens the stream `last_event` belongs to again, to read on from there.
@@ -171,7 +172,7 @@ impl HttpRoute {
         self.client
             .request(request)
             .await
-            .map_err(|error| ExchangeError::Transport(describe(&error)))
+            .map_err(|error| ExchangeError::Transport(with_causes(&error)))
     }
 }
 

@@ -115,8 +115,20 @@ async fn a_passthrough_route_serves_one_upstream_under_the_gateways_rules() {
         "{body}"
     );
     assert!(!body.contains(&closed.to_string()), "no address: {body}");
-    // A body over `max_request_body_bytes` is refused before it goes up.
     let alice_key = crate::harness::api_key("alice");
+    // A foreign Host (DNS rebinding) is refused before anything, a valid key or not.
+    let rebound = http
+        .post(url.clone())
+        .header("host", "evil.example")
+        .bearer_auth(&alice_key)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), 403);
+    // A body over `max_request_body_bytes` is refused before it goes up.
     let padding = "x".repeat(70_000);
     let oversized = http
         .post(url.clone())

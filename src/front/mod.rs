@@ -154,8 +154,11 @@ impl Front {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let mcp = self.mcp.clone();
-        let app = app(gateway.clone(), self.mcp, self.admin);
-        let timeout = gateway.live().config.server.client_timeout;
+        let app = app(gateway.clone(), self.mcp.clone(), self.admin);
+        let (path, timeout) = {
+            let server = &gateway.live().config.server;
+            (server.endpoint_path.clone(), server.client_timeout)
+        };
         let stopping = CancellationToken::new();
         let stop = {
             let stopping = stopping.clone();
@@ -173,7 +176,7 @@ impl Front {
             tokio::time::sleep(gateway.live().config.server.shutdown_grace).await;
             streams.cancel();
         });
-        let served = serve::serve_app(listener, app, timeout, stop).await;
+        let served = serve::serve_app(listener, app, (path, self.mcp), timeout, stop).await;
         drain.abort();
         served
     }

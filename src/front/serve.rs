@@ -19,13 +19,15 @@ use std::{
     time::Duration,
 };
 
-use axum::{Router, body::Body, extract::ConnectInfo};
+use axum::{Router, body::Body};
 use hyper::{Request, body::Incoming};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
     server::{conn::auto, graceful::GracefulShutdown},
 };
 use tokio::net::TcpListener;
+
+use super::McpEndpoint;
 use tower::ServiceExt;
 
 /// The most a request's headers may take, in bytes.
@@ -105,21 +107,26 @@ where
 }
 
 /// Serves `app` until `stop` resolves, then until its open requests are answered. A client
-/// gets `client_timeout` to send a request's headers.
+/// gets `client_timeout` to send a request's headers. Requests to the MCP endpoint's main
+/// `path` go to `mcp` directly: the hot route skips the router's matching and its boxed
+/// services (`app` routes the path to `mcp` as well).
 pub async fn serve_app(
     listener: TcpListener,
     app: Router,
+    (path, mcp): (String, McpEndpoint),
     client_timeout: Duration,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let connection = move |peer: SocketAddr| {
-        let app = app.clone();
+    let path: Arc<str> = path.into();
+    let connection = move |_peer: SocketAddr| {
+        let (app, mcp, path) = (app.clone(), mcp.clone(), path.clone());
         hyper::service::service_fn(move |request: Request<Incoming>| {
-            let mut request = request.map(Body::new);
-            request
-                .extensions_mut()
-                .insert(ConnectInfo::<SocketAddr>(peer));
-            app.clone().oneshot(request)
+            let request = request.map(Body::new);
+            if request.uri().path() == &*path {
+                mcp.answer(request)
+            } else {
+                Box::pin(app.clone().oneshot(request))
+            }
         })
     };
     serve_connections(listener, client_timeout, None, stop, connection).await;

@@ -349,6 +349,17 @@ impl Endpoint {
     }
 }
 
+impl McpEndpoint {
+    /// The answer to `request`, as the tower service gives it.
+    pub fn answer(
+        &self,
+        request: Request<Body>,
+    ) -> BoxFuture<'static, Result<Response<Body>, Infallible>> {
+        let inner = self.inner.clone();
+        Box::pin(async move { Ok(inner.handle(request).await) })
+    }
+}
+
 impl tower::Service<Request<Body>> for McpEndpoint {
     type Response = Response<Body>;
     type Error = Infallible;
@@ -359,7 +370,6 @@ impl tower::Service<Request<Body>> for McpEndpoint {
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let inner = self.inner.clone();
-        Box::pin(async move { Ok(inner.handle(request).await) })
+        self.answer(request)
     }
 }

@@ -179,10 +179,20 @@ fn without_urls(text: &str) -> String {
     out
 }
 
+/// "; the closest: `a`, `b`" after an unknown tool's name, when there are any.
+fn closest_names(closest: &[String]) -> String {
+    if closest.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = closest.iter().map(|name| format!("`{name}`")).collect();
+    format!("; the closest: {}", names.join(", "))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
-    #[error("unknown tool `{0}`")]
-    UnknownTool(String),
+    /// A tool name the caller's catalog does not have, with the names closest to it there.
+    #[error("unknown tool `{name}`{}", closest_names(closest))]
+    UnknownTool { name: String, closest: Vec<String> },
     #[error("unknown prompt `{0}`")]
     UnknownPrompt(String),
     #[error("unknown resource `{0}`")]
@@ -257,7 +267,7 @@ impl GatewayError {
 
     pub fn side(&self) -> Side {
         match self {
-            Self::UnknownTool(_)
+            Self::UnknownTool { .. }
             | Self::UnknownPrompt(_)
             | Self::UnknownResource(_)
             | Self::InvalidParams(_)
@@ -276,7 +286,11 @@ impl GatewayError {
     pub fn into_error_data(self) -> ErrorData {
         let message = self.to_string();
         match self {
-            Self::UnknownTool(name) | Self::UnknownPrompt(name) => {
+            Self::UnknownTool { name, closest } => ErrorData::invalid_params(
+                message,
+                Some(json!({ "name": name, "closest": closest })),
+            ),
+            Self::UnknownPrompt(name) => {
                 ErrorData::invalid_params(message, Some(json!({ "name": name })))
             }
             Self::UnknownResource(uri) => {

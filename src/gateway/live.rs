@@ -21,6 +21,8 @@ use crate::{
 
 /// How many earlier catalog snapshots pagination cursors may refer to.
 pub(super) const RECENT_SNAPSHOTS: usize = 8;
+/// How many of the closest tool names an unknown tool's error names.
+const CLOSEST_TOOLS: usize = 3;
 
 /// What a reload swaps: the configuration in force and the upstreams it names.
 #[derive(Clone)]
@@ -131,8 +133,14 @@ impl Live {
         view: &'v Catalog,
         name: &str,
     ) -> Result<&'v ToolRoute, GatewayError> {
-        view.tool_route(name)
-            .ok_or_else(|| self.missing_name(view, name, GatewayError::UnknownTool))
+        view.tool_route(name).ok_or_else(|| {
+            self.missing_name(view, name, |name| {
+                let closest = (view.closest_tools(&name, CLOSEST_TOOLS).iter())
+                    .map(|tool| tool.name.to_string())
+                    .collect();
+                GatewayError::UnknownTool { name, closest }
+            })
+        })
     }
 
     /// The route of prompt `name` in `view`, or why there is none.
@@ -151,7 +159,7 @@ impl Live {
         &self,
         view: &Catalog,
         name: &str,
-        unknown: fn(String) -> GatewayError,
+        unknown: impl FnOnce(String) -> GatewayError,
     ) -> GatewayError {
         let owner = view
             .scheme()

@@ -37,6 +37,7 @@ use crate::{
     names::UpstreamName,
     oauth::{Link, OAuth},
     pins::Pins,
+    policy::ToolSearch,
     principal::Principal,
     protocol::Era,
     quota::Quotas,
@@ -316,12 +317,26 @@ impl Gateway {
             });
             self.events.publish("catalog", &counts);
         }
+        let catalog = Arc::new(catalog);
+        let searched = setup.config.catalog.tool_search != ToolSearch::Off
+            || (setup.config.endpoints.iter())
+                .any(|e| e.tool_search.is_some_and(|s| s != ToolSearch::Off));
         self.live.store(Arc::new(Live {
             setup,
-            catalog: Arc::new(catalog),
+            catalog: catalog.clone(),
             recent,
         }));
         self.catalog_version.send_replace(generation);
+        // Where any endpoint serves tool search, the snapshot's index is built now, beside the
+        // requests, rather than by the first search; unless a newer snapshot came meanwhile.
+        if searched && let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let current = self.catalog_version.subscribe();
+            runtime.spawn_blocking(move || {
+                if *current.borrow() == generation {
+                    catalog.prepare_search();
+                }
+            });
+        }
     }
 
     pub fn oauth(&self) -> &Arc<OAuth> {

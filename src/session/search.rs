@@ -125,7 +125,8 @@ pub fn search(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
     let text = if found.is_empty() {
         format!("No tool matches `{query}`. Try other words.")
     } else {
-        structured.to_string()
+        let lines: Vec<String> = matches.iter().map(|tool| line(tool)).collect();
+        lines.join("\n")
     };
     let mut result = json!({
         "content": [{ "type": "text", "text": text }],
@@ -198,6 +199,89 @@ fn summary(tool: &ListedTool) -> Value {
     shown
 }
 
+/// A found tool as one line of the text result, enough to call it: its name, its parameters
+/// with their types (`?` after an optional one) and the first sentence of its description.
+/// The structured result has the whole definition.
+fn line(tool: &ListedTool) -> String {
+    let schema = &tool.input_schema;
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let parameters: Vec<String> = (schema.get("properties").and_then(Value::as_object))
+        .map(|properties| {
+            (properties.iter())
+                .map(|(name, property)| {
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{name}{optional}: {}", type_of(property))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let description = tool.description.as_deref().unwrap_or_default();
+    let summary = first_sentence(description);
+    let separator = if summary.is_empty() { "" } else { " — " };
+    format!(
+        "{}({}){separator}{summary}",
+        tool.name,
+        parameters.join(", ")
+    )
+}
+
+/// A parameter's type, shortly: `string`, `number|null`, `"asc"|"desc"`, `string[]`, `any`.
+fn type_of(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array)
+        && !values.is_empty()
+        && values.len() <= MAX_ENUM_SHOWN
+    {
+        let values: Vec<String> = values.iter().map(Value::to_string).collect();
+        return values.join("|");
+    }
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "array" => {
+            let items = schema
+                .get("items")
+                .map_or_else(|| "any".to_owned(), type_of);
+            match items.contains('|') {
+                true => format!("({items})[]"),
+                false => format!("{items}[]"),
+            }
+        }
+        Some(Value::String(kind)) => kind.clone(),
+        Some(Value::Array(kinds)) => {
+            let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
+            kinds.join("|")
+        }
+        _ => "any".to_owned(),
+    }
+}
+
+/// The most enumerated values a parameter's type shows (more: its base type).
+const MAX_ENUM_SHOWN: usize = 6;
+/// The longest summary of a found tool, in characters.
+const MAX_SUMMARY: usize = 160;
+
+/// The first sentence (or line) of `text`, at most `MAX_SUMMARY` characters.
+fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let end = [". ", ".\n", "\n"]
+        .iter()
+        .filter_map(|stop| {
+            text.find(stop)
+                .map(|at| at + usize::from(stop.starts_with('.')))
+        })
+        .min()
+        .unwrap_or(text.len());
+    let sentence = text[..end].trim_end();
+    match sentence.char_indices().nth(MAX_SUMMARY) {
+        Some((cut, _)) => format!("{}…", sentence[..cut].trim_end()),
+        None => sentence.to_owned(),
+    }
+}
+
 fn search_definition() -> Value {
     json!({
         "name": SEARCH_TOOL,
@@ -234,4 +318,52 @@ fn call_definition() -> Value {
             "required": ["name"]
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_found_tool_is_one_line_with_its_parameters_and_first_sentence() {
+        let tool = ListedTool::from_value(json!({
+            "name": "gh__list_issues",
+            "description": "List issues of a repository. Paginated: pass `page` for more.",
+            "inputSchema": {"type": "object", "properties": {
+                "repo": {"type": "string"},
+                "state": {"type": "string", "enum": ["open", "closed", "all"]},
+                "labels": {"type": "array", "items": {"type": "string"}},
+                "limit": {"type": ["integer", "null"]},
+                "filter": {}
+            }, "required": ["repo"]}
+        }))
+        .unwrap();
+        assert_eq!(
+            line(&tool),
+            "gh__list_issues(repo: string, state?: \"open\"|\"closed\"|\"all\", labels?: string[], \
+             limit?: integer|null, filter?: any) — List issues of a repository."
+        );
+        let bare = ListedTool::from_value(json!({
+            "name": "ping",
+            "inputSchema": {"type": "object"}
+        }))
+        .unwrap();
+        assert_eq!(line(&bare), "ping()");
+    }
+
+    #[test]
+    fn a_summary_is_the_first_sentence_or_line_cut_to_its_length() {
+        assert_eq!(
+            first_sentence("Reads a file.\nLong details"),
+            "Reads a file."
+        );
+        assert_eq!(first_sentence("v1.2 of the API. More"), "v1.2 of the API.");
+        assert_eq!(first_sentence("  no stop at all  "), "no stop at all");
+        let long = "é".repeat(MAX_SUMMARY + 10);
+        let cut = first_sentence(&long);
+        assert_eq!(cut.chars().count(), MAX_SUMMARY + 1);
+        assert!(cut.ends_with('…'));
+    }
 }

@@ -90,10 +90,23 @@ async fn what_a_user_may_not_use_is_absent_and_unknown() {
             .cloned()
             .collect();
         assert_eq!(tools, expected, "modern: {modern}");
-        // Denied answers exactly as unknown.
+        // Denied answers exactly as unknown: as a made-up name of the same words, whose
+        // closest names (looked up among the tools bob sees) are the same.
+        for (denied, made_up) in [
+            ("demo__slow_task", "demo__task_slow"),
+            ("other__echo", "echo__other"),
+        ] {
+            let refused = call_error(&bob, denied).await;
+            assert_eq!(refused, call_error(&bob, made_up).await);
+            assert!(refused.1.starts_with("unknown tool `NAME`"), "{refused:?}");
+            // The closest names are tools he may call, never the hidden ones.
+            let (_, closest) = refused.1.split_once("the closest: ").expect(&refused.1);
+            for name in closest.split(", ") {
+                let name = name.trim_matches('`').to_owned();
+                assert!(tools.contains(&name), "{name} in {refused:?}");
+            }
+        }
         let unknown = call_error(&bob, "demo__no_such_tool").await;
-        assert_eq!(call_error(&bob, "demo__slow_task").await, unknown);
-        assert_eq!(call_error(&bob, "other__echo").await, unknown);
         assert!(unknown.1.contains("NAME"), "{unknown:?}");
         let result = bob
             .call_tool(

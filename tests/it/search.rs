@@ -89,6 +89,12 @@ async fn a_client_finds_and_calls_one_tool_among_two_thousand() {
     }
     let gw = builder.start().await;
     assert_eq!(gw.gateway.live().catalog.tools().len(), 2000);
+    // The snapshot's search index is built when it is published, before any search.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !gw.gateway.live().catalog.search_prepared() {
+        assert!(tokio::time::Instant::now() < deadline, "no index built");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let alice = Recorder::plain("alice");
     let client = alice.clone().connect_as(&gw.url(), &api_key("alice")).await;
@@ -108,6 +114,13 @@ async fn a_client_finds_and_calls_one_tool_among_two_thousand() {
         ))
         .await
         .unwrap();
+    // The text has a line per tool, enough to call it; the structured result, definitions.
+    let first_line = text(&found).lines().next().unwrap_or_default().to_owned();
+    assert_eq!(
+        first_line,
+        "u17__create_invoice(customer: string, amount?: number) — Create a new invoice for a \
+         customer with line items and a due date"
+    );
     let found = names(&found);
     assert_eq!(found[0], "u17__create_invoice", "{found:?}");
     assert!(found.len() <= 5);
@@ -148,6 +161,20 @@ async fn a_client_finds_and_calls_one_tool_among_two_thousand() {
         .unwrap();
     assert!(text(&through).contains("globex"), "{through:?}");
     assert_eq!(servers[17].calls("create_invoice").len(), 2);
+    // A name slightly wrong is refused with the closest names she may call.
+    let misspelled = client
+        .call_tool(call(
+            "call_tool",
+            json!({"name": "u17__create_invoices", "arguments": {"customer": "initech"}}),
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        misspelled
+            .contains("unknown tool `u17__create_invoices`; the closest: `u17__create_invoice`"),
+        "{misspelled}"
+    );
 
     // Bob's policy hides the tool: search does not show it, and he cannot call it.
     let bob = Recorder::plain("bob")
@@ -167,7 +194,14 @@ async fn a_client_finds_and_calls_one_tool_among_two_thousand() {
             json!({"name": "u17__create_invoice", "arguments": {"customer": "x"}}),
         ))
         .await;
-    assert!(refused.is_err(), "{refused:?}");
+    let refused = refused.unwrap_err().to_string();
+    // Refused as unknown, with the closest names among those he sees: not the hidden one.
+    let (_, closest) = refused.split_once("the closest:").expect(&refused);
+    let (closest, _data) = closest.split_once('(').expect(&refused);
+    assert!(
+        closest.contains("u17__") && !closest.contains("invoice"),
+        "{refused}"
+    );
     assert_eq!(servers[17].calls("create_invoice").len(), 2);
 
     // A bad search is a clear error.

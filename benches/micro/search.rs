@@ -1,5 +1,5 @@
 //! How long does a tool search take among 50,000 tools (the real servers' recorded tools,
-//! under 440 upstream names), once the snapshot's index is built? And how long does checking
+//! copied under as many upstream names as it takes), once the snapshot's index is built? And how long does checking
 //! one call's arguments against its tool's schema take (reading them, then validating), and
 //! compiling a schema at discovery (with the bound on what checking against it can cost,
 //! beside the validator's compilation alone)?
@@ -14,11 +14,18 @@ use switchyard::{
 };
 
 fn recorded_tools() -> Vec<ListedTool> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/recorded");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures");
     let mut tools = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
+    let entries = ["recorded", "recorded-more"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(fixtures.join(dir)).unwrap());
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "json") {
+            continue;
+        }
         let recorded: Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         for tool in recorded["tools"].as_array().unwrap() {
             let tool = ListedTool::from_value(tool.clone()).unwrap();
             // One upstream name holds them all: a name two servers share is kept once.

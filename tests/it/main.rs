@@ -42,6 +42,7 @@ mod resilience;
 mod restart;
 mod routing;
 mod search;
+mod search_quality;
 mod sessions;
 pub(crate) mod tasks;
 mod telemetry;

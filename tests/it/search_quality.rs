@@ -1,0 +1,319 @@
+//! How well tool search finds the tool a person means, on real servers' recorded tool lists
+//! (`fixtures/recorded` and `fixtures/recorded-more`, one file per server, recorded with
+//! `fixtures/recorded/record.py`).
+//!
+//! - `search-eval.json`: queries written from the tasks people bring ("save this page for
+//!   later"), each naming the tool that does it and any other that would do as well. Four
+//!   kinds: `task` (the person's own words), `paraphrase` (no word in common with the tool's
+//!   text), `vague` (an intent, under-specified) and `product` (the service named, not the
+//!   action). Half of them tune the ranking; the other half (`held-out`) is only ever measured.
+//!   `cargo test --test it search_quality -- --nocapture` prints recall@1, recall@5 and MRR per
+//!   half, kind and word overlap, with the tuning half's misses (never the held-out half's).
+//! - `search-queries.json`: 111 older queries, written from the tools' own text.
+//!
+//! Both are kept from dropping below what was measured.
+
+use std::{collections::HashSet, fmt, path::Path, sync::Arc};
+
+use serde::Deserialize;
+use serde_json::Value;
+use switchyard::{
+    catalog::{Catalog, ListedTool, NameScheme, UpstreamCatalog},
+    config::PrefixMode,
+    names::UpstreamName,
+};
+
+/// How many results a search returns here: ranks beyond it count as not found.
+const LIMIT: usize = 10;
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// The real servers' recorded tools (`recorded`, and `recorded-more`: the servers only search
+/// is measured on), as one catalog, each server's tools prefixed with its file's name.
+fn recorded_catalog() -> Catalog {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures");
+    let mut files: Vec<_> = ["recorded", "recorded-more"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(fixtures.join(dir)).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let parts: Vec<(UpstreamName, Arc<UpstreamCatalog>)> = files
+        .iter()
+        .map(|path| {
+            let recorded: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            let tools = recorded["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|tool| ListedTool::from_value(tool.clone()).unwrap())
+                .collect();
+            let name = path.file_stem().unwrap().to_str().unwrap();
+            let part = UpstreamCatalog {
+                tools,
+                ..UpstreamCatalog::default()
+            };
+            (UpstreamName::new(name).unwrap(), Arc::new(part))
+        })
+        .collect();
+    Catalog::build(
+        NameScheme::new(PrefixMode::Always, "__", parts.len()),
+        &parts,
+    )
+}
+
+/// One query of the evaluation set.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Query {
+    query: String,
+    /// The tool that does what the query asks.
+    tool: String,
+    /// Other tools that would do it as well.
+    #[serde(default)]
+    also: Vec<String>,
+    kind: String,
+    half: String,
+}
+
+/// Recall at 1 and 5 and the mean reciprocal rank of a group of queries.
+#[derive(Default)]
+struct Figures {
+    queries: usize,
+    first: usize,
+    top5: usize,
+    reciprocal: f64,
+}
+
+impl Figures {
+    fn add(&mut self, rank: Option<usize>) {
+        self.queries += 1;
+        if let Some(rank) = rank {
+            self.first += usize::from(rank == 0);
+            self.top5 += usize::from(rank < 5);
+            self.reciprocal += 1.0 / (rank + 1) as f64;
+        }
+    }
+
+    fn recall_at_1(&self) -> f64 {
+        self.first as f64 / self.queries.max(1) as f64
+    }
+
+    fn recall_at_5(&self) -> f64 {
+        self.top5 as f64 / self.queries.max(1) as f64
+    }
+
+    fn mrr(&self) -> f64 {
+        self.reciprocal / self.queries.max(1) as f64
+    }
+}
+
+impl fmt::Display for Figures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>4} {:>6.2} {:>6.2} {:>6.2}",
+            self.queries,
+            self.recall_at_1(),
+            self.recall_at_5(),
+            self.mrr()
+        )
+    }
+}
+
+/// The position (from 0) of the first acceptable tool among the results for `query`.
+fn rank(catalog: &Catalog, query: &str, acceptable: &[&str]) -> Option<usize> {
+    catalog
+        .search_tools(query, LIMIT)
+        .iter()
+        .position(|tool| acceptable.contains(&tool.name.as_ref()))
+}
+
+/// The words of `text` as this evaluation compares them, independently of the index: split at
+/// anything but letters and digits and at camelCase humps, lowercased, a plural `s` taken off,
+/// without a few function words.
+fn plain_words(text: &str) -> HashSet<String> {
+    const FUNCTION_WORDS: &[&str] = &[
+        "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "in", "is", "it",
+        "me", "my", "of", "on", "or", "the", "this", "to", "with", "what", "all", "any", "some",
+    ];
+    let mut spaced = String::new();
+    let mut previous = ' ';
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            spaced.push(' ');
+        } else {
+            if previous.is_lowercase() && c.is_uppercase() {
+                spaced.push(' ');
+            }
+            spaced.extend(c.to_lowercase());
+        }
+        previous = c;
+    }
+    spaced
+        .split_whitespace()
+        .filter(|word| !FUNCTION_WORDS.contains(word))
+        .map(|word| match word.strip_suffix('s') {
+            Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_owned(),
+            _ => word.to_owned(),
+        })
+        .collect()
+}
+
+/// The words of a tool's own text: name, title, description, parameters' names and
+/// descriptions (not its server's name).
+fn tool_words(tool: &ListedTool, original: &str) -> HashSet<String> {
+    let mut text = format!(
+        "{original} {} {}",
+        tool.title.as_deref().unwrap_or_default(),
+        tool.description.as_deref().unwrap_or_default()
+    );
+    if let Some(Value::Object(properties)) = tool.input_schema.get("properties") {
+        for (name, schema) in properties {
+            text.push(' ');
+            text.push_str(name);
+            if let Some(Value::String(description)) = schema.get("description") {
+                text.push(' ');
+                text.push_str(description);
+            }
+        }
+    }
+    plain_words(&text)
+}
+
+/// The evaluation set measured: prints the table and the tuning half's misses; gives the
+/// figures of each half.
+fn evaluate(catalog: &Catalog, queries: &[Query]) -> [Figures; 2] {
+    const HALVES: [&str; 2] = ["tuning", "held-out"];
+    const KINDS: [&str; 4] = ["task", "paraphrase", "vague", "product"];
+    let mut halves = [Figures::default(), Figures::default()];
+    let mut kinds: [[Figures; 4]; 2] = Default::default();
+    // Whether the query shares a word with its tool's own text.
+    let mut overlap: [[Figures; 2]; 2] = Default::default();
+    let mut misses = Vec::new();
+    for query in queries {
+        let half = HALVES.iter().position(|h| *h == query.half);
+        let kind = KINDS.iter().position(|k| *k == query.kind);
+        let (Some(half), Some(kind)) = (half, kind) else {
+            panic!("`{}`: unknown half or kind", query.query);
+        };
+        let acceptable: Vec<&str> = std::iter::once(query.tool.as_str())
+            .chain(query.also.iter().map(String::as_str))
+            .collect();
+        for name in &acceptable {
+            assert!(
+                catalog.tool(name).is_some(),
+                "`{name}` is not a recorded tool"
+            );
+        }
+        let tool = catalog.tool_definition(&query.tool).unwrap();
+        let original = query.tool.split_once("__").unwrap().1;
+        let shared = !plain_words(&query.query).is_disjoint(&tool_words(tool, original));
+        let rank = rank(catalog, &query.query, &acceptable);
+        halves[half].add(rank);
+        kinds[half][kind].add(rank);
+        overlap[half][usize::from(!shared)].add(rank);
+        if half == 0 && rank.is_none_or(|rank| rank >= 5) {
+            let found: Vec<String> = (catalog.search_tools(&query.query, 3).iter())
+                .map(|tool| tool.name.to_string())
+                .collect();
+            misses.push(format!(
+                "[{}] {} → {} at {}; first: {found:?}",
+                query.kind,
+                query.query,
+                query.tool,
+                rank.map_or("none".to_owned(), |rank| (rank + 1).to_string()),
+            ));
+        }
+    }
+    println!(
+        "tool search over {} tools of the recorded servers, {} queries",
+        catalog.tools().len(),
+        queries.len()
+    );
+    println!(
+        "{:<9} {:<20} {:>4} {:>6} {:>6} {:>6}",
+        "half", "queries", "n", "R@1", "R@5", "MRR"
+    );
+    for (h, half) in HALVES.iter().enumerate() {
+        println!("{half:<9} {:<20} {}", "all", halves[h]);
+        for (k, kind) in KINDS.iter().enumerate() {
+            println!("{half:<9} {:<20} {}", format!("kind {kind}"), kinds[h][k]);
+        }
+        println!("{half:<9} {:<20} {}", "sharing a word", overlap[h][0]);
+        println!("{half:<9} {:<20} {}", "sharing no word", overlap[h][1]);
+    }
+    println!("tuning half, not in the top 5:");
+    for miss in &misses {
+        println!("  {miss}");
+    }
+    halves
+}
+
+#[test]
+fn search_finds_the_tool_a_person_means() {
+    let catalog = recorded_catalog();
+    let queries: Vec<Query> = serde_json::from_str(&fixture("search-eval.json")).unwrap();
+    assert!(queries.len() >= 300, "{} queries", queries.len());
+    let [tuning, held_out] = evaluate(&catalog, &queries);
+    for (half, figures, [recall, mrr]) in [
+        ("tuning", tuning, TUNING_FLOORS),
+        ("held-out", held_out, HELD_OUT_FLOORS),
+    ] {
+        assert!(
+            figures.recall_at_5() >= recall && figures.mrr() >= mrr,
+            "{half}: recall@5 {:.3} and MRR {:.3}, below {recall} and {mrr}",
+            figures.recall_at_5(),
+            figures.mrr()
+        );
+    }
+}
+
+/// Recall@5 and MRR that each half keeps (measured, less a little: 0.43 and 0.35 on the
+/// tuning half, 0.47 and 0.37 held out, with BM25 alone).
+const TUNING_FLOORS: [f64; 2] = [0.41, 0.33];
+const HELD_OUT_FLOORS: [f64; 2] = [0.45, 0.35];
+
+/// The older queries, each written from its tool's text and naming it alone.
+#[test]
+fn search_finds_tools_by_what_their_text_says() {
+    let catalog = recorded_catalog();
+    let queries: Vec<(String, String)> =
+        serde_json::from_str(&fixture("search-queries.json")).unwrap();
+    assert!(queries.len() >= 100);
+    let mut figures = Figures::default();
+    let mut misses = Vec::new();
+    for (query, expected) in &queries {
+        assert!(
+            catalog.tool(expected).is_some(),
+            "`{expected}` is not a recorded tool"
+        );
+        let rank = rank(&catalog, query, &[expected]);
+        figures.add(rank);
+        if rank.is_none_or(|rank| rank >= 5) {
+            misses.push(format!("{query} → {expected} at {rank:?}"));
+        }
+    }
+    println!(
+        "queries from the tools' text over {} tools: n, R@1, R@5, MRR {figures}",
+        catalog.tools().len()
+    );
+    assert!(
+        figures.recall_at_5() >= DESCRIPTIVE_FLOORS[0] && figures.mrr() >= DESCRIPTIVE_FLOORS[1],
+        "recall@5 {:.3}, MRR {:.3} dropped:\n{misses:#?}",
+        figures.recall_at_5(),
+        figures.mrr()
+    );
+}
+
+/// What the older queries keep (measured, less a little: 0.964 and 0.834 among the 61
+/// servers' tools; 0.991 and 0.940 among the first 16 servers' alone, where fewer tools
+/// of other servers do the same).
+const DESCRIPTIVE_FLOORS: [f64; 2] = [0.95, 0.82];

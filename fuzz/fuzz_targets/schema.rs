@@ -8,14 +8,23 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use switchyard::catalog::ArgumentCheck;
 
-fuzz_target!(|text: &str| {
-    let (schema, arguments) = text.split_once('\n').unwrap_or((text, ""));
-    let Ok(Value::Object(schema)) = serde_json::from_str::<Value>(schema) else {
-        return;
-    };
-    let Ok(check) = ArgumentCheck::compile(&schema) else {
-        return;
-    };
-    let arguments: Option<Value> = serde_json::from_str(arguments).ok();
-    let _ = check.check(arguments.as_ref());
-});
+fuzz_target!(
+    init: {
+        // The harness's hook aborts at any panic, even one caught on purpose (`compile` catches
+        // the validator's, which some schemas cause): the default hook, which only prints,
+        // takes its place. A panic that escapes the gateway's code still aborts, in the
+        // harness's own catch.
+        drop(std::panic::take_hook());
+    },
+    |text: &str| {
+        let (schema, arguments) = text.split_once('\n').unwrap_or((text, ""));
+        let Ok(Value::Object(schema)) = serde_json::from_str::<Value>(schema) else {
+            return;
+        };
+        let Ok(check) = ArgumentCheck::compile(&schema) else {
+            return;
+        };
+        let arguments: Option<Value> = serde_json::from_str(arguments).ok();
+        let _ = check.check(arguments.as_ref());
+    }
+);

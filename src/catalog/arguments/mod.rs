@@ -78,7 +78,15 @@ impl ArgumentCheck {
     /// not a usable JSON Schema, or checking against it has no useful bound.
     pub fn compile(schema: &JsonObject) -> Result<Arc<Self>, String> {
         let schema = Value::Object(schema.clone());
-        let validator = jsonschema::validator_for(&schema)
+        // The validator's compiler panics on some schemas an upstream may send (two resources
+        // of the same `$id`, one of them with the anchor a reference names): such a schema is
+        // refused like any other it cannot use, and the upstream's other tools are served.
+        let compiled =
+            std::panic::catch_unwind(|| jsonschema::validator_for(&schema)).map_err(|_| {
+                "its input schema is not a usable JSON Schema: the validator cannot compile it"
+                    .to_owned()
+            })?;
+        let validator = compiled
             .map_err(|error| format!("its input schema is not a usable JSON Schema: {error}"))?;
         let unbounded = |why: String| format!("its input schema cannot be checked: {why}");
         let profile = Profile::of(&Graph::of(&schema).map_err(unbounded)?).map_err(unbounded)?;

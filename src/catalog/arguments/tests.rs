@@ -144,6 +144,23 @@ fn a_schema_that_is_not_one_is_refused() {
     assert!(ArgumentCheck::compile(&schema(json!({"type": "object"}))).is_ok());
 }
 
+/// Two resources with the same `$id` (the root's, and one that a relative `$id` nested in another
+/// resource resolves to), and a reference to an anchor: the validator's compiler panics on it
+/// (found by fuzzing). The schema is refused, and the process goes on.
+#[test]
+fn a_schema_the_validator_cannot_compile_is_refused_without_a_panic() {
+    let colliding = schema(json!({
+        "$id": "base/item.json",
+        "properties": {"m": {"$ref": "#tag"}},
+        "$defs": {
+            "outer": {"$id": "i", "$defs": {"inner": {"$id": "item.json"}}},
+            "tagged": {"$anchor": "tag", "type": "string"}
+        }
+    }));
+    let refused = ArgumentCheck::compile(&colliding).expect_err("refused");
+    assert!(refused.contains("cannot compile"), "{refused}");
+}
+
 #[test]
 fn a_recursive_filter_is_checked_as_deep_as_people_write_them() {
     let check = ArgumentCheck::compile(&filter_schema()).unwrap();

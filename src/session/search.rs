@@ -264,23 +264,30 @@ const MAX_ENUM_SHOWN: usize = 6;
 /// The longest summary of a found tool, in characters.
 const MAX_SUMMARY: usize = 160;
 
-/// The first sentence (or line) of `text`, at most `MAX_SUMMARY` characters.
+/// The first sentence (or line) of `text`, at most `MAX_SUMMARY` characters. A period ends a
+/// sentence where a space or a line follows it, unless it ends an abbreviation ("e.g.").
 fn first_sentence(text: &str) -> String {
     let text = text.trim();
-    let end = [". ", ".\n", "\n"]
-        .iter()
-        .filter_map(|stop| {
-            text.find(stop)
-                .map(|at| at + usize::from(stop.starts_with('.')))
-        })
-        .min()
-        .unwrap_or(text.len());
+    let mut end = text.find('\n').unwrap_or(text.len());
+    for (at, _) in text[..end].match_indices(". ") {
+        let before = text[..at]
+            .rsplit(char::is_whitespace)
+            .next()
+            .unwrap_or_default();
+        if !ABBREVIATIONS.contains(&before.to_lowercase().as_str()) {
+            end = at + 1;
+            break;
+        }
+    }
     let sentence = text[..end].trim_end();
     match sentence.char_indices().nth(MAX_SUMMARY) {
         Some((cut, _)) => format!("{}…", sentence[..cut].trim_end()),
         None => sentence.to_owned(),
     }
 }
+
+/// Words before a period that does not end a sentence (without that period).
+const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "vs", "(e.g", "(i.e", "approx", "incl"];
 
 fn search_definition() -> Value {
     json!({
@@ -360,6 +367,11 @@ mod tests {
             "Reads a file."
         );
         assert_eq!(first_sentence("v1.2 of the API. More"), "v1.2 of the API.");
+        assert_eq!(
+            first_sentence("Fetch a URL, e.g. a page. Then more"),
+            "Fetch a URL, e.g. a page."
+        );
+        assert_eq!(first_sentence("Ends here.\nNext line"), "Ends here.");
         assert_eq!(first_sentence("  no stop at all  "), "no stop at all");
         let long = "é".repeat(MAX_SUMMARY + 10);
         let cut = first_sentence(&long);

@@ -50,10 +50,6 @@ use crate::{names::UpstreamName, policy::Kind, protocol::Era};
 
 /// The page size of a catalog built without one (the configuration's default).
 pub const DEFAULT_PAGE_SIZE: usize = 500;
-/// The most tools a catalog may have for an unknown name's closest tools to be looked up
-/// without a search index built already (building one for 1,000 tools takes a few
-/// milliseconds).
-const CLOSEST_WITHOUT_INDEX: usize = 1_000;
 
 /// The caching hints of an upstream's four lists (`None` where it gave none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -149,7 +145,8 @@ pub struct Catalog {
     lacks: Features,
     /// The views of this snapshot that requests asked for (the whole catalog only).
     views: Views,
-    /// The tools' search index, built on first search.
+    /// The tools' search index, built when the snapshot is published where search is on,
+    /// else on first use (`search`).
     search: OnceLock<search::SearchIndex>,
 }
 
@@ -483,55 +480,6 @@ impl Catalog {
         self.tool_definition(exposed).map(ListedTool::schema)
     }
 
-    /// The tools that match `query` best (at most `limit`), best first. The first search of a
-    /// snapshot whose index was not prepared builds it.
-    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<&ListedTool> {
-        self.search_index()
-            .search(query, limit)
-            .into_iter()
-            .map(|(position, _)| &self.tools[position])
-            .collect()
-    }
-
-    /// Builds the tool search index now, if it is not built yet (when a snapshot is
-    /// published, so that no search waits for it).
-    pub fn prepare_search(&self) {
-        self.search_index();
-    }
-
-    /// Whether the tool search index is built.
-    pub fn search_prepared(&self) -> bool {
-        self.search.get().is_some()
-    }
-
-    /// The tools whose names and text are closest to `name`, a tool name that is not in this
-    /// catalog (at most `limit`): from the search index if it is built, or if the catalog is
-    /// small enough to build it on the spot; none otherwise.
-    pub fn closest_tools(&self, name: &str, limit: usize) -> Vec<&ListedTool> {
-        if self.search.get().is_none() && self.tools.len() > CLOSEST_WITHOUT_INDEX {
-            return Vec::new();
-        }
-        self.search_tools(name, limit)
-    }
-
-    fn search_index(&self) -> &search::SearchIndex {
-        self.search.get_or_init(|| {
-            let mut upstream_of = vec![""; self.tools.len()];
-            for route in self.tool_routes.values() {
-                upstream_of[route.index] = route.route.upstream.as_str();
-            }
-            search::SearchIndex::build(self.tools.iter().zip(upstream_of).map(
-                |(tool, upstream)| search::Document {
-                    name: &tool.name,
-                    title: tool.title.as_deref(),
-                    upstream,
-                    description: tool.description.as_deref(),
-                    parameters: parameters(&tool.input_schema),
-                },
-            ))
-        })
-    }
-
     /// The route of an exposed prompt name.
     pub fn prompt(&self, exposed: &str) -> Option<&Route> {
         self.prompt_routes.get(exposed)
@@ -574,22 +522,6 @@ impl Catalog {
 }
 
 /// The top-level parameters of an input schema: each one's name and description.
-fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
-    schema
-        .get("properties")
-        .and_then(|properties| properties.as_object())
-        .map(|properties| {
-            properties
-                .iter()
-                .map(|(name, property)| {
-                    let description = property.get("description").and_then(|d| d.as_str());
-                    (name.as_str(), description)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn warn_shadowed(kind: &str, exposed: &str, loser: &UpstreamName, winner: &UpstreamName) {
     tracing::warn!(
         %kind, name = %exposed, upstream = %loser, kept = %winner,

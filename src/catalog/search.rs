@@ -1,11 +1,19 @@
-//! Tool search: a BM25 index over the tools of one catalog (or view), built on first use and
-//! kept with it, so that a snapshot is indexed once. A tool is one document whose fields
+//! Tool search: a BM25 index over the tools of one catalog (or view), built when the snapshot is
+//! published (where an endpoint serves search) or on first use, and kept with it, so that a
+//! snapshot is indexed once. A tool is one document whose fields
 //! weigh differently: its name (split on `_`, `-`, `.` and camelCase, the prefix too), its
 //! title, its upstream's name, its description, and its parameters' names and descriptions.
 //! Words are lowercased, common English words dropped and plural and verb endings taken off,
 //! so that "listing files" finds `list_file`.
 
 use std::collections::HashMap;
+
+use super::{Catalog, JsonObject, ListedTool};
+
+/// The most tools a catalog may have for an unknown name's closest tools to be looked up
+/// without a search index built already (building one for 1,000 tools takes a few
+/// milliseconds).
+const CLOSEST_WITHOUT_INDEX: usize = 1_000;
 
 /// BM25's term-frequency saturation and length normalization.
 const K1: f32 = 1.2;
@@ -118,6 +126,74 @@ impl SearchIndex {
         ranked.sort_unstable_by(by_score);
         ranked
     }
+}
+
+/// A catalog's tool search.
+impl Catalog {
+    /// The tools that match `query` best (at most `limit`), best first. The first search of a
+    /// snapshot whose index was not prepared builds it.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<&ListedTool> {
+        self.search_index()
+            .search(query, limit)
+            .into_iter()
+            .map(|(position, _)| &self.tools[position])
+            .collect()
+    }
+
+    /// Builds the tool search index now, if it is not built yet (when a snapshot is
+    /// published, so that no search waits for it).
+    pub fn prepare_search(&self) {
+        self.search_index();
+    }
+
+    /// Whether the tool search index is built.
+    pub fn search_prepared(&self) -> bool {
+        self.search.get().is_some()
+    }
+
+    /// The tools whose names and text are closest to `name`, a tool name that is not in this
+    /// catalog (at most `limit`): from the search index if it is built, or if the catalog is
+    /// small enough to build it on the spot; none otherwise.
+    pub fn closest_tools(&self, name: &str, limit: usize) -> Vec<&ListedTool> {
+        if self.search.get().is_none() && self.tools.len() > CLOSEST_WITHOUT_INDEX {
+            return Vec::new();
+        }
+        self.search_tools(name, limit)
+    }
+
+    fn search_index(&self) -> &SearchIndex {
+        self.search.get_or_init(|| {
+            let mut upstream_of = vec![""; self.tools.len()];
+            for route in self.tool_routes.values() {
+                upstream_of[route.index] = route.route.upstream.as_str();
+            }
+            SearchIndex::build(self.tools.iter().zip(upstream_of).map(|(tool, upstream)| {
+                Document {
+                    name: &tool.name,
+                    title: tool.title.as_deref(),
+                    upstream,
+                    description: tool.description.as_deref(),
+                    parameters: parameters(&tool.input_schema),
+                }
+            }))
+        })
+    }
+}
+
+fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
+    schema
+        .get("properties")
+        .and_then(|properties| properties.as_object())
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, property)| {
+                    let description = property.get("description").and_then(|d| d.as_str());
+                    (name.as_str(), description)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The words of `text` as they are indexed: split at anything but letters and digits and at

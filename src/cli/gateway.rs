@@ -66,26 +66,16 @@ pub(super) async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result
     } else {
         handover::Inherited::none()
     };
-    let listener = inherited
-        .listener("main", listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen} (server.listen)"))?;
+    let listener = listen_as(&mut inherited, "main", listen, "server.listen").await?;
     let admin_listener = match config.admin.listen {
-        Some(addr) => Some(
-            inherited
-                .listener("admin", addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr} (admin.listen)"))?,
-        ),
+        Some(addr) => Some(listen_as(&mut inherited, "admin", addr, "admin.listen").await?),
         None => None,
     };
     let passthrough_listener = match config.server.passthrough_listen {
-        Some(addr) => Some(
-            inherited
-                .listener("passthrough", addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr} (server.passthrough_listen)"))?,
-        ),
+        Some(addr) => {
+            let key = "server.passthrough_listen";
+            Some(listen_as(&mut inherited, "passthrough", addr, key).await?)
+        }
         None => None,
     };
     inherited.close_unclaimed();
@@ -190,6 +180,20 @@ pub(super) async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result
 /// Opens the store now, so that a file another Switchyard holds stops this one at start
 /// rather than leaving its sessions unkept. Taking over (`--upgrade`), the running one lets
 /// go of it as it hands over its sockets: waited for a little.
+/// The listening socket for `role` at `addr`, taken over from the process being upgraded or
+/// bound anew; an error names the configuration `key` that set the address.
+async fn listen_as(
+    inherited: &mut handover::Inherited,
+    role: &str,
+    addr: std::net::SocketAddr,
+    key: &str,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    inherited
+        .listener(role, addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} ({key})"))
+}
+
 async fn open_store(gateway: &Gateway, upgrade: bool) -> anyhow::Result<()> {
     let store = gateway.store();
     let wait = std::time::Duration::from_secs(if upgrade { 10 } else { 0 });

@@ -20,9 +20,11 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY crates/bench/Cargo.toml crates/bench/
 COPY crates/conformance/Cargo.toml crates/conformance/
-RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src \
+COPY crates/embed/Cargo.toml crates/embed/
+RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src crates/embed/src \
     && echo 'fn main() {}' > src/main.rs \
     && touch src/lib.rs crates/bench/src/lib.rs crates/conformance/src/lib.rs \
+        crates/embed/src/lib.rs \
     && echo 'fn main() {}' > crates/conformance/src/main.rs \
     && echo 'fn main() {}' > benches/hot_path.rs \
     && echo 'fn main() {}' > benches/micro/main.rs \
@@ -33,7 +35,8 @@ RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src \
 # whatever times the build context gave them.
 COPY src src
 COPY crates/bench/src crates/bench/src
-RUN find src crates/bench/src -name '*.rs' -exec touch {} + \
+COPY crates/embed/src crates/embed/src
+RUN find src crates/bench/src crates/embed/src -name '*.rs' -exec touch {} + \
     && cargo build --locked --profile dist --bin switchyard \
     && cp target/dist/switchyard /usr/local/bin/switchyard \
     && /usr/local/bin/switchyard --version

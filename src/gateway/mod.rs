@@ -318,6 +318,7 @@ impl Gateway {
             self.events.publish("catalog", &counts);
         }
         let catalog = Arc::new(catalog);
+        let model = setup.config.catalog.search_model.clone();
         let searched = setup.config.catalog.tool_search != ToolSearch::Off
             || (setup.config.endpoints.iter())
                 .any(|e| e.tool_search.is_some_and(|s| s != ToolSearch::Off));
@@ -327,13 +328,15 @@ impl Gateway {
             recent,
         }));
         self.catalog_version.send_replace(generation);
-        // Where any endpoint serves tool search, the snapshot's index is built now, beside the
-        // requests, rather than by the first search; unless a newer snapshot came meanwhile.
+        // Where any endpoint serves tool search, the snapshot's index (and, with a search
+        // model, its tools' vectors) is built now, beside the requests, rather than by the
+        // first search; unless a newer snapshot came meanwhile.
         if searched && let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let current = self.catalog_version.subscribe();
+            let model = model.map(|model| model.0);
             runtime.spawn_blocking(move || {
                 if *current.borrow() == generation {
-                    catalog.prepare_search();
+                    catalog.prepare_search(model.as_deref());
                 }
             });
         }

@@ -45,6 +45,7 @@ pub use id::{SessionIds, Ticket};
 pub use modern::{has_modern_meta, meta_version};
 pub use notify::{ListWatcher, spawn_list_notifier};
 pub use parked::Parked;
+pub use search::recall_found;
 pub use serve::{Client, Served, serve};
 pub use table::{SessionTable, TableEars};
 pub use takeover::spawn_takeover;

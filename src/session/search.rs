@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 
 use super::Session;
 use crate::{
-    catalog::ListedTool,
+    catalog::{ListedTool, SearchModel},
     policy::ToolSearch,
     protocol::Era,
     request::Request,
+    store::Store,
     wire::{self, Parsed},
 };
 
@@ -76,7 +77,11 @@ pub fn list(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
 
 /// Answers a `search_tools` call: the best matches among the tools the caller sees. The
 /// session's own list grows by what was found, and its client is told.
-pub fn search(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
+pub async fn search(
+    request: &Request,
+    session: Option<&Arc<Session>>,
+    store: &Store,
+) -> Bytes {
     let id = request.id();
     let arguments = arguments(request);
     let Some(query) = arguments
@@ -103,14 +108,21 @@ pub fn search(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
         },
     };
     let view = request.view();
-    // The first search of a snapshot builds its index (a third of a second for 50,000 tools):
-    // the worker's other tasks move to other threads meanwhile.
+    let model = request.live.config.catalog.search_model.as_ref();
+    let model = model.map(|model| &model.0);
+    if let Some(model) = model {
+        embed_in_background(view, model);
+    }
+    // The first search of a snapshot builds its index (a third of a second for 50,000 tools),
+    // and with a model the query's vector takes a few milliseconds: the worker's other tasks
+    // move to other threads meanwhile.
     let multi_threaded = tokio::runtime::Handle::try_current()
         .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let search = || view.search_tools(query, limit, model.map(|model| &**model));
     let matches = if multi_threaded {
-        tokio::task::block_in_place(|| view.search_tools(query, limit))
+        tokio::task::block_in_place(search)
     } else {
-        view.search_tools(query, limit)
+        search()
     };
     let names: Vec<&str> = matches.iter().map(|tool| &*tool.name).collect();
     if let Some(session) = session
@@ -119,6 +131,8 @@ pub fn search(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
         let changed =
             Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
         let _ = session.home().outlet.offer(changed);
+        let ttl = request.live.config.server.session_idle_timeout;
+        keep_found(session, store, ttl).await;
     }
     let found: Vec<Value> = matches.iter().map(|tool| summary(tool)).collect();
     let structured = json!({ "tools": found });
@@ -325,6 +339,48 @@ fn call_definition() -> Value {
             "required": ["name"]
         }
     })
+}
+
+/// Keeps what `session`'s client found in the store, where sessions are kept there, for
+/// the replica that serves it next (or this one after a restart).
+async fn keep_found(session: &Session, store: &Store, ttl: std::time::Duration) {
+    let Some(hash) = session.shared_hash() else {
+        return;
+    };
+    let found = session.found();
+    let names: Vec<&str> = found.iter().map(|name| &**name).collect();
+    if let Err(error) = store.keep_found_tools(hash, &names, ttl).await {
+        tracing::warn!(%error, "the tools a session found were not kept in the store");
+    }
+}
+
+/// Gives `session`, adopted from the store, the tools its client found where it was served
+/// before.
+pub async fn recall_found(session: &Session, store: &Store) {
+    let Some(hash) = session.shared_hash() else {
+        return;
+    };
+    match store.found_tools(hash).await {
+        Ok(found) => {
+            session.find(found.iter().map(String::as_str));
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the tools a session found elsewhere could not be read");
+        }
+    }
+}
+
+/// Makes the vectors of `view`'s tools on a blocking thread, unless they are made or being
+/// made (a view of a published snapshot mostly finds them made already, by text).
+fn embed_in_background(view: &Arc<crate::catalog::Catalog>, model: &Arc<SearchModel>) {
+    if view.meanings_ready() || !view.claim_meanings() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (view, model) = (view.clone(), model.clone());
+    runtime.spawn_blocking(move || view.prepare_search(Some(&model)));
 }
 
 #[cfg(test)]

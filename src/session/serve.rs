@@ -284,7 +284,11 @@ impl Serving<'_> {
             return None;
         }
         match search::gateway_tool(self.request)? {
-            GatewayTool::Search => Some(Answer::read(search::search(self.request, self.session))),
+            GatewayTool::Search => {
+                let store = self.gateway.store();
+                let found = search::search(self.request, self.session, store).await;
+                Some(Answer::read(found))
+            }
             GatewayTool::Call => {
                 let inner = match search::unwrap_call(self.request) {
                     Ok(inner) => Arc::new(inner),

@@ -47,6 +47,7 @@ const EVENT_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("event_cou
 const SEEN: TableDefinition<&str, &str> = TableDefinition::new("seen");
 const UPSTREAMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("upstreams");
 const SUBSCRIPTIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("subscriptions");
+const FOUND: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("found");
 const PINS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("pins");
 const TASK_OWNERS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("task_owners");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -356,7 +357,7 @@ impl StoreFile {
                         orphans.push(hash.value().to_owned());
                     }
                 }
-                for records in [Records::Upstreams, Records::Subscriptions] {
+                for records in Records::OF_SESSIONS {
                     for entry in txn.open_table(records.table())?.iter()? {
                         let (key, _) = entry?;
                         if !alive(key.value().0)? {
@@ -385,7 +386,7 @@ fn forget(txn: &WriteTransaction, hash: &str) -> Result<(), redb::Error> {
     let mut events = txn.open_table(EVENTS)?;
     events.retain_in((hash, 0)..=(hash, u64::MAX), |_, _| false)?;
     drop(events);
-    for records in [Records::Upstreams, Records::Subscriptions] {
+    for records in Records::OF_SESSIONS {
         let mut table = txn.open_table(records.table())?;
         let fields: Vec<String> = table
             .range((hash, "")..)?

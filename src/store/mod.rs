@@ -29,6 +29,7 @@ macro_rules! on_redis_clock {
 
 mod counters;
 mod file;
+mod found;
 mod pins;
 pub mod private;
 mod records;

@@ -192,6 +192,8 @@ impl Redis {
                 .pexpire(self.upstreams_key(hash), millis as i64)
                 .ignore()
                 .pexpire(self.subscriptions_key(hash), millis as i64)
+                .ignore()
+                .pexpire(self.found_key(hash), millis as i64)
                 .ignore();
         }
         let () = pipe
@@ -222,6 +224,7 @@ impl Redis {
                 events,
                 self.upstreams_key(hash),
                 self.subscriptions_key(hash),
+                self.found_key(hash),
             ])
             .ignore()
             .publish(self.ended_channel(), hash)

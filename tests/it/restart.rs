@@ -242,6 +242,59 @@ async fn subscriptions_outlive_a_restart() {
     a.cancel().await.unwrap();
 }
 
+/// With tool search, what a session's client found stays in its own tool list after a
+/// restart: the embedded store keeps it with the session.
+#[tokio::test]
+async fn found_tools_outlive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("switchyard.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nwatch_config = false\nshutdown_grace_seconds = 1\n\n\
+             [oauth]\nstate_dir = {:?}\n\n[catalog]\ntool_search = \"on\"\n\n\
+             [upstreams.demo]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n",
+            dir.path().join("state").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let listed = |body: String| {
+        let data = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .find(|data| !data.trim().is_empty())
+            .map_or(body.clone(), str::to_owned);
+        let answer: serde_json::Value = serde_json::from_str(&data).unwrap();
+        (answer["result"]["tools"].as_array().unwrap().iter())
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+
+    let first = GatewayProcess::start(&path);
+    ready_all(&first, 1).await;
+    let url = first.url();
+    let session = raw_session(&url).await;
+    let search = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_tools", "arguments": {"query": "echo a message back", "limit": 1}}});
+    let (status, body) = post(&url, Some(&session), search).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("demo__echo"), "{body}");
+    let (_, body) = post(&url, Some(&session), list.clone()).await;
+    assert_eq!(listed(body), ["search_tools", "call_tool", "demo__echo"]);
+
+    first.signal("TERM");
+    let exit = tokio::task::spawn_blocking(move || first.wait())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let second = GatewayProcess::start(&path);
+    ready_all(&second, 1).await;
+    let (status, body) = post(&second.url(), Some(&session), list).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(listed(body), ["search_tools", "call_tool", "demo__echo"]);
+}
+
 /// One process at a time uses a store file: a second gateway on the same state directory
 /// refuses to start, saying why, and the first goes on serving.
 #[tokio::test]

@@ -206,3 +206,127 @@ async fn a_client_finds_and_calls_one_tool_among_two_thousand() {
         .unwrap_err();
     assert!(bad.to_string().contains("query"), "{bad}");
 }
+
+/// Tools a person asks for without their words, and a query for each that shares no word with
+/// the tool's text.
+fn everyday() -> (Vec<Value>, [(&'static str, &'static str); 3]) {
+    let url = json!({"type": "object", "properties": {
+        "url": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}
+    }, "required": ["url"]});
+    let money = json!({"type": "object", "properties": {
+        "amount": {"type": "number"}, "from": {"type": "string"}, "to": {"type": "string"}
+    }});
+    let city = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    let tools = vec![
+        json!({"name": "add_bookmark", "inputSchema": url,
+               "description": "Save a URL to the reading list, with optional tags"}),
+        json!({"name": "convert_currency", "inputSchema": money,
+               "description": "Convert an amount of money from one currency to another at \
+                               today's exchange rate"}),
+        json!({"name": "get_forecast", "inputSchema": city,
+               "description": "Weather forecast for a city for the next seven days"}),
+    ];
+    let queries = [
+        (
+            "keep this web page so I come back to it",
+            "daily__add_bookmark",
+        ),
+        (
+            "how much are 20 euros in dollars",
+            "daily__convert_currency",
+        ),
+        ("will it rain in Paris tomorrow", "daily__get_forecast"),
+    ];
+    (tools, queries)
+}
+
+/// With `search_model` (a sentence encoder), search finds tools by what they mean: queries that
+/// share no word with their tool find it among 203 tools, as words alone cannot; a policy's
+/// hidden tool stays hidden from search by meaning too; a huge query costs what its start does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_by_meaning_finds_tools_that_share_no_word_with_the_query() {
+    let (tools, queries) = everyday();
+    let daily = Scripted::start(json!({ "tools": tools })).await;
+    let others =
+        futures::future::join_all((0..4).map(|n| Scripted::start(json!({"tools": generated(n)}))))
+            .await;
+    let model = crate::deps::search_model().to_str().unwrap().to_owned();
+    let mut builder = GatewayBuilder::new()
+        .section(&format!(
+            "[catalog]\ntool_search = \"on\"\nsearch_model = {model:?}"
+        ))
+        .section(&api_keys_section(&["alice", "bob"]))
+        .section(
+            "[[policy]]\nwho.principals = [\"user:key:bob\"]\ndeny.tools = [\"daily:add_bookmark\"]",
+        )
+        .http_with("daily", &daily.url(), "session = \"shared\"");
+    for (n, server) in others.iter().enumerate() {
+        builder = builder.http_with(&format!("u{n:02}"), &server.url(), "session = \"shared\"");
+    }
+    let gw = builder.start().await;
+    assert_eq!(gw.gateway.live().catalog.tools().len(), 203);
+    // The published snapshot's vectors are made beside the requests.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !gw.gateway.live().catalog.meanings_ready() {
+        assert!(tokio::time::Instant::now() < deadline, "no vectors made");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let catalog = gw.gateway.live().catalog.clone();
+    for (query, tool) in queries {
+        let by_words = catalog.search_tools(query, 5, None);
+        assert!(
+            !by_words.iter().any(|found| &*found.name == tool),
+            "`{query}` shares a word with {tool}"
+        );
+    }
+
+    let alice = Recorder::plain("alice")
+        .connect_as(&gw.url(), &api_key("alice"))
+        .await;
+    for (query, tool) in queries {
+        let found = alice
+            .call_tool(call("search_tools", json!({"query": query, "limit": 3})))
+            .await
+            .unwrap();
+        assert!(
+            names(&found).contains(&tool.to_owned()),
+            "{query}: {found:?}"
+        );
+    }
+
+    // Bob's view is his own: its vectors are made after his first search. Once they are, the
+    // tool his policy hides is not found by meaning either.
+    let bob = Recorder::plain("bob")
+        .connect_as(&gw.url(), &api_key("bob"))
+        .await;
+    let (rain, forecast) = queries[2];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = bob
+            .call_tool(call("search_tools", json!({"query": rain, "limit": 3})))
+            .await
+            .unwrap();
+        if names(&found).contains(&forecast.to_owned()) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "bob's view never searched by meaning"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (keep, bookmark) = queries[0];
+    let his = bob
+        .call_tool(call("search_tools", json!({"query": keep, "limit": 20})))
+        .await
+        .unwrap();
+    assert!(!names(&his).contains(&bookmark.to_owned()), "{his:?}");
+
+    // A query of 200 KB is read for its first words only, and answered.
+    let long = "will it rain in Paris tomorrow ".repeat(7_000);
+    let found = alice
+        .call_tool(call("search_tools", json!({"query": long, "limit": 3})))
+        .await
+        .unwrap();
+    assert!(names(&found).contains(&forecast.to_owned()), "{found:?}");
+}

@@ -90,6 +90,38 @@ rates = { shared = true }
 }
 
 #[test]
+fn a_search_model_that_cannot_be_loaded_is_named_with_its_file() {
+    let found = problems(
+        "/nonexistent/sy/s.toml",
+        "[catalog]\ntool_search = \"on\"\nsearch_model = \"models/minilm\"\n",
+    );
+    assert_has(
+        &found,
+        "catalog.search_model: /nonexistent/sy/models/minilm/config.json: No such file",
+    );
+    // A directory with the files, but not a model in them.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
+            "intermediate_size": 16, "max_position_embeddings": 16, "vocab_size": 8}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n").unwrap();
+    std::fs::write(dir.path().join("model.safetensors"), b"not a tensor file").unwrap();
+    let text = format!(
+        "[catalog]\nsearch_model = {:?}\n",
+        dir.path().to_str().unwrap()
+    );
+    let found = problems("/nonexistent/sy/s.toml", &text);
+    let broken = format!(
+        "catalog.search_model: {}: ",
+        dir.path().join("model.safetensors").display()
+    );
+    assert_has(&found, &broken);
+}
+
+#[test]
 fn the_audit_log_is_read_and_its_mistakes_named() {
     let config = load(
         "/etc/sy/a.toml",

@@ -56,7 +56,7 @@ impl Endpoint {
             .filter(|ticket| ticket.belongs_to(principal, endpoint))
             .ok_or_else(not_found)?;
         match store.session_alive(&session_hash(id)).await {
-            Ok(true) => Ok(self.adopt(id, ticket, caller.clone())),
+            Ok(true) => Ok(self.adopt(id, ticket, caller.clone()).await),
             Ok(false) => Err(not_found()),
             Err(error) => Err(Box::new(reply::refusal_retry(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -68,8 +68,9 @@ impl Endpoint {
         }
     }
 
-    /// This replica's copy of a session another one opened.
-    fn adopt(
+    /// This replica's copy of a session another one opened (or this process, before a
+    /// restart), with the tools its client found there.
+    async fn adopt(
         &self,
         id: &str,
         ticket: Ticket,
@@ -92,6 +93,7 @@ impl Endpoint {
         tracing::debug!(session = %crate::session::short_hash(id), "serving a session another replica opened");
         self.share_stream(&session);
         let session = self.sessions.adopt(session);
+        crate::session::recall_found(&session, self.gateway.store()).await;
         // What the replica that held the session's subscriptions left, if it died.
         let (gateway, adopted) = (self.gateway.clone(), session.clone());
         tokio::spawn(async move { adopted.take_over(&gateway).await });

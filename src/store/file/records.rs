@@ -1,17 +1,19 @@
 //! The embedded store's record tables: what is kept by (session or upstream, record), sealed,
-//! for the upstream sessions and subscriptions of a session, approved tool definitions and the
-//! owners of tasks.
+//! for the upstream sessions, subscriptions and found tools of a session, approved tool
+//! definitions and the owners of tasks.
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{PINS, SUBSCRIPTIONS, StoreFile, TASK_OWNERS, UPSTREAMS};
+use super::{FOUND, PINS, SUBSCRIPTIONS, StoreFile, TASK_OWNERS, UPSTREAMS};
 use crate::{clock::now_millis, store::StoreError};
 
-/// The two tables keyed by (session, record).
+/// The tables keyed by (session or upstream, record).
 #[derive(Clone, Copy)]
 pub(in crate::store) enum Records {
     Upstreams,
     Subscriptions,
+    /// The tools a session's client found with tool search (one record).
+    Found,
     /// Approved tool definitions, by upstream (never swept: they belong to no session).
     Pins,
     /// Who created the tasks of upstreams without sessions, by upstream: each record begins
@@ -20,12 +22,17 @@ pub(in crate::store) enum Records {
 }
 
 impl Records {
+    /// The tables of records that belong to a session (and go with it).
+    pub(super) const OF_SESSIONS: [Records; 3] =
+        [Records::Upstreams, Records::Subscriptions, Records::Found];
+
     pub(super) fn table(
         self,
     ) -> TableDefinition<'static, (&'static str, &'static str), &'static [u8]> {
         match self {
             Records::Upstreams => UPSTREAMS,
             Records::Subscriptions => SUBSCRIPTIONS,
+            Records::Found => FOUND,
             Records::Pins => PINS,
             Records::TaskOwners => TASK_OWNERS,
         }

@@ -31,6 +31,28 @@ use crate::{
     harness::{call, connect_client, healthz, text},
 };
 
+/// With tool search, what a session's client found on one replica is in its tool list on
+/// every other: the replicas share it through Redis.
+#[tokio::test]
+async fn found_tools_follow_the_session_to_every_replica() {
+    let redis = RedisServer::start().await;
+    let cluster =
+        Cluster::start_with(&redis, 300, |_| "[catalog]\ntool_search = \"on\"\n".into()).await;
+    let replica = |n: usize| format!("http://{}/mcp", cluster.replicas[n].addr);
+    let session = raw_session(&replica(0)).await;
+    let search = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_tools", "arguments": {"query": "echo a message back", "limit": 1}}});
+    let (status, body) = post(&replica(0), Some(&session), search).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("demo__echo"), "{body}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    for n in [1, 2] {
+        let (status, body) = post(&replica(n), Some(&session), list.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\"demo__echo\""), "replica {n}: {body}");
+    }
+}
+
 /// An official SDK client whose every request lands on the next replica: its session goes
 /// on; a DELETE on one replica ends the session on all; ids that are altered, made up or
 /// sealed with another key name no session; Redis holds nothing readable of a session.

@@ -1,0 +1,279 @@
+//! Tool search's semantic score (`[catalog] search_model`): each tool's text and each query
+//! become unit vectors of a sentence encoder (`switchyard-embed`), so that "save this page for
+//! later" finds a bookmarking tool that shares none of its words. The vectors' ranking is fused
+//! with the lexical one (reciprocal ranks), never replaces it: a product's or a tool's own name
+//! still finds it first.
+//!
+//! A tool's vector costs some milliseconds of CPU, so it is made once per text: the model keeps
+//! what it made by the text's hash, and a snapshot (or a view) whose tools were embedded before
+//! costs only lookups. A catalog's vectors are made beside the requests, when the snapshot is
+//! published or on its first search; until they are ready, search is lexical.
+
+use std::{
+    collections::{HashMap, HashSet},
+    hash::{Hash, Hasher},
+    path::{Path, PathBuf},
+    sync::{
+        Arc, Mutex, OnceLock, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use switchyard_embed::Encoder;
+
+use super::ListedTool;
+
+/// How many of each ranking's best are fused.
+pub const CANDIDATES: usize = 200;
+/// Reciprocal rank fusion: a tool at rank `r` (from 0) of a ranking scores
+/// `weight / (FUSION_K + r + 1)`.
+const FUSION_K: f32 = 5.0;
+/// The semantic ranking's weight against the lexical one's (1).
+const SEMANTIC_WEIGHT: f32 = 1.5;
+/// Below this cosine a tool is not a semantic match at all (unrelated texts score about 0.1).
+const MIN_SIMILARITY: f32 = 0.2;
+/// The most of a description a tool's vector is made from (its start says what it does).
+const DESCRIPTION_CHARS: usize = 400;
+
+/// A loaded sentence encoder, and the tools' vectors it made.
+pub struct SearchModel {
+    path: PathBuf,
+    encoder: Encoder,
+    /// Vectors by the hash of the text they were made from.
+    known: Mutex<HashMap<u64, Arc<[f32]>>>,
+}
+
+impl std::fmt::Debug for SearchModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchModel")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The models loaded, by directory and the time their weights were written: a reload that names
+/// the same unchanged directory keeps the model running, and what it embedded.
+static LOADED: Mutex<Vec<(Loaded, Weak<SearchModel>)>> = Mutex::new(Vec::new());
+
+type Loaded = (PathBuf, Option<std::time::SystemTime>);
+
+impl SearchModel {
+    /// The model in `dir`, loaded, or the one loaded from there already.
+    pub fn open(dir: &Path) -> Result<Arc<Self>, String> {
+        let written = std::fs::metadata(dir.join("model.safetensors"))
+            .and_then(|metadata| metadata.modified())
+            .ok();
+        let key = (dir.to_owned(), written);
+        let mut loaded = LOADED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        loaded.retain(|(_, model)| model.strong_count() > 0);
+        if let Some(model) = loaded
+            .iter()
+            .find(|(loaded, _)| *loaded == key)
+            .and_then(|(_, model)| model.upgrade())
+        {
+            return Ok(model);
+        }
+        let encoder = Encoder::load(dir).map_err(|error| error.to_string())?;
+        let model = Arc::new(Self {
+            path: dir.to_owned(),
+            encoder,
+            known: Mutex::default(),
+        });
+        loaded.push((key, Arc::downgrade(&model)));
+        Ok(model)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The vector of a query.
+    pub fn query(&self, text: &str) -> Vec<f32> {
+        self.encoder.encode(text)
+    }
+
+    /// The vector of a tool's `text`, made now unless it was made before.
+    fn tool(&self, text: &str) -> (u64, Arc<[f32]>) {
+        let key = hash(text);
+        if let Some(vector) = self.known().get(&key) {
+            return (key, vector.clone());
+        }
+        let vector: Arc<[f32]> = self.encoder.encode(text).into();
+        self.known().insert(key, vector.clone());
+        (key, vector)
+    }
+
+    /// Forgets the vectors of texts not in `current` (tools that are gone, or changed).
+    fn keep_only(&self, current: &HashSet<u64>) {
+        self.known().retain(|key, _| current.contains(key));
+    }
+
+    /// How many tools' vectors the model holds.
+    pub fn known_count(&self) -> usize {
+        self.known().len()
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<[f32]>>> {
+        self.known
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The vectors of one catalog's tools (in its order), once made.
+#[derive(Default)]
+pub struct Meanings {
+    vectors: OnceLock<Vec<Arc<[f32]>>>,
+    /// Their making has begun (on a blocking thread).
+    begun: AtomicBool,
+}
+
+impl std::fmt::Debug for Meanings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meanings")
+            .field("ready", &self.vectors.get().is_some())
+            .finish()
+    }
+}
+
+impl Meanings {
+    /// Makes the vectors of `tools` with `model`, unless they are made. `whole`: these are a
+    /// published snapshot's tools, all there are, so the model may forget any other text's.
+    pub fn make(&self, model: &SearchModel, tools: &[ListedTool], whole: bool) {
+        self.begun.store(true, Ordering::Relaxed);
+        self.vectors.get_or_init(|| {
+            let mut keys = HashSet::with_capacity(tools.len());
+            let vectors = tools
+                .iter()
+                .map(|tool| {
+                    let (key, vector) = model.tool(&text_of(tool));
+                    keys.insert(key);
+                    vector
+                })
+                .collect();
+            if whole {
+                model.keep_only(&keys);
+            }
+            vectors
+        });
+    }
+
+    /// Claims the making of the vectors: true for the first caller, while none are made.
+    pub fn claim(&self) -> bool {
+        self.vectors.get().is_none() && !self.begun.swap(true, Ordering::Relaxed)
+    }
+
+    pub fn ready(&self) -> bool {
+        self.vectors.get().is_some()
+    }
+
+    /// The positions of the tools closest in meaning to `query` (a query's vector), best
+    /// first, at most `limit`; `None` while the vectors are not made.
+    pub fn nearest(&self, query: &[f32], limit: usize) -> Option<Vec<(usize, f32)>> {
+        Some(nearest(self.vectors.get()?, query, limit))
+    }
+}
+
+/// The positions of the `vectors` closest to `query`, best first, at most `limit`, none below
+/// `MIN_SIMILARITY` (public for the micro benchmark of a scan among 50,000 tools).
+pub fn nearest(vectors: &[Arc<[f32]>], query: &[f32], limit: usize) -> Vec<(usize, f32)> {
+    let mut ranked: Vec<(usize, f32)> = vectors
+        .iter()
+        .enumerate()
+        .map(|(position, vector)| (position, dot(query, vector)))
+        .filter(|(_, similarity)| *similarity >= MIN_SIMILARITY)
+        .collect();
+    let by_score =
+        |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit, by_score);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable_by(by_score);
+    ranked
+}
+
+/// The dot product, summed in sixteen lanes so that the compiler keeps it in vector registers
+/// (a single running sum must be added in order, one element at a time).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut sums = [0f32; LANES];
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let rest: f32 = (a_chunks.remainder().iter())
+        .zip(b_chunks.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (a, b) in a_chunks.zip(b_chunks) {
+        for lane in 0..LANES {
+            sums[lane] += a[lane] * b[lane];
+        }
+    }
+    sums.iter().sum::<f32>() + rest
+}
+
+/// The text a tool's vector is made from: its name as words, its title, the start of its
+/// description, and its parameters' names.
+pub fn text_of(tool: &ListedTool) -> String {
+    let name: String = tool
+        .name
+        .chars()
+        .map(|c| if matches!(c, '_' | '-' | '.') { ' ' } else { c })
+        .collect();
+    let description = tool.description.as_deref().unwrap_or_default();
+    let description = &description[..description.floor_char_boundary(DESCRIPTION_CHARS)];
+    let parameters: Vec<&str> = super::search::parameters(&tool.input_schema)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    format!(
+        "{name}. {} {description} Parameters: {}",
+        tool.title.as_deref().unwrap_or_default(),
+        parameters.join(", ")
+    )
+}
+
+/// The positions of both rankings fused by their reciprocal ranks, best first, at most
+/// `limit`.
+pub fn fuse(lexical: &[(usize, f32)], semantic: &[(usize, f32)], limit: usize) -> Vec<usize> {
+    let mut scores: HashMap<usize, f32> = HashMap::with_capacity(lexical.len() + semantic.len());
+    for (rank, (position, _)) in lexical.iter().enumerate() {
+        *scores.entry(*position).or_default() += 1.0 / (FUSION_K + rank as f32 + 1.0);
+    }
+    for (rank, (position, _)) in semantic.iter().enumerate() {
+        *scores.entry(*position).or_default() += SEMANTIC_WEIGHT / (FUSION_K + rank as f32 + 1.0);
+    }
+    let mut fused: Vec<(usize, f32)> = scores.into_iter().collect();
+    fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    fused.truncate(limit);
+    fused.into_iter().map(|(position, _)| position).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dot_product_counts_every_element() {
+        let a: Vec<f32> = (0..37).map(|i| i as f32).collect();
+        let b = vec![2.0; 37];
+        assert_eq!(dot(&a, &b), 2.0 * (0..37).sum::<i32>() as f32);
+    }
+
+    #[test]
+    fn both_rankings_count_and_agreement_wins() {
+        let lexical = [(1, 9.0), (2, 5.0), (3, 1.0)];
+        let semantic = [(4, 0.8), (2, 0.7), (1, 0.3)];
+        // 2 is second in both; 1 first in one and third in the other; 4 first in one.
+        assert_eq!(fuse(&lexical, &semantic, 3), [2, 1, 4]);
+        assert_eq!(fuse(&lexical, &[], 2), [1, 2]);
+        assert_eq!(fuse(&[], &semantic, 1), [4]);
+    }
+}

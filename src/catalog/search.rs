@@ -117,19 +117,25 @@ impl SearchIndex {
                 *score += idf * count * (K1 + 1.0) / (count + norm);
             }
         }
-        let mut ranked: Vec<(usize, f32)> = touched
+        let ranked = touched
             .into_iter()
             .map(|position| (position as usize, scores[position as usize]))
             .collect();
-        let by_score =
-            |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
-        if ranked.len() > limit {
-            ranked.select_nth_unstable_by(limit, by_score);
-            ranked.truncate(limit);
-        }
-        ranked.sort_unstable_by(by_score);
-        ranked
+        best(ranked, limit)
     }
+}
+
+/// The `limit` best of `ranked` (positions with their scores), best first; equal scores in
+/// the order of their positions.
+pub(super) fn best(mut ranked: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f32)> {
+    let by_score =
+        |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit, by_score);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable_by(by_score);
+    ranked
 }
 
 /// A catalog's tool search.

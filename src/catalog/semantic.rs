@@ -185,20 +185,13 @@ impl Meanings {
 /// The positions of the `vectors` closest to `query`, best first, at most `limit`, none below
 /// `MIN_SIMILARITY` (public for the micro benchmark of a scan among 50,000 tools).
 pub fn nearest(vectors: &[Arc<[f32]>], query: &[f32], limit: usize) -> Vec<(usize, f32)> {
-    let mut ranked: Vec<(usize, f32)> = vectors
+    let ranked = vectors
         .iter()
         .enumerate()
         .map(|(position, vector)| (position, dot(query, vector)))
         .filter(|(_, similarity)| *similarity >= MIN_SIMILARITY)
         .collect();
-    let by_score =
-        |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
-    if ranked.len() > limit {
-        ranked.select_nth_unstable_by(limit, by_score);
-        ranked.truncate(limit);
-    }
-    ranked.sort_unstable_by(by_score);
-    ranked
+    super::search::best(ranked, limit)
 }
 
 /// The dot product, summed in sixteen lanes so that the compiler keeps it in vector registers
@@ -250,9 +243,7 @@ pub fn fuse(lexical: &[(usize, f32)], semantic: &[(usize, f32)], limit: usize) -
     for (rank, (position, _)) in semantic.iter().enumerate() {
         *scores.entry(*position).or_default() += SEMANTIC_WEIGHT / (FUSION_K + rank as f32 + 1.0);
     }
-    let mut fused: Vec<(usize, f32)> = scores.into_iter().collect();
-    fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    fused.truncate(limit);
+    let fused = super::search::best(scores.into_iter().collect(), limit);
     fused.into_iter().map(|(position, _)| position).collect()
 }
 

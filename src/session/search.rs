@@ -77,11 +77,7 @@ pub fn list(request: &Request, session: Option<&Arc<Session>>) -> Bytes {
 
 /// Answers a `search_tools` call: the best matches among the tools the caller sees. The
 /// session's own list grows by what was found, and its client is told.
-pub async fn search(
-    request: &Request,
-    session: Option<&Arc<Session>>,
-    store: &Store,
-) -> Bytes {
+pub async fn search(request: &Request, session: Option<&Arc<Session>>, store: &Store) -> Bytes {
     let id = request.id();
     let arguments = arguments(request);
     let Some(query) = arguments

@@ -31,6 +31,15 @@ fn write_config(dir: &Path, counter: &str, extra: &str) -> std::path::PathBuf {
     path
 }
 
+/// Stops `gw` with SIGTERM, as a service manager would, and checks it exited cleanly.
+async fn stop(gw: GatewayProcess) {
+    gw.signal("TERM");
+    let exit = tokio::task::spawn_blocking(move || gw.wait())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
+
 /// Waits until `gw` lists both upstreams as ready.
 async fn ready(gw: &GatewayProcess) {
     ready_all(gw, 2).await;
@@ -107,11 +116,7 @@ async fn sessions_outlive_a_restart_and_a_crash() {
     first.signal("HUP");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    first.signal("TERM");
-    let exit = tokio::task::spawn_blocking(move || first.wait())
-        .await
-        .unwrap();
-    assert!(exit.success(), "{exit:?}");
+    stop(first).await;
 
     let mut second = GatewayProcess::start(&config);
     ready(&second).await;
@@ -224,11 +229,7 @@ async fn subscriptions_outlive_a_restart() {
     let updated = eventually(Duration::from_secs(5), || ada.seen().updated.len() == 1).await;
     assert!(updated, "{:?}", ada.seen().updated);
 
-    first.signal("TERM");
-    let exit = tokio::task::spawn_blocking(move || first.wait())
-        .await
-        .unwrap();
-    assert!(exit.success(), "{exit:?}");
+    stop(first).await;
     let second = GatewayProcess::start(&path);
     ready_all(&second, 1).await;
     front.set_backends(vec![second.addr]);
@@ -283,11 +284,7 @@ async fn found_tools_outlive_a_restart() {
     let (_, body) = post(&url, Some(&session), list.clone()).await;
     assert_eq!(listed(body), ["search_tools", "call_tool", "demo__echo"]);
 
-    first.signal("TERM");
-    let exit = tokio::task::spawn_blocking(move || first.wait())
-        .await
-        .unwrap();
-    assert!(exit.success(), "{exit:?}");
+    stop(first).await;
     let second = GatewayProcess::start(&path);
     ready_all(&second, 1).await;
     let (status, body) = post(&second.url(), Some(&session), list).await;

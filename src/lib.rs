@@ -23,7 +23,7 @@
 //! | `telemetry`  | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
 //! | `config`, `events`, `hook`, `metrics`, `protocol`, `wire` | configuration (parse → validate → runtime types), what operators are told as it happens, the per-request header hook, Prometheus metrics, protocol facts, JSON-RPC, SSE and media types on the wire |
 //! | `policy`     | who may see what: rules, virtual endpoints, name patterns |
-//! | `clock`, `expiring`, `names`, `principal`, `text` | Unix time, entries that expire, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
+//! | `clock`, `expiring`, `meaning`, `names`, `principal`, `text` | Unix time, entries that expire, the sentence encoder of tool search and the vectors it made, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
 //!
 //! Beside the path, and above it (they may use any of it): `passthrough`
 //! (`/servers/{name}/mcp`: one upstream proxied as it is over its pooled HTTP client, under
@@ -115,6 +115,7 @@ pub mod gateway;
 pub mod handover;
 pub mod hook;
 pub mod import;
+pub mod meaning;
 pub mod metrics;
 pub mod names;
 pub mod oauth;

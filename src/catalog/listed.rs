@@ -146,6 +146,23 @@ pub enum TaskSupport {
     Required,
 }
 
+/// The top-level properties of a tool's input schema: each one's name and description.
+pub(super) fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
+    schema
+        .get("properties")
+        .and_then(|properties| properties.as_object())
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, property)| {
+                    let description = property.get("description").and_then(|d| d.as_str());
+                    (name.as_str(), description)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

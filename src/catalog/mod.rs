@@ -34,6 +34,7 @@ pub use apps::UI_EXTENSION;
 pub use arguments::{ArgumentCheck, ArgumentError};
 pub use lists::CacheHint;
 
+pub use crate::meaning::SearchModel;
 pub use listed::{
     Listed, ListedPrompt, ListedResource, ListedTemplate, ListedTool, Rejected, TaskSupport,
 };
@@ -43,7 +44,7 @@ pub use needs::Features;
 pub use page::{Cursor, ListKind};
 pub use params::ParamHeader;
 pub use part::UpstreamCatalog;
-pub use semantic::{SearchModel, nearest as nearest_by_meaning};
+pub use semantic::nearest as nearest_by_meaning;
 use template::TemplatePattern;
 pub use view::PersonalParts;
 use view::{Lens, Views};

@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 
 use super::{
-    Catalog, JsonObject, ListedTool, SearchModel,
-    semantic::{CANDIDATES, fuse},
+    Catalog, ListedTool, SearchModel,
+    listed::parameters,
+    semantic::{CANDIDATES, best, fuse},
     view::Lens,
 };
 
@@ -125,19 +126,6 @@ impl SearchIndex {
     }
 }
 
-/// The `limit` best of `ranked` (positions with their scores), best first; equal scores in
-/// the order of their positions.
-pub(super) fn best(mut ranked: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f32)> {
-    let by_score =
-        |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
-    if ranked.len() > limit {
-        ranked.select_nth_unstable_by(limit, by_score);
-        ranked.truncate(limit);
-    }
-    ranked.sort_unstable_by(by_score);
-    ranked
-}
-
 /// A catalog's tool search.
 impl Catalog {
     /// The tools that match `query` best (at most `limit`), best first: by their words, and by
@@ -220,22 +208,6 @@ impl Catalog {
             }))
         })
     }
-}
-
-pub(super) fn parameters(schema: &JsonObject) -> Vec<(&str, Option<&str>)> {
-    schema
-        .get("properties")
-        .and_then(|properties| properties.as_object())
-        .map(|properties| {
-            properties
-                .iter()
-                .map(|(name, property)| {
-                    let description = property.get("description").and_then(|d| d.as_str());
-                    (name.as_str(), description)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The words of `text` as they are indexed: split at anything but letters and digits and at

@@ -4,24 +4,21 @@
 //! with the lexical one (reciprocal ranks), never replaces it: a product's or a tool's own name
 //! still finds it first.
 //!
-//! A tool's vector costs some milliseconds of CPU, so it is made once per text: the model keeps
-//! what it made by the text's hash, and a snapshot (or a view) whose tools were embedded before
-//! costs only lookups. A catalog's vectors are made beside the requests, when the snapshot is
+//! A tool's vector costs some milliseconds of CPU, so it is made once per text: the model
+//! (`crate::meaning`) keeps what it made by the text's hash, and a snapshot (or a view) whose
+//! tools were embedded before costs only lookups. A catalog's vectors are made beside the requests, when the snapshot is
 //! published or on its first search; until they are ready, search is lexical.
 
 use std::{
     collections::{HashMap, HashSet},
-    hash::{Hash, Hasher},
-    path::{Path, PathBuf},
     sync::{
-        Arc, Mutex, OnceLock, Weak,
+        Arc, OnceLock,
         atomic::{AtomicBool, Ordering},
     },
 };
 
-use switchyard_embed::Encoder;
-
-use super::ListedTool;
+use super::{ListedTool, listed::parameters};
+use crate::meaning::SearchModel;
 
 /// How many of each ranking's best are fused.
 pub const CANDIDATES: usize = 200;
@@ -34,99 +31,6 @@ const SEMANTIC_WEIGHT: f32 = 1.5;
 const MIN_SIMILARITY: f32 = 0.2;
 /// The most of a description a tool's vector is made from (its start says what it does).
 const DESCRIPTION_CHARS: usize = 400;
-
-/// A loaded sentence encoder, and the tools' vectors it made.
-pub struct SearchModel {
-    path: PathBuf,
-    encoder: Encoder,
-    /// Vectors by the hash of the text they were made from.
-    known: Mutex<HashMap<u64, Arc<[f32]>>>,
-}
-
-impl std::fmt::Debug for SearchModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SearchModel")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The models loaded, by directory and the time their weights were written: a reload that names
-/// the same unchanged directory keeps the model running, and what it embedded.
-static LOADED: Mutex<Vec<(Loaded, Weak<SearchModel>)>> = Mutex::new(Vec::new());
-
-type Loaded = (PathBuf, Option<std::time::SystemTime>);
-
-impl SearchModel {
-    /// The model in `dir`, loaded, or the one loaded from there already.
-    pub fn open(dir: &Path) -> Result<Arc<Self>, String> {
-        let written = std::fs::metadata(dir.join("model.safetensors"))
-            .and_then(|metadata| metadata.modified())
-            .ok();
-        let key = (dir.to_owned(), written);
-        let mut loaded = LOADED
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        loaded.retain(|(_, model)| model.strong_count() > 0);
-        if let Some(model) = loaded
-            .iter()
-            .find(|(loaded, _)| *loaded == key)
-            .and_then(|(_, model)| model.upgrade())
-        {
-            return Ok(model);
-        }
-        let encoder = Encoder::load(dir).map_err(|error| error.to_string())?;
-        let model = Arc::new(Self {
-            path: dir.to_owned(),
-            encoder,
-            known: Mutex::default(),
-        });
-        loaded.push((key, Arc::downgrade(&model)));
-        Ok(model)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The vector of a query.
-    pub fn query(&self, text: &str) -> Vec<f32> {
-        self.encoder.encode(text)
-    }
-
-    /// The vector of a tool's `text`, made now unless it was made before.
-    fn tool(&self, text: &str) -> (u64, Arc<[f32]>) {
-        let key = hash(text);
-        if let Some(vector) = self.known().get(&key) {
-            return (key, vector.clone());
-        }
-        let vector: Arc<[f32]> = self.encoder.encode(text).into();
-        self.known().insert(key, vector.clone());
-        (key, vector)
-    }
-
-    /// Forgets the vectors of texts not in `current` (tools that are gone, or changed).
-    fn keep_only(&self, current: &HashSet<u64>) {
-        self.known().retain(|key, _| current.contains(key));
-    }
-
-    /// How many tools' vectors the model holds.
-    pub fn known_count(&self) -> usize {
-        self.known().len()
-    }
-
-    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<[f32]>>> {
-        self.known
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-fn hash(text: &str) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
-}
 
 /// The vectors of one catalog's tools (in its order), once made.
 #[derive(Default)]
@@ -191,7 +95,20 @@ pub fn nearest(vectors: &[Arc<[f32]>], query: &[f32], limit: usize) -> Vec<(usiz
         .map(|(position, vector)| (position, dot(query, vector)))
         .filter(|(_, similarity)| *similarity >= MIN_SIMILARITY)
         .collect();
-    super::search::best(ranked, limit)
+    best(ranked, limit)
+}
+
+/// The `limit` best of `ranked` (positions with their scores), best first; equal scores in
+/// the order of their positions.
+pub(super) fn best(mut ranked: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f32)> {
+    let by_score =
+        |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit, by_score);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable_by(by_score);
+    ranked
 }
 
 /// The dot product, summed in sixteen lanes so that the compiler keeps it in vector registers
@@ -222,7 +139,7 @@ pub fn text_of(tool: &ListedTool) -> String {
         .collect();
     let description = tool.description.as_deref().unwrap_or_default();
     let description = &description[..description.floor_char_boundary(DESCRIPTION_CHARS)];
-    let parameters: Vec<&str> = super::search::parameters(&tool.input_schema)
+    let parameters: Vec<&str> = parameters(&tool.input_schema)
         .into_iter()
         .map(|(name, _)| name)
         .collect();
@@ -243,7 +160,7 @@ pub fn fuse(lexical: &[(usize, f32)], semantic: &[(usize, f32)], limit: usize) -
     for (rank, (position, _)) in semantic.iter().enumerate() {
         *scores.entry(*position).or_default() += SEMANTIC_WEIGHT / (FUSION_K + rank as f32 + 1.0);
     }
-    let fused = super::search::best(scores.into_iter().collect(), limit);
+    let fused = best(scores.into_iter().collect(), limit);
     fused.into_iter().map(|(position, _)| position).collect()
 }
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{PrefixMode, keys::Checker};
-use crate::{catalog::SearchModel, policy::ToolSearch};
+use crate::{meaning::SearchModel, policy::ToolSearch};
 
 pub const DEFAULT_SEPARATOR: &str = "__";
 const MAX_SEPARATOR_LEN: usize = 8;

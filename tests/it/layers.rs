@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry"],
     &["config", "events", "hook", "metrics", "protocol", "wire"],
     &["policy"],
-    &["clock", "expiring", "names", "principal", "text"],
+    &["clock", "expiring", "meaning", "names", "principal", "text"],
     // The unit tests' counting allocator.
     &["alloc_meter"],
 ];

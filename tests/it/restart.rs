@@ -31,6 +31,19 @@ fn write_config(dir: &Path, counter: &str, extra: &str) -> std::path::PathBuf {
     path
 }
 
+/// A gateway configuration in `dir` with state in `dir/state`, a short shutdown grace, and
+/// `rest` (its upstreams and anything else).
+fn write_short(dir: &Path, rest: &str) -> std::path::PathBuf {
+    let path = dir.join("switchyard.toml");
+    let text = format!(
+        "[server]\nwatch_config = false\nshutdown_grace_seconds = 1\n\n\
+         [oauth]\nstate_dir = {:?}\n\n{rest}",
+        dir.join("state").display().to_string(),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// Stops `gw` with SIGTERM, as a service manager would, and checks it exited cleanly.
 async fn stop(gw: GatewayProcess) {
     gw.signal("TERM");
@@ -198,17 +211,10 @@ async fn subscriptions_outlive_a_restart() {
 
     let notes = NotesServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("switchyard.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[server]\nwatch_config = false\nshutdown_grace_seconds = 1\n\n\
-             [oauth]\nstate_dir = {:?}\n\n[upstreams.remote]\nurl = {:?}\n",
-            dir.path().join("state").display().to_string(),
-            notes.url()
-        ),
-    )
-    .unwrap();
+    let path = write_short(
+        dir.path(),
+        &format!("[upstreams.remote]\nurl = {:?}\n", notes.url()),
+    );
     let first = GatewayProcess::start(&path);
     ready_all(&first, 1).await;
     let front = RoundRobin::bind().await;
@@ -248,17 +254,13 @@ async fn subscriptions_outlive_a_restart() {
 #[tokio::test]
 async fn found_tools_outlive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("switchyard.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[server]\nwatch_config = false\nshutdown_grace_seconds = 1\n\n\
-             [oauth]\nstate_dir = {:?}\n\n[catalog]\ntool_search = \"on\"\n\n\
-             [upstreams.demo]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n",
-            dir.path().join("state").display().to_string(),
+    let path = write_short(
+        dir.path(),
+        &format!(
+            "[catalog]\ntool_search = \"on\"\n\n\
+             [upstreams.demo]\ncommand = {SWITCHYARD:?}\nargs = [\"demo-server\"]\n"
         ),
-    )
-    .unwrap();
+    );
     let listed = |body: String| {
         let data = body
             .lines()

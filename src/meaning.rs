@@ -1,13 +1,19 @@
 //! The sentence encoder tool search ranks by meaning with (`[catalog] search_model`), loaded
 //! once per directory, and the tools' vectors it made, kept by the hash of their text so that
-//! a text is embedded once (`catalog::semantic` ranks with them).
+//! a text is embedded once (`catalog::semantic` ranks with them). The vectors can be written
+//! out and read back (`to_bytes`, `restore`), so that a restart does not make them again; they
+//! are bound to the model's weights by their digest.
 
 use std::{
     collections::{HashMap, HashSet},
-    hash::{Hash, Hasher},
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, Weak},
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicBool, Ordering},
+    },
 };
+
+use aws_lc_rs::digest::{SHA256, digest};
 
 use switchyard_embed::Encoder;
 
@@ -15,8 +21,14 @@ use switchyard_embed::Encoder;
 pub struct SearchModel {
     path: PathBuf,
     encoder: Encoder,
+    /// The first 16 hex digits of the SHA-256 of its weights: what its vectors are bound to.
+    identity: String,
     /// Vectors by the hash of the text they were made from.
     known: Mutex<HashMap<u64, Arc<[f32]>>>,
+    /// Vectors were made or forgotten since they were last written out.
+    unsaved: AtomicBool,
+    /// The vectors written out before were read back (or there were none).
+    restored: AtomicBool,
 }
 
 impl std::fmt::Debug for SearchModel {
@@ -51,14 +63,26 @@ impl SearchModel {
         {
             return Ok(model);
         }
-        let encoder = Encoder::load(dir).map_err(|error| error.to_string())?;
-        let model = Arc::new(Self {
-            path: dir.to_owned(),
-            encoder,
-            known: Mutex::default(),
-        });
+        let model = Arc::new(Self::load(dir)?);
         loaded.push((key, Arc::downgrade(&model)));
         Ok(model)
+    }
+
+    /// The model in `dir`, loaded now: an instance of its own, which `open` does not share.
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let encoder = Encoder::load(dir).map_err(|error| error.to_string())?;
+        let weights = dir.join("model.safetensors");
+        let bytes =
+            std::fs::read(&weights).map_err(|error| format!("{}: {error}", weights.display()))?;
+        let identity = hex(&digest(&SHA256, &bytes).as_ref()[..8]);
+        Ok(Self {
+            path: dir.to_owned(),
+            encoder,
+            identity,
+            known: Mutex::default(),
+            unsaved: AtomicBool::new(false),
+            restored: AtomicBool::new(false),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -79,12 +103,84 @@ impl SearchModel {
         }
         let vector: Arc<[f32]> = self.encoder.encode(text).into();
         self.known().insert(key, vector.clone());
+        self.unsaved.store(true, Ordering::Relaxed);
         (key, vector)
     }
 
     /// Forgets the vectors of texts not in `current` (tools that are gone, or changed).
     pub fn keep_only(&self, current: &HashSet<u64>) {
-        self.known().retain(|key, _| current.contains(key));
+        let mut known = self.known();
+        let before = known.len();
+        known.retain(|key, _| current.contains(key));
+        if known.len() != before {
+            self.unsaved.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The name of the file its vectors are written to: bound to its weights.
+    pub fn vectors_file(&self) -> String {
+        format!("search-vectors-{}.bin", self.identity)
+    }
+
+    /// Whether vectors were made or forgotten since this was last asked (then they should be
+    /// written out).
+    pub fn take_unsaved(&self) -> bool {
+        self.unsaved.swap(false, Ordering::Relaxed)
+    }
+
+    /// True once: the caller reads back the vectors written out before (`restore`).
+    pub fn claim_restore(&self) -> bool {
+        !self.restored.swap(true, Ordering::Relaxed)
+    }
+
+    /// Its vectors as bytes: `MAGIC`, the dimensions (u32), then per vector its text's key
+    /// (u64) and its numbers (f32), all little-endian.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let known = self.known();
+        let dimensions = self.encoder.dimensions();
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + known.len() * (8 + 4 * dimensions));
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&(dimensions as u32).to_le_bytes());
+        for (key, vector) in known.iter() {
+            bytes.extend_from_slice(&key.to_le_bytes());
+            for value in vector.iter() {
+                bytes.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+        bytes
+    }
+
+    /// Takes the vectors of `bytes` (from `to_bytes` of a model with the same weights): how
+    /// many; an error, and nothing taken, if they are not such bytes.
+    pub fn restore(&self, bytes: &[u8]) -> Result<usize, String> {
+        let dimensions = self.encoder.dimensions();
+        let body = bytes
+            .strip_prefix(MAGIC)
+            .filter(|body| body.len() >= 4)
+            .ok_or("not a file of search vectors")?;
+        let (stated, records) = body.split_at(4);
+        let stated = u32::from_le_bytes(stated.try_into().unwrap_or_default()) as usize;
+        let size = 8 + 4 * dimensions;
+        if stated != dimensions || records.len() % size != 0 {
+            return Err(format!(
+                "its vectors are not {dimensions} numbers each, or it is cut short"
+            ));
+        }
+        let restored: Vec<(u64, Arc<[f32]>)> = records
+            .chunks_exact(size)
+            .map(|record| {
+                let (key, numbers) = record.split_at(8);
+                let key = u64::from_le_bytes(key.try_into().unwrap_or_default());
+                let vector = numbers
+                    .chunks_exact(4)
+                    .map(|n| f32::from_le_bytes([n[0], n[1], n[2], n[3]]))
+                    .collect();
+                (key, vector)
+            })
+            .collect();
+        let count = restored.len();
+        self.known().extend(restored);
+        Ok(count)
     }
 
     /// How many tools' vectors the model holds.
@@ -99,8 +195,15 @@ impl SearchModel {
     }
 }
 
+/// What a vectors file begins with.
+const MAGIC: &[u8] = b"switchyard search vectors 1\n";
+
+/// A text's key: the first 8 bytes of its SHA-256 (the same in every build, unlike `Hash`).
 fn hash(text: &str) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
+    let digest = digest(&SHA256, text.as_bytes());
+    u64::from_le_bytes(digest.as_ref()[..8].try_into().unwrap_or_default())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }

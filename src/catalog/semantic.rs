@@ -6,8 +6,9 @@
 //!
 //! A tool's vector costs some milliseconds of CPU, so it is made once per text: the model
 //! (`crate::meaning`) keeps what it made by the text's hash, and a snapshot (or a view) whose
-//! tools were embedded before costs only lookups. A catalog's vectors are made beside the requests, when the snapshot is
-//! published or on its first search; until they are ready, search is lexical.
+//! tools were embedded before costs only lookups. A catalog's vectors are made beside the
+//! requests, when the snapshot is published or on its first search; until they are ready,
+//! search is lexical.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -29,6 +30,10 @@ const FUSION_K: f32 = 5.0;
 const SEMANTIC_WEIGHT: f32 = 1.5;
 /// Below this cosine a tool is not a semantic match at all (unrelated texts score about 0.1).
 const MIN_SIMILARITY: f32 = 0.2;
+/// How many vectors of texts a snapshot no longer lists the model keeps, beyond as many again
+/// as the snapshot's: an upstream that is down for a while, or a reload that takes a server out
+/// and back, costs nothing when it returns, and tools whose texts keep changing do not pile up.
+const SPARE_VECTORS: usize = 1_000;
 /// The most of a description a tool's vector is made from (its start says what it does).
 const DESCRIPTION_CHARS: usize = 400;
 
@@ -50,7 +55,8 @@ impl std::fmt::Debug for Meanings {
 
 impl Meanings {
     /// Makes the vectors of `tools` with `model`, unless they are made. `whole`: these are a
-    /// published snapshot's tools, all there are, so the model may forget any other text's.
+    /// published snapshot's tools, all there are, so the model may forget other texts' vectors
+    /// (when it holds more than `SPARE_VECTORS` beyond twice these).
     pub fn make(&self, model: &SearchModel, tools: &[ListedTool], whole: bool) {
         self.begun.store(true, Ordering::Relaxed);
         self.vectors.get_or_init(|| {
@@ -63,7 +69,7 @@ impl Meanings {
                     vector
                 })
                 .collect();
-            if whole {
+            if whole && model.known_count() > keys.len() * 2 + SPARE_VECTORS {
                 model.keep_only(&keys);
             }
             vectors

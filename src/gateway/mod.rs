@@ -15,6 +15,7 @@ mod pinned;
 mod reload;
 mod scrape;
 mod subscriptions;
+mod vectors;
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -334,9 +335,17 @@ impl Gateway {
         if searched && let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let current = self.catalog_version.subscribe();
             let model = model.map(|model| model.0);
+            let state_dir = self.live().config.oauth.state_dir.clone();
             runtime.spawn_blocking(move || {
-                if *current.borrow() == generation {
-                    catalog.prepare_search(model.as_deref());
+                if *current.borrow() != generation {
+                    return;
+                }
+                if let Some(model) = &model {
+                    vectors::restore(model, &state_dir);
+                }
+                catalog.prepare_search(model.as_deref());
+                if let Some(model) = &model {
+                    vectors::save(model, &state_dir);
                 }
             });
         }

@@ -271,6 +271,29 @@ async fn search_by_meaning_finds_tools_that_share_no_word_with_the_query() {
         assert!(tokio::time::Instant::now() < deadline, "no vectors made");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // They are kept in the state directory, for the next start: the owner's alone, one
+    // record (key and 384 numbers) per tool.
+    let state_dir = gw.gateway.live().config.oauth.state_dir.clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let kept = loop {
+        let kept = std::fs::read_dir(&state_dir).ok().and_then(|entries| {
+            entries
+                .map(|entry| entry.unwrap().path())
+                .find(|path| path.to_string_lossy().contains("search-vectors-"))
+        });
+        if let Some(kept) = kept {
+            break kept;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no vectors kept");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let metadata = std::fs::metadata(&kept).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o777,
+        0o600
+    );
+    let records = (metadata.len() as usize - 32) / (8 + 384 * 4);
+    assert!(records >= 203, "{records} vectors kept");
     let catalog = gw.gateway.live().catalog.clone();
     for (query, tool) in queries {
         let by_words = catalog.search_tools(query, 5, None);

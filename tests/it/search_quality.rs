@@ -306,7 +306,9 @@ const HELD_OUT_FLOORS: [f64; 2] = [0.45, 0.35];
 /// the query, and keeps finding what does.
 #[test]
 fn search_by_meaning_finds_what_words_miss() {
-    let model = SearchModel::open(crate::deps::search_model()).unwrap();
+    // An instance of its own: the gateways of other tests share theirs, and forget the
+    // vectors of tools they do not list.
+    let model = SearchModel::load(crate::deps::search_model()).unwrap();
     let catalog = recorded_catalog();
     let queries: Vec<Query> = serde_json::from_str(&fixture("search-eval.json")).unwrap();
     let started = std::time::Instant::now();
@@ -344,6 +346,33 @@ fn search_by_meaning_finds_what_words_miss() {
         [FUSED_TUNING_FLOORS, FUSED_HELD_OUT_FLOORS],
         "meaning",
     );
+
+    // Written out and read back by another instance (a restart), the vectors serve a new
+    // snapshot without being made again, and rank as they did.
+    let bytes = model.to_bytes();
+    let again = SearchModel::load(crate::deps::search_model()).unwrap();
+    assert_eq!(again.restore(&bytes).unwrap(), catalog.tools().len());
+    let snapshot = recorded_catalog();
+    snapshot.prepare_search(Some(&again));
+    assert!(!again.take_unsaved(), "vectors were made again");
+    for query in ["will it rain in Paris tomorrow", "keep this page for later"] {
+        let names = |catalog: &Catalog, model: &SearchModel| -> Vec<String> {
+            (catalog.search_tools(query, 5, Some(model)).iter())
+                .map(|tool| tool.name.to_string())
+                .collect()
+        };
+        assert_eq!(names(&catalog, &model), names(&snapshot, &again), "{query}");
+    }
+    // Bytes cut short, or of vectors of another length, are refused, and nothing is taken.
+    let fresh = SearchModel::load(crate::deps::search_model()).unwrap();
+    assert!(fresh.restore(&bytes[..bytes.len() - 3]).is_err());
+    assert!(
+        fresh
+            .restore(b"switchyard search vectors 1\n\x10\0\0\0")
+            .is_err()
+    );
+    assert!(fresh.restore(b"something else").is_err());
+    assert_eq!(fresh.known_count(), 0);
 }
 
 /// What each half keeps with the model (measured, less a little: 0.55 and 0.43 on the tuning

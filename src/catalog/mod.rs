@@ -527,7 +527,6 @@ impl Catalog {
     }
 }
 
-/// The top-level parameters of an input schema: each one's name and description.
 fn warn_shadowed(kind: &str, exposed: &str, loser: &UpstreamName, winner: &UpstreamName) {
     tracing::warn!(
         %kind, name = %exposed, upstream = %loser, kept = %winner,

@@ -177,9 +177,6 @@ pub(super) async fn run(loaded: Loaded, log_format: LogFormat) -> anyhow::Result
     Ok(())
 }
 
-/// Opens the store now, so that a file another Switchyard holds stops this one at start
-/// rather than leaving its sessions unkept. Taking over (`--upgrade`), the running one lets
-/// go of it as it hands over its sockets: waited for a little.
 /// The listening socket for `role` at `addr`, taken over from the process being upgraded or
 /// bound anew; an error names the configuration `key` that set the address.
 async fn listen_as(
@@ -194,6 +191,9 @@ async fn listen_as(
         .with_context(|| format!("cannot listen on {addr} ({key})"))
 }
 
+/// Opens the store now, so that a file another Switchyard holds stops this one at start
+/// rather than leaving its sessions unkept. Taking over (`--upgrade`), the running one lets
+/// go of it as it hands over its sockets: waited for a little.
 async fn open_store(gateway: &Gateway, upgrade: bool) -> anyhow::Result<()> {
     let store = gateway.store();
     let wait = std::time::Duration::from_secs(if upgrade { 10 } else { 0 });

@@ -70,11 +70,9 @@ impl SearchModel {
 
     /// The model in `dir`, loaded now: an instance of its own, which `open` does not share.
     pub fn load(dir: &Path) -> Result<Self, String> {
-        let encoder = Encoder::load(dir).map_err(|error| error.to_string())?;
-        let weights = dir.join("model.safetensors");
-        let bytes =
-            std::fs::read(&weights).map_err(|error| format!("{}: {error}", weights.display()))?;
-        let identity = hex(&digest(&SHA256, &bytes).as_ref()[..8]);
+        let (encoder, identity) =
+            Encoder::load_inspecting(dir, |weights| hex(&digest(&SHA256, weights).as_ref()[..8]))
+                .map_err(|error| error.to_string())?;
         Ok(Self {
             path: dir.to_owned(),
             encoder,

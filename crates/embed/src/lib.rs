@@ -39,6 +39,15 @@ pub struct Encoder {
 impl Encoder {
     /// Loads the model in `dir`.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        Self::load_inspecting(dir, |_| ()).map(|(encoder, ())| encoder)
+    }
+
+    /// Loads the model in `dir`, and gives what `inspect` makes of its weights file's bytes
+    /// (its digest, say), read once for both.
+    pub fn load_inspecting<T>(
+        dir: &Path,
+        inspect: impl FnOnce(&[u8]) -> T,
+    ) -> Result<(Self, T), LoadError> {
         let fail = |file: &str| {
             let path = dir.join(file);
             move |reason: String| LoadError { path, reason }
@@ -52,6 +61,7 @@ impl Encoder {
             wordpiece::WordPiece::new(&read_text("vocab.txt")?).map_err(fail("vocab.txt"))?;
         let weights = std::fs::read(dir.join("model.safetensors"))
             .map_err(|error| fail("model.safetensors")(error.to_string()))?;
+        let inspected = inspect(&weights);
         let model = bert::Bert::load(config, &weights).map_err(fail("model.safetensors"))?;
         if tokens.len() > model.vocabulary() {
             return Err(fail("vocab.txt")(format!(
@@ -60,7 +70,7 @@ impl Encoder {
                 model.vocabulary()
             )));
         }
-        Ok(Self { tokens, model })
+        Ok((Self { tokens, model }, inspected))
     }
 
     /// The length of the vectors.

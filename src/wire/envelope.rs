@@ -144,7 +144,11 @@ pub fn parse(bytes: &[u8]) -> Result<Message<'_>, EnvelopeError> {
             });
         }
     }
-    let fields: Fields<'_> = serde_json::from_slice(bytes).map_err(|error| {
+    // Checked as UTF-8 once: read from a `str`, serde_json borrows strings and raw values
+    // without checking each of them again.
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| EnvelopeError::Parse("the message is not UTF-8 text".into()))?;
+    let fields: Fields<'_> = serde_json::from_str(text).map_err(|error| {
         if error.is_data() {
             EnvelopeError::Invalid("a field of the message has the wrong type")
         } else {
@@ -262,6 +266,8 @@ mod tests {
         assert_eq!(code(""), -32700);
         assert_eq!(code("{\"jsonrpc\":"), -32700);
         assert_eq!(code("not json"), -32700);
+        let not_utf8 = parse(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}");
+        assert_eq!(not_utf8.unwrap_err().code(), -32700);
         assert_eq!(code("42"), -32600);
         assert_eq!(
             code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),

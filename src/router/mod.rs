@@ -406,6 +406,9 @@ impl<S: ConnectionSource> Call<'_, S> {
     ) -> Result<Arc<Connection>, GatewayError> {
         let waiting = async {
             tokio::select! {
+                // The connection first: it is most often there already, and then neither
+                // the timer nor the cancellation is registered for this wait.
+                biased;
                 connection = self.source.connection(upstream) => match connection {
                     Ok(connection) => Ok(connection),
                     Err(error) => Err(self.or_authorization(upstream, error).await),

@@ -364,19 +364,25 @@ impl Exchanging<'_> {
             id: Some(self.request_id.clone()),
             era: self.raw.era(),
         };
+        // Made once: the client's cancellation is listened for from the first wait to the
+        // answer, not registered again at each.
+        let cancelled = call.ct.cancelled();
+        tokio::pin!(cancelled);
         let mut exchange = tokio::select! {
+            biased;
+            // A call cancelled already is not sent.
+            _ = &mut cancelled => return Err(Stop::Gateway(GatewayError::Cancelled)),
             started = self.raw.start(outgoing) => started?,
-            _ = timer.expired() => return Err(Stop::Gateway(timer.error(self.upstream, Stage::Sent))),
             _ = outage.as_mut() => return Err(Stop::Gateway(unavailable(self.upstream))),
-            _ = call.ct.cancelled() => return Err(Stop::Gateway(GatewayError::Cancelled)),
+            _ = timer.expired() => return Err(Stop::Gateway(timer.error(self.upstream, Stage::Sent))),
         };
         loop {
             let step = tokio::select! {
                 biased;
                 step = exchange.next() => step?,
-                _ = timer.expired() => return Err(Stop::Gateway(timer.error(self.upstream, Stage::Sent))),
+                _ = &mut cancelled => return Err(Stop::Gateway(GatewayError::Cancelled)),
                 _ = outage.as_mut() => return Err(Stop::Gateway(unavailable(self.upstream))),
-                _ = call.ct.cancelled() => return Err(Stop::Gateway(GatewayError::Cancelled)),
+                _ = timer.expired() => return Err(Stop::Gateway(timer.error(self.upstream, Stage::Sent))),
             };
             match step {
                 Step::Answer(answer) => {

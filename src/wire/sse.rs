@@ -25,38 +25,76 @@ impl Event {
 #[error("an event of the stream is larger than {0} bytes")]
 pub struct EventTooLarge(pub usize);
 
-/// Reads events out of the chunks of a stream as they arrive.
+/// Reads events out of the chunks of a stream as they arrive. A chunk that holds whole events
+/// (an answer's event, as a server writes it) is read where it is: its events' data are
+/// slices of it. Only an event that spans chunks is gathered, and so copied.
 pub struct Reader {
-    buffer: BytesMut,
-    /// How far `buffer` has been searched for the end of an event.
+    unread: Unread,
+    /// How far the unread bytes have been searched for the end of an event.
     searched: usize,
     max_event: usize,
+}
+
+/// What has arrived and is not read yet.
+enum Unread {
+    /// A chunk as it came (or what is left of it).
+    Chunk(Bytes),
+    /// The start of an event that spans chunks, gathered until it is complete.
+    Gathering(BytesMut),
 }
 
 impl Reader {
     pub fn new(max_event: usize) -> Self {
         Self {
-            buffer: BytesMut::new(),
+            unread: Unread::Chunk(Bytes::new()),
             searched: 0,
             max_event,
         }
     }
 
+    /// Adds `chunk`, copying it.
     pub fn push(&mut self, chunk: &[u8]) {
-        self.buffer.extend_from_slice(chunk);
+        self.gathering().extend_from_slice(chunk);
+    }
+
+    /// Adds `chunk`; kept as it is when nothing is left unread before it.
+    pub fn push_chunk(&mut self, chunk: Bytes) {
+        match &mut self.unread {
+            Unread::Chunk(unread) if unread.is_empty() => *unread = chunk,
+            Unread::Gathering(unread) if unread.is_empty() => self.unread = Unread::Chunk(chunk),
+            _ => self.gathering().extend_from_slice(&chunk),
+        }
+    }
+
+    /// The unread bytes, moved (copied once) to where an event spanning chunks is gathered.
+    fn gathering(&mut self) -> &mut BytesMut {
+        if let Unread::Chunk(chunk) = &self.unread {
+            self.unread = Unread::Gathering(BytesMut::from(&chunk[..]));
+        }
+        match &mut self.unread {
+            Unread::Gathering(gathered) => gathered,
+            Unread::Chunk(_) => unreachable!("moved to gathering just above"),
+        }
     }
 
     /// The next complete event, if one has arrived.
     pub fn next_event(&mut self) -> Result<Option<Event>, EventTooLarge> {
         loop {
-            let Some(end) = self.event_end() else {
-                if self.buffer.len() > self.max_event {
+            let unread = match &self.unread {
+                Unread::Chunk(chunk) => &chunk[..],
+                Unread::Gathering(gathered) => &gathered[..],
+            };
+            let Some(end) = event_end(unread, &mut self.searched) else {
+                if unread.len() > self.max_event {
                     return Err(EventTooLarge(self.max_event));
                 }
                 return Ok(None);
             };
             self.searched = 0;
-            let block = self.buffer.split_to(end).freeze();
+            let block = match &mut self.unread {
+                Unread::Chunk(chunk) => chunk.split_to(end),
+                Unread::Gathering(gathered) => gathered.split_to(end).freeze(),
+            };
             let event = parse_block(&block);
             // Blocks of only comments (keep-alives) are no events.
             if event.has_data()
@@ -68,30 +106,30 @@ impl Reader {
             }
         }
     }
+}
 
-    /// Where the first complete event ends (after its blank line), if one has.
-    fn event_end(&mut self) -> Option<usize> {
-        let bytes = &self.buffer[..];
-        let mut at = self.searched;
-        while let Some(offset) = memchr::memchr(b'\n', &bytes[at..]) {
-            let newline = at + offset;
-            let rest = &bytes[newline + 1..];
-            if newline == 0 || rest.first() == Some(&b'\n') {
-                return Some(newline + 1 + usize::from(newline != 0));
-            }
-            if rest.starts_with(b"\r\n") {
-                return Some(newline + 3);
-            }
-            if rest.is_empty() || rest == b"\r" {
-                // The blank line may still be on its way.
-                self.searched = newline;
-                return None;
-            }
-            at = newline + 1;
+/// Where the first complete event in `bytes` ends (after its blank line), if one has;
+/// `searched` says how far an earlier call looked, and is moved on.
+fn event_end(bytes: &[u8], searched: &mut usize) -> Option<usize> {
+    let mut at = *searched;
+    while let Some(offset) = memchr::memchr(b'\n', &bytes[at..]) {
+        let newline = at + offset;
+        let rest = &bytes[newline + 1..];
+        if newline == 0 || rest.first() == Some(&b'\n') {
+            return Some(newline + 1 + usize::from(newline != 0));
         }
-        self.searched = bytes.len();
-        None
+        if rest.starts_with(b"\r\n") {
+            return Some(newline + 3);
+        }
+        if rest.is_empty() || rest == b"\r" {
+            // The blank line may still be on its way.
+            *searched = newline;
+            return None;
+        }
+        at = newline + 1;
     }
+    *searched = bytes.len();
+    None
 }
 
 fn parse_block(block: &Bytes) -> Event {
@@ -153,8 +191,18 @@ fn text(bytes: &[u8]) -> String {
 
 /// One `message` event carrying `data` (a JSON-RPC message, so one line), with its id.
 pub fn message_event(id: Option<&str>, data: &[u8]) -> Bytes {
-    let id_len = id.map_or(0, |id| id.len() + 5);
-    let mut out = Vec::with_capacity(data.len() + id_len + 24);
+    let mut out = Vec::with_capacity(message_event_len(id, data));
+    write_message_event(&mut out, id, data);
+    super::freeze(out)
+}
+
+/// About the length of `message_event(id, data)` (exact for one line of data).
+pub fn message_event_len(id: Option<&str>, data: &[u8]) -> usize {
+    id.map_or(0, |id| id.len() + 5) + data.len() + 24
+}
+
+/// `message_event(id, data)`, written at the end of `out`.
+pub fn write_message_event(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
     if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(id.as_bytes());
@@ -168,19 +216,26 @@ pub fn message_event(id: Option<&str>, data: &[u8]) -> Bytes {
         out.push(b'\n');
     }
     out.push(b'\n');
-    super::freeze(out)
 }
 
 /// An event with only an id and a reconnection delay: it lets a client resume a stream from
 /// its start.
 pub fn priming_event(id: &str, retry_ms: u64) -> Bytes {
-    let mut out = Vec::with_capacity(id.len() + 40);
+    let mut out = Vec::with_capacity(PRIMING_EVENT_LEN + id.len());
+    write_priming_event(&mut out, id, retry_ms);
+    super::freeze(out)
+}
+
+/// The length of a priming event, beside its id.
+pub const PRIMING_EVENT_LEN: usize = 40;
+
+/// `priming_event(id, retry_ms)`, written at the end of `out`.
+pub fn write_priming_event(out: &mut Vec<u8>, id: &str, retry_ms: u64) {
     out.extend_from_slice(b"id: ");
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(b"\nretry: ");
     out.extend_from_slice(itoa::Buffer::new().format(retry_ms).as_bytes());
     out.extend_from_slice(b"\ndata: \n\n");
-    super::freeze(out)
 }
 
 /// A comment line, which keeps an idle stream from being closed by proxies.
@@ -217,6 +272,33 @@ mod tests {
         assert_eq!(&events[1].data[..], b"two");
         assert_eq!(events[2].retry, Some(500));
         assert!(!events[2].has_data());
+    }
+
+    #[test]
+    fn chunks_are_read_where_they_are_and_gathered_only_across_chunks() {
+        let mut reader = Reader::new(1 << 20);
+        let chunk = Bytes::from_static(b"data: {\"a\":1}\nid: 1\n\ndata: {\"b\"");
+        reader.push_chunk(chunk.clone());
+        let first = reader.next_event().unwrap().unwrap();
+        assert_eq!(&first.data[..], b"{\"a\":1}");
+        assert_eq!(first.id.as_deref(), Some("1"));
+        // The data is a slice of the chunk, not a copy.
+        let within = chunk.as_ptr_range();
+        assert!(within.contains(&first.data.as_ptr()));
+        assert_eq!(reader.next_event(), Ok(None));
+        reader.push_chunk(Bytes::from_static(b":2}\n"));
+        assert_eq!(reader.next_event(), Ok(None));
+        reader.push_chunk(Bytes::from_static(b"\ndata: c\n\n"));
+        let second = reader.next_event().unwrap().unwrap();
+        assert_eq!(&second.data[..], b"{\"b\":2}");
+        let third = reader.next_event().unwrap().unwrap();
+        assert_eq!(&third.data[..], b"c");
+        assert_eq!(reader.next_event(), Ok(None));
+        // Once all is read, the next chunk is again read where it is.
+        let again = Bytes::from_static(b"data: d\n\n");
+        reader.push_chunk(again.clone());
+        let fourth = reader.next_event().unwrap().unwrap();
+        assert!(again.as_ptr_range().contains(&fourth.data.as_ptr()));
     }
 
     #[test]

@@ -23,6 +23,8 @@ use crate::wire::{self, Answer, Outcome, sse};
 
 /// How long a stream may stay silent before a comment keeps it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Tells a buffering reverse proxy (nginx) to pass events on as they come.
+const X_ACCEL_BUFFERING: http::HeaderName = http::HeaderName::from_static("x-accel-buffering");
 /// The reconnection delay announced to clients of session streams.
 pub const RETRY_MS: u64 = 3000;
 
@@ -182,14 +184,17 @@ pub enum EventIds {
 
 /// An event id, `{index}` or `{index}/{stream}`, written without allocating.
 struct EventId {
-    text: [u8; 41],
+    text: [u8; EventId::MAX_LEN],
     len: usize,
 }
 
 impl EventId {
+    /// Two `u64`s and a slash.
+    const MAX_LEN: usize = 41;
+
     fn new(index: u64, stream: Option<u64>) -> Self {
         let mut id = Self {
-            text: [0; 41],
+            text: [0; Self::MAX_LEN],
             len: 0,
         };
         id.push(itoa::Buffer::new().format(index).as_bytes());
@@ -272,10 +277,20 @@ impl EventStream {
         Self::new(ids, Source::Channel(messages))
     }
 
-    /// A stream of one message.
+    /// A stream of one message, written with its priming event (if it has one) in one piece.
     pub fn single(ids: EventIds, message: Bytes) -> Self {
-        let mut stream = Self::new(ids, Source::Ended);
-        stream.push_message(&message);
+        let mut stream = Self::unprimed(ids, Source::Ended);
+        let mut out = Vec::with_capacity(
+            sse::PRIMING_EVENT_LEN + 2 * EventId::MAX_LEN + sse::message_event_len(None, &message),
+        );
+        if stream.has_priming() {
+            let id = stream.next_id();
+            let id = id.as_ref().map_or("", EventId::as_str);
+            sse::write_priming_event(&mut out, id, RETRY_MS);
+        }
+        let id = stream.next_id();
+        sse::write_message_event(&mut out, id.as_ref().map(EventId::as_str), &message);
+        stream.ready.push_back(wire::freeze(out));
         stream
     }
 
@@ -285,16 +300,8 @@ impl EventStream {
     }
 
     fn new(ids: EventIds, source: Source) -> Self {
-        let mut stream = Self {
-            priming: None,
-            ready: VecDeque::new(),
-            source,
-            ids,
-            next_index: 0,
-            keep_alive: None,
-            counted: None,
-        };
-        if !matches!(ids, EventIds::None) {
+        let mut stream = Self::unprimed(ids, source);
+        if stream.has_priming() {
             // A priming event: an id to resume from, and how long to wait before reconnecting.
             let id = stream.next_id();
             let priming = sse::priming_event(id.as_ref().map_or("", EventId::as_str), RETRY_MS);
@@ -304,6 +311,23 @@ impl EventStream {
             }
         }
         stream
+    }
+
+    fn unprimed(ids: EventIds, source: Source) -> Self {
+        Self {
+            priming: None,
+            ready: VecDeque::new(),
+            source,
+            ids,
+            next_index: 0,
+            keep_alive: None,
+            counted: None,
+        }
+    }
+
+    /// Whether the stream begins with a priming event: all but 2026-07-28 replies do.
+    fn has_priming(&self) -> bool {
+        !matches!(self.ids, EventIds::None)
     }
 
     /// Counts this stream in `gauge` while it is open.
@@ -359,7 +383,7 @@ impl EventStream {
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        headers.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
         response
     }
 
@@ -486,6 +510,24 @@ mod tests {
         assert_eq!(&events[1].data[..], b"{\"n\":1}");
         assert_eq!(events[3].id.as_deref(), Some("3/7"));
         assert_eq!(&events[3].data[..], b"{\"answer\":true}");
+    }
+
+    #[tokio::test]
+    async fn a_single_answer_is_primed_and_numbered_as_a_stream_would_be() {
+        let message = Bytes::from_static(b"{\"answer\":true}");
+        let single = EventStream::single(EventIds::Request(7), message.clone());
+        assert_eq!(single.ready.len(), 1, "one piece, to go out in one write");
+        let primed = events(single).await;
+        assert_eq!(primed.len(), 2);
+        assert_eq!(primed[0].id.as_deref(), Some("0/7"));
+        assert_eq!(primed[0].retry, Some(RETRY_MS));
+        assert!(!primed[0].has_data());
+        assert_eq!(primed[1].id.as_deref(), Some("1/7"));
+        assert_eq!(primed[1].data, message);
+        let modern = events(EventStream::single(EventIds::None, message.clone())).await;
+        assert_eq!(modern.len(), 1);
+        assert!(modern[0].id.is_none() && modern[0].retry.is_none());
+        assert_eq!(modern[0].data, message);
     }
 
     #[tokio::test]

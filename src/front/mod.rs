@@ -5,6 +5,7 @@
 //! will. HTTP/1.1 and HTTP/2 (prior knowledge) are both accepted.
 
 mod connect;
+mod graceful;
 mod guard;
 mod health;
 mod mcp;

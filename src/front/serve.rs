@@ -23,11 +23,11 @@ use axum::{Router, body::Body};
 use hyper::{Request, body::Incoming};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
-    server::{conn::auto, graceful::GracefulShutdown},
+    server::conn::auto,
 };
 use tokio::net::TcpListener;
 
-use super::McpEndpoint;
+use super::{McpEndpoint, graceful::Graceful};
 use tower::ServiceExt;
 
 /// The most a request's headers may take, in bytes.
@@ -160,7 +160,7 @@ pub async fn serve_connections<S, B>(
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(MAX_HEADER_BYTES as u32);
-    let graceful = GracefulShutdown::new();
+    let graceful = Graceful::default();
     let closing = Closing::default();
     tokio::pin!(stop);
     loop {

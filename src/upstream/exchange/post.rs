@@ -25,6 +25,8 @@ pub(super) struct HttpRoute {
     era: Era,
     client: RawClient,
     uri: Uri,
+    /// `Host`, as the client would derive it from `uri` (written once, not per request).
+    host: Option<HeaderValue>,
     /// `MCP-Protocol-Version` as agreed with the upstream.
     version: HeaderValue,
     session: Arc<SessionSlot>,
@@ -46,6 +48,7 @@ impl HttpRoute {
         Some(Self {
             era,
             client,
+            host: host_of(&uri),
             uri,
             version: HeaderValue::from_str(version).ok()?,
             session,
@@ -126,6 +129,9 @@ impl HttpRoute {
         for (name, value) in sent.iter() {
             headers.append(name.clone(), value.clone());
         }
+        if let Some(host) = &self.host {
+            headers.insert(header::HOST, host.clone());
+        }
         headers.insert(header::CONTENT_TYPE, JSON);
         headers.insert(header::ACCEPT, JSON_AND_SSE);
         headers.insert(MCP_PROTOCOL_VERSION, self.version.clone());
@@ -163,6 +169,9 @@ impl HttpRoute {
             HeaderValue::from_static("text/event-stream"),
         );
         all.insert(MCP_PROTOCOL_VERSION, self.version.clone());
+        if let Some(host) = &self.host {
+            all.insert(header::HOST, host.clone());
+        }
         if let Some(session) = session {
             all.insert(MCP_SESSION_ID, session.clone());
         }
@@ -176,9 +185,39 @@ impl HttpRoute {
     }
 }
 
+/// `Host` for requests to `uri`: its host, and its port unless the scheme's own.
+fn host_of(uri: &Uri) -> Option<HeaderValue> {
+    let authority = uri.authority()?;
+    let default_port = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    let host = match authority.port_u16() {
+        Some(port) if port != default_port => format!("{}:{port}", authority.host()),
+        _ => authority.host().to_owned(),
+    };
+    HeaderValue::from_str(&host).ok()
+}
+
 fn www_authenticate(headers: &HeaderMap) -> Option<String> {
     headers
         .get(header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_names_the_port_unless_it_is_the_schemes_own() {
+        let host = |uri: &str| host_of(&uri.parse().unwrap()).unwrap();
+        assert_eq!(host("http://127.0.0.1:8080/mcp"), "127.0.0.1:8080");
+        assert_eq!(host("http://example.test/mcp"), "example.test");
+        assert_eq!(host("http://example.test:80/mcp"), "example.test");
+        assert_eq!(host("https://example.test:443/mcp"), "example.test");
+        assert_eq!(host("https://example.test:80/mcp"), "example.test:80");
+        assert_eq!(host("http://[::1]:9000/mcp"), "[::1]:9000");
+    }
 }

@@ -422,8 +422,8 @@ impl<'a> Exchange<'a> {
                 .map_or(Duration::MAX, HttpRoute::stream_idle);
             match tokio::time::timeout(idle, stream.frame()).await {
                 Ok(Some(Ok(frame))) => {
-                    if let Some(data) = frame.data_ref() {
-                        self.reader.push(data);
+                    if let Ok(data) = frame.into_data() {
+                        self.reader.push_chunk(data);
                     }
                 }
                 Ok(Some(Err(error))) => self.resume(with_causes(&error)).await?,

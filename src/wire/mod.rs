@@ -43,7 +43,10 @@ pub fn is_error_answer(answer: &[u8]) -> bool {
 /// Whether a tool's answer says the tool failed (`"isError":true`, as JSON writers put it,
 /// found from the end, where serializers write it).
 pub fn reports_tool_failure(answer: &[u8]) -> bool {
-    memchr::memmem::rfind(answer, br#""isError":"#).is_some_and(|at| {
+    // The searcher is built once: building it costs more than searching a small answer.
+    static IS_ERROR: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(br#""isError":"#));
+    IS_ERROR.rfind(answer).is_some_and(|at| {
         answer[at + 10..]
             .iter()
             .find(|b| !b.is_ascii_whitespace())

@@ -52,9 +52,9 @@ impl Reader {
         }
     }
 
-    /// Adds `chunk`, copying it.
+    /// Adds a copy of `chunk`, read as `push_chunk` reads chunks.
     pub fn push(&mut self, chunk: &[u8]) {
-        self.gathering().extend_from_slice(chunk);
+        self.push_chunk(Bytes::copy_from_slice(chunk));
     }
 
     /// Adds `chunk`; kept as it is when nothing is left unread before it.

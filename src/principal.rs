@@ -29,6 +29,37 @@ pub struct Identity {
     pub groups: Vec<String>,
     /// A JWT's validated claims (empty for an API key).
     pub claims: Map<String, Value>,
+    /// The JWT itself (never an API key): what a token exchange hands on as the user's own.
+    pub presented: Option<Presented>,
+}
+
+/// The JWT a user authenticated with, and when it expires. Its `Debug` hides it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Presented {
+    token: Arc<str>,
+    /// Seconds since the epoch (the `exp` claim).
+    pub expires_at: Option<u64>,
+}
+
+impl Presented {
+    pub fn new(token: &str, expires_at: Option<u64>) -> Self {
+        Self {
+            token: Arc::from(token),
+            expires_at,
+        }
+    }
+
+    pub fn reveal(&self) -> &str {
+        &self.token
+    }
+}
+
+impl fmt::Debug for Presented {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Presented")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
 }
 
 const ANONYMOUS: &str = "anonymous";

@@ -67,6 +67,10 @@ pub struct Record<'a> {
     pub arguments: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'a str>,
+    /// For `oauth_grant`: how the upstream's token was had (`authorization_code`,
+    /// `token_exchange`, `client_credentials`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<&'a str>,
 }
 
 /// How an answer saying `outcome` ended, and its JSON-RPC error code if it is an error;

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::jwks::{Jwks, KeyError, SetKey};
 use crate::{
     config::{JwtKeys, JwtSettings, pem_public_key},
-    principal::{Identity, Principal},
+    principal::{Identity, Presented, Principal},
 };
 
 /// How long a checked token is remembered at most.
@@ -117,7 +117,7 @@ impl Verifier {
                 &self.validation,
             ) {
                 Ok(data) => {
-                    let principal = self.principal(data.claims)?;
+                    let principal = self.principal(token, data.claims)?;
                     self.remember(token, &principal);
                     return Ok(principal);
                 }
@@ -127,7 +127,7 @@ impl Verifier {
         Err(failure)
     }
 
-    fn principal(&self, claims: Map<String, Value>) -> Result<Principal, Failure> {
+    fn principal(&self, token: &str, claims: Map<String, Value>) -> Result<Principal, Failure> {
         let Some(subject) = claims.get(&self.subject_claim).and_then(Value::as_str) else {
             return Err(Failure::Invalid("the token names no subject"));
         };
@@ -141,6 +141,7 @@ impl Verifier {
             .map(strings)
             .unwrap_or_default();
         let id = format!("jwt:{subject}");
+        let presented = Presented::new(token, claims.get("exp").and_then(Value::as_u64));
         Ok(Principal::authenticated(
             &id,
             Identity {
@@ -149,6 +150,7 @@ impl Verifier {
                 scopes,
                 groups,
                 claims,
+                presented: Some(presented),
             },
         ))
     }

@@ -83,6 +83,8 @@ impl Authenticator {
                     scopes: key.scopes.clone(),
                     groups: key.groups.clone(),
                     claims: Default::default(),
+                    // An API key is Switchyard's own secret: it is never handed on.
+                    presented: None,
                 };
                 let principal = Principal::authenticated(&format!("key:{}", key.name), identity);
                 (key.sha256, principal)

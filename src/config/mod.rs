@@ -9,6 +9,7 @@ mod auth;
 mod catalog;
 pub mod command;
 mod cors;
+mod exchange;
 mod expand;
 mod headers;
 mod items;
@@ -52,6 +53,7 @@ pub use telemetry::TelemetrySettings;
 
 pub use crate::names::PrefixMode;
 pub use catalog::{CatalogSettings, DEFAULT_SEPARATOR, PinChanged, PinNew, check_separator};
+pub use exchange::{ExchangeServer, TokenExchangeSettings};
 pub use keys::decode_key;
 pub use keys::{RESERVED_PATHS, is_reserved_path};
 pub use oauth::{

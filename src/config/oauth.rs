@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{
+    exchange::{RawTokenExchange, TokenExchangeSettings},
     keys::{Checker, decode_key},
     kinds::{Expanded, Seconds},
 };
@@ -65,7 +66,11 @@ impl fmt::Debug for OAuthKey {
 pub struct UpstreamOAuth {
     /// False: a 401 from the upstream is a plain failure.
     pub enabled: bool,
-    pub grant: GrantKind,
+    /// The grants to try, in order: `[ClientCredentials]` alone, or any of `TokenExchange`
+    /// and `AuthorizationCode` (which waits for a person, so it comes last).
+    pub grants: Vec<GrantKind>,
+    /// Where `TokenExchange` exchanges tokens.
+    pub token_exchange: Option<Box<TokenExchangeSettings>>,
     /// A client registered beforehand with the upstream's authorization server.
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
@@ -81,7 +86,8 @@ impl fmt::Debug for UpstreamOAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UpstreamOAuth")
             .field("enabled", &self.enabled)
-            .field("grant", &self.grant)
+            .field("grants", &self.grants)
+            .field("token_exchange", &self.token_exchange)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("auth_method", &self.auth_method)
@@ -95,7 +101,8 @@ impl Default for UpstreamOAuth {
     fn default() -> Self {
         Self {
             enabled: true,
-            grant: GrantKind::AuthorizationCode,
+            grants: vec![GrantKind::AuthorizationCode],
+            token_exchange: None,
             client_id: None,
             client_secret: None,
             auth_method: None,
@@ -105,13 +112,51 @@ impl Default for UpstreamOAuth {
     }
 }
 
-/// The OAuth grant used with an upstream.
+impl UpstreamOAuth {
+    /// Whether tokens come from the client credentials grant (no user involved).
+    pub fn is_machine(&self) -> bool {
+        self.grants == [GrantKind::ClientCredentials]
+    }
+
+    /// Whether a user's own token is exchanged for the upstream's.
+    pub fn exchanges(&self) -> bool {
+        self.grants.contains(&GrantKind::TokenExchange)
+    }
+
+    /// Whether a user may authorize in a browser (first, or when nothing else gave a token).
+    pub fn in_browser(&self) -> bool {
+        self.grants.contains(&GrantKind::AuthorizationCode)
+    }
+}
+
+/// An OAuth grant used with an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrantKind {
     /// A user authorizes in a browser (authorization code with PKCE).
     AuthorizationCode,
     /// Machine to machine, with the client's own credentials.
     ClientCredentials,
+    /// The user's own token exchanged for the upstream's (RFC 8693).
+    TokenExchange,
+}
+
+impl GrantKind {
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "authorization_code" => GrantKind::AuthorizationCode,
+            "client_credentials" => GrantKind::ClientCredentials,
+            "token_exchange" => GrantKind::TokenExchange,
+            _ => return None,
+        })
+    }
+}
+
+/// `grant` as written: one name, or several in the order they are tried.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawGrants {
+    One(String),
+    Several(Vec<String>),
 }
 
 /// Token endpoint client authentication (RFC 6749 §2.3, RFC 7523).
@@ -210,12 +255,13 @@ pub struct RawUpstreamOAuth {
     /// `headers`).
     #[schemars(extend("default" = true))]
     pub enabled: Option<bool>,
-    /// `authorization_code` (a user authorizes) or `client_credentials` (machine to machine).
-    #[schemars(extend(
-        "enum" = ["authorization_code", "client_credentials"],
-        "default" = "authorization_code"
-    ))]
-    pub grant: Option<String>,
+    /// `authorization_code` (a user authorizes in a browser), `client_credentials` (machine to
+    /// machine), `token_exchange` (the user's own token exchanged for the upstream's), or a
+    /// list tried in order, such as `["token_exchange", "authorization_code"]`. Default:
+    /// `authorization_code`.
+    pub grant: Option<RawGrants>,
+    /// Where `token_exchange` exchanges the user's token.
+    pub token_exchange: Option<RawTokenExchange>,
     /// A client registered with the authorization server beforehand. Default: the client ID
     /// metadata document, or dynamic registration.
     #[schemars(with = "Option<Expanded>")]
@@ -362,17 +408,25 @@ impl Checker<'_> {
             return UpstreamOAuth::default();
         };
         let at = |field: &str| format!("{key}.oauth.{field}");
-        let grant = match raw.grant.as_deref() {
-            None | Some("authorization_code") => GrantKind::AuthorizationCode,
-            Some("client_credentials") => GrantKind::ClientCredentials,
-            Some(other) => {
-                self.problem(
-                    at("grant"),
-                    format!("`{other}` is not one of `authorization_code`, `client_credentials`"),
-                );
-                GrantKind::AuthorizationCode
-            }
-        };
+        let grants = self.grants(&at("grant"), raw.grant.as_ref());
+        let token_exchange = raw
+            .token_exchange
+            .as_ref()
+            .and_then(|exchange| self.token_exchange(key, exchange))
+            .map(Box::new);
+        let exchanges = grants.contains(&GrantKind::TokenExchange);
+        if exchanges && raw.token_exchange.is_none() {
+            self.problem(
+                at("token_exchange"),
+                "the `token_exchange` grant needs this table: where tokens are exchanged",
+            );
+        }
+        if !exchanges && raw.token_exchange.is_some() {
+            self.problem(
+                at("token_exchange"),
+                "has no effect unless `grant` names `token_exchange`",
+            );
+        }
         let mut secret =
             |field: &str, value: Option<&String>| value.and_then(|v| self.expand(&at(field), v));
         let client_id = secret("client_id", raw.client_id.as_ref());
@@ -412,7 +466,7 @@ impl Checker<'_> {
             }
             (method, _) => method,
         };
-        if grant == GrantKind::ClientCredentials {
+        if grants == [GrantKind::ClientCredentials] {
             if client_id.is_none() {
                 self.problem(
                     at("client_id"),
@@ -431,13 +485,64 @@ impl Checker<'_> {
         }
         UpstreamOAuth {
             enabled: raw.enabled.unwrap_or(true),
-            grant,
+            grants,
+            token_exchange,
             client_id,
             client_secret,
             auth_method,
             private_key,
             scopes: raw.scopes.clone(),
         }
+    }
+
+    /// `grant`, one or several: known names, each once, `client_credentials` alone (it
+    /// involves no user), `authorization_code` last (it waits for a person).
+    fn grants(&mut self, at: &str, raw: Option<&RawGrants>) -> Vec<GrantKind> {
+        let names = match raw {
+            None => return vec![GrantKind::AuthorizationCode],
+            Some(RawGrants::One(name)) => std::slice::from_ref(name),
+            Some(RawGrants::Several(names)) => names.as_slice(),
+        };
+        let mut grants = Vec::new();
+        for name in names {
+            match GrantKind::parse(name) {
+                Some(grant) if grants.contains(&grant) => {
+                    self.problem(at, format!("names `{name}` twice"));
+                }
+                Some(grant) => grants.push(grant),
+                None => self.problem(
+                    at,
+                    format!(
+                        "`{name}` is not one of `authorization_code`, `client_credentials`, \
+                         `token_exchange`"
+                    ),
+                ),
+            }
+        }
+        if grants.contains(&GrantKind::ClientCredentials) && grants.len() > 1 {
+            self.problem(
+                at,
+                "`client_credentials` stands alone: it reaches the upstream as Switchyard, \
+                 the others as each user",
+            );
+        }
+        if grants
+            .iter()
+            .position(|g| *g == GrantKind::AuthorizationCode)
+            .is_some_and(|i| i + 1 < grants.len())
+        {
+            self.problem(
+                at,
+                "`authorization_code` waits for a person to authorize: it can only come last",
+            );
+        }
+        if grants.is_empty() {
+            if names.is_empty() {
+                self.problem(at, "names no grant");
+            }
+            grants.push(GrantKind::AuthorizationCode);
+        }
+        grants
     }
 
     fn private_key(&mut self, key: &str, raw: &RawUpstreamOAuth) -> Option<PrivateKey> {

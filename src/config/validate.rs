@@ -87,6 +87,18 @@ pub fn validate(
             problem.replace("server.listen", "server.passthrough_listen"),
         );
     }
+    for upstream in &upstreams {
+        let super::TransportConfig::Http(http) = &upstream.transport else {
+            continue;
+        };
+        if http.oauth.enabled && http.oauth.exchanges() && auth.jwt.is_none() {
+            check.problem(
+                format!("upstreams.{}.oauth.grant", upstream.name),
+                "`token_exchange` exchanges the JWT each user authenticates with: it needs \
+                 `[auth.jwt]`",
+            );
+        }
+    }
     if !auth.configured {
         for upstream in &upstreams {
             if upstream.discovery == super::Discovery::PerUser {

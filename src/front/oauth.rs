@@ -52,6 +52,7 @@ async fn conclude(state: &AppState, query: crate::oauth::CallbackQuery) -> Respo
         upstream: whose.map(|(upstream, _)| upstream.as_str()),
         outcome,
         detail: reason.as_deref(),
+        grant: Some("authorization_code"),
         ..Default::default()
     });
     match concluded.map(|(upstream, _)| upstream) {

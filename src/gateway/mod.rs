@@ -114,7 +114,7 @@ pub struct Gateway {
     /// Results of cacheable calls and reads, and identical ones in flight.
     cache: ResultCache,
     /// The audit log (`[audit]`; fixed until a restart).
-    audit: Audit,
+    audit: Arc<Audit>,
     /// The counters of `[[quota]]` and the per-principal `[limits]`.
     quotas: Arc<Quotas>,
     shutdown: CancellationToken,
@@ -148,7 +148,15 @@ impl Gateway {
         let access = Arc::new(access_of(&config));
         let public_url = config.oauth.public_url_or(config.server.listen);
         let store = Store::new(&config.store, &config.oauth.state_dir, &metrics);
-        let oauth = OAuth::new(config.oauth.clone(), public_url, &store);
+        let audit = Arc::new(
+            Audit::start(&config.audit, &config.oauth.state_dir, metrics.clone()).unwrap_or_else(
+                |error| {
+                    tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
+                    Audit::off(metrics.clone())
+                },
+            ),
+        );
+        let oauth = OAuth::new(config.oauth.clone(), public_url, &store, audit.clone());
         oauth.set_users_authenticate(config.auth.configured);
         let events = Arc::new(Events::default());
         let pins = Arc::new(Pins::new(
@@ -158,11 +166,6 @@ impl Gateway {
             events.clone(),
         ));
         let cache = ResultCache::new(store.clone(), metrics.clone());
-        let audit = Audit::start(&config.audit, &config.oauth.state_dir, metrics.clone())
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "the audit log cannot be opened; nothing is audited");
-                Audit::off(metrics.clone())
-            });
         let quotas = Quotas::new(store.clone(), metrics.clone());
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {

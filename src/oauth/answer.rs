@@ -33,6 +33,15 @@ pub struct TokenAnswer {
         serialize_with = "oauth2::helpers::serialize_space_delimited_vec"
     )]
     scopes: Option<Vec<Scope>>,
+    /// What a token exchange issued (RFC 8693 §2.2.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issued_token_type: Option<String>,
+}
+
+impl TokenAnswer {
+    pub fn issued_token_type(&self) -> Option<&str> {
+        self.issued_token_type.as_deref()
+    }
 }
 
 impl TokenResponse for TokenAnswer {
@@ -94,6 +103,25 @@ pub fn token_error<E: std::error::Error + 'static>(
             .unwrap_or_else(|| OAuthError::Http(unreadable("the token endpoint's answer", &error))),
         RequestTokenError::Other(text) => OAuthError::Http(format!("the token request: {text}")),
     }
+}
+
+/// A token endpoint's answer read as the `oauth2` crate reads it: the token response of a
+/// success, else the OAuth error (for requests that crate cannot make).
+pub fn read_answer<E: std::error::Error + 'static>(
+    response: oauth2::HttpResponse,
+) -> Result<TokenAnswer, RequestTokenError<E, BasicErrorResponse>> {
+    let body = response.body();
+    if !response.status().is_success() {
+        return Err(
+            match serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(body))
+            {
+                Ok(error) => RequestTokenError::ServerResponse(error),
+                Err(error) => RequestTokenError::Parse(error, body.clone()),
+            },
+        );
+    }
+    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(body))
+        .map_err(|error| RequestTokenError::Parse(error, body.clone()))
 }
 
 /// The OAuth error in an answer that did not parse as one in full (an `error_uri` that is not

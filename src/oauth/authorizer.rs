@@ -28,17 +28,13 @@ use super::{
     Link, Need, OAuth, OAuthError,
     challenge::Challenge,
     discovery::{self, Discovered},
+    exchange::ExchangeState,
     grant::Grant,
     identity,
     token::{TokenEndpoint, TokenExchange, TokenSet},
     vault::RecordKind,
 };
-use crate::{
-    config::{GrantKind, UpstreamOAuth},
-    names::UpstreamName,
-    principal::Principal,
-    store::record_hash,
-};
+use crate::{config::UpstreamOAuth, names::UpstreamName, principal::Principal, store::record_hash};
 
 /// An upstream refused a request: its status, its `WWW-Authenticate`, and the access token the
 /// request carried, if any.
@@ -63,8 +59,10 @@ enum Unrenewed {
 pub struct Authorizer {
     pub(super) oauth: Arc<OAuth>,
     pub(super) upstream: UpstreamName,
-    url: Url,
+    pub(super) url: Url,
     pub(super) config: UpstreamOAuth,
+    /// What the token exchange grant learned (unused by other grants).
+    pub(super) exchange_state: ExchangeState,
     /// The last discovery, which the client credentials grant reuses.
     discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
     pub(super) grants: DashMap<Principal, Arc<Grant>>,
@@ -86,6 +84,7 @@ impl Authorizer {
             upstream,
             url,
             config,
+            exchange_state: ExchangeState::default(),
             discovered: tokio::sync::Mutex::new(None),
             grants: DashMap::new(),
             refreshes: Default::default(),
@@ -142,6 +141,9 @@ impl Authorizer {
     /// if their grant wants authorization or they have no tokens yet (made now); `None` for a
     /// grant that involves no user.
     pub async fn link_for(&self, principal: &Principal) -> Result<Option<Link>, OAuthError> {
+        if !self.config.in_browser() {
+            return Ok(None);
+        }
         let grant = self.grant(principal).await;
         let wanted = matches!(grant.need(), Need::Authorization { .. });
         if !wanted && (self.is_machine() || grant.token().is_some()) {
@@ -180,13 +182,13 @@ impl Authorizer {
         }
         match grant.token() {
             Some(token) if !token.is_due() => Some(token.access_token.clone()),
-            Some(token) if token.refresh_token.is_none() && !self.is_machine() => {
+            Some(token) if token.refresh_token.is_none() && !self.renews_alone(grant) => {
                 // Nothing to renew it with: use it while it lasts.
                 (!token.is_expired()).then(|| token.access_token.clone())
             }
             // Due: if renewing fails, `renew` still gives the token while it lasts.
             Some(_) => self.renew(grant, None, None).await.ok(),
-            None if self.is_machine() => self.renew(grant, None, None).await.ok(),
+            None if self.renews_alone(grant) => self.renew(grant, None, None).await.ok(),
             None => None,
         }
     }
@@ -213,7 +215,7 @@ impl Authorizer {
                                 // nothing about the stored ones.)
                                 self.drop_token(grant).await;
                             }
-                            grant.require_authorization(challenge, None);
+                            self.user_must_act(grant, challenge, None, None);
                         }
                         false
                     }
@@ -245,12 +247,25 @@ impl Authorizer {
                 scopes.push(scope);
             }
         }
-        if self.is_machine() {
+        if self.renews_alone(grant) {
             let _one = grant.renewing.lock().await;
-            return match self
-                .client_credentials(Some(scopes), Some(&challenge))
-                .await
-            {
+            let renewed = match self.subject(&grant.principal) {
+                Some(subject) => {
+                    let exchanged = self
+                        .exchanged(&grant.principal, &subject, Some(scopes), Some(&challenge))
+                        .await;
+                    self.audit_grant(&grant.principal, "token_exchange", exchanged.as_ref());
+                    exchanged
+                }
+                None => {
+                    let asked = self
+                        .client_credentials(Some(scopes), Some(&challenge))
+                        .await;
+                    self.audit_grant(&grant.principal, "client_credentials", asked.as_ref());
+                    asked
+                }
+            };
+            return match renewed {
                 Ok(token) => {
                     self.keep(grant, token).await;
                     true
@@ -261,7 +276,7 @@ impl Authorizer {
                 }
             };
         }
-        grant.require_authorization(Some(challenge), Some(scopes));
+        self.user_must_act(grant, Some(challenge), Some(scopes), None);
         false
     }
 
@@ -312,14 +327,25 @@ impl Authorizer {
             // Renewed while this request waited.
             return Ok(token.access_token.clone());
         }
+        let scopes = current.as_ref().map(|t| t.scopes.clone());
         let renewed = match &current {
             Some(token) if token.refresh_token.is_some() => self.refresh(token).await,
             _ if self.is_machine() => {
-                self.client_credentials(current.as_ref().map(|t| t.scopes.clone()), challenge)
-                    .await
+                let asked = self.client_credentials(scopes, challenge).await;
+                self.audit_grant(&grant.principal, "client_credentials", asked.as_ref());
+                asked
             }
-            // Nothing to renew it with: use it while it lasts.
-            _ => return usable(current.as_deref(), refused).ok_or(Unrenewed::Refused),
+            _ => match self.subject(&grant.principal) {
+                Some(subject) => {
+                    let exchanged = self
+                        .exchanged(&grant.principal, &subject, scopes, challenge)
+                        .await;
+                    self.audit_grant(&grant.principal, "token_exchange", exchanged.as_ref());
+                    exchanged
+                }
+                // Nothing to renew it with: use it while it lasts.
+                None => return usable(current.as_deref(), refused).ok_or(Unrenewed::Refused),
+            },
         };
         let error = match renewed {
             Ok(token) => {
@@ -330,10 +356,13 @@ impl Authorizer {
             Err(error) => error,
         };
         tracing::warn!(upstream = %self.upstream, principal = %grant.principal, %error, "cannot renew the upstream's token");
-        if error.is_invalid_grant() && !self.is_machine() {
-            // The refresh token is dead: a user must authorize again.
+        let exchange_refused = matches!(error, OAuthError::Provider { .. })
+            && current.as_ref().is_none_or(|t| t.refresh_token.is_none())
+            && self.config.exchanges();
+        if (error.is_invalid_grant() || exchange_refused) && !self.is_machine() {
+            // The refresh token is dead, or the user's own was refused: a user must act.
             self.drop_token(grant).await;
-            grant.require_authorization(None, None);
+            self.user_must_act(grant, None, None, Some(&error));
             return Err(Unrenewed::Refused);
         }
         // Any other failure may pass (the server is down, or overloaded): keep the tokens.
@@ -509,9 +538,71 @@ impl Authorizer {
         format!("{}\0{}", self.upstream, principal)
     }
 
+    /// Whether a token for `grant` can be had without a person: by the client credentials
+    /// grant, or by exchanging a token its user presented.
+    pub fn renews_alone(&self, grant: &Grant) -> bool {
+        self.is_machine() || self.subject(&grant.principal).is_some()
+    }
+
+    /// Nothing gives `grant` a token: its user must authorize in a browser, where the upstream
+    /// allows it (with the upstream's `challenge` and the `scopes` a step-up needs); else the
+    /// grant fails, saying what its user can do.
+    fn user_must_act(
+        &self,
+        grant: &Grant,
+        challenge: Option<Challenge>,
+        scopes: Option<Vec<String>>,
+        error: Option<&OAuthError>,
+    ) {
+        if self.config.in_browser() {
+            grant.require_authorization(challenge, scopes);
+            return;
+        }
+        let why = match error {
+            Some(error) => format!("the token exchange failed: {error}"),
+            None if grant.principal.is_anonymous() => {
+                "no user has presented a token to exchange yet: the upstream is reached with \
+                 each user's own token, exchanged, once they make a request"
+                    .to_owned()
+            }
+            None if self.exchange_state.refused(&grant.principal) => {
+                "the authorization server refused to exchange the user's token: the next one \
+                 they present (signing in again) is tried at once"
+                    .to_owned()
+            }
+            None if self.oauth.subjects.of(&grant.principal).is_none() => {
+                "the upstream is reached with the user's own token, exchanged: authenticate \
+                 to the gateway with a JWT (an API key is never handed on)"
+                    .to_owned()
+            }
+            None => "the upstream refused the exchanged token".to_owned(),
+        };
+        grant.fail(why);
+    }
+
+    /// Records a token had without a browser (`grant` names how) in the audit log: never the
+    /// token, only whose it is and whether it came.
+    fn audit_grant(
+        &self,
+        principal: &Principal,
+        grant: &str,
+        outcome: Result<&TokenSet, &OAuthError>,
+    ) {
+        let reason = outcome.err().map(ToString::to_string);
+        self.oauth.audit.record(&crate::audit::Record {
+            kind: "oauth_grant",
+            principal: principal.as_str(),
+            upstream: Some(self.upstream.as_str()),
+            outcome: if outcome.is_ok() { "ok" } else { "error" },
+            detail: reason.as_deref(),
+            grant: Some(grant),
+            ..Default::default()
+        });
+    }
+
     /// Whether the upstream uses the client credentials grant (no user involved).
     pub fn is_machine(&self) -> bool {
-        self.config.grant == GrantKind::ClientCredentials
+        self.config.is_machine()
     }
 
     pub(super) fn exchange<'a>(
@@ -573,4 +664,4 @@ pub(super) fn split_scopes(scope: Option<&str>) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

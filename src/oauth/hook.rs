@@ -44,10 +44,10 @@ impl RequestHook for OAuthHook {
         }))
     }
 
-    /// Only a token that was sent can be renewed (or, for the client credentials grant,
-    /// one can always be asked for).
+    /// Only a token that was sent can be renewed (or, for the client credentials grant and a
+    /// user's token to exchange, one can be asked for).
     fn retries(&self) -> bool {
-        self.grant.token().is_some() || self.authorizer.is_machine()
+        self.grant.token().is_some() || self.authorizer.renews_alone(&self.grant)
     }
 
     fn rejected<'a>(

@@ -8,6 +8,7 @@
 //! | `identity`   | pre-registered client, client ID metadata document, or dynamic registration |
 //! | `token`      | the token endpoint: code exchange, refresh, client credentials              |
 //! | `answer`     | the token endpoint's answer, and failures told without quoting it           |
+//! | `exchange`   | the token exchange grant: users' own tokens exchanged for the upstream's   |
 //! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
 //! | `authorizer` | one upstream's grants: tokens for requests, what 401s and 403s mean        |
 //! | `flow`       | the authorization code flow: links, and the callback's conclusion          |
@@ -30,6 +31,7 @@ mod answer;
 mod authorizer;
 pub mod challenge;
 mod discovery;
+mod exchange;
 #[cfg(test)]
 mod fake_endpoint;
 mod flow;
@@ -59,6 +61,7 @@ pub use vault::{VaultError, write_new_private};
 
 use self::{http::Http, pending::Pending, vault::Vault};
 use crate::{
+    audit::Audit,
     config::{OAuthSettings, UpstreamOAuth},
     names::UpstreamName,
     principal::Principal,
@@ -156,12 +159,23 @@ pub struct OAuth {
     /// Whether clients authenticate to the gateway (`[auth]`): then each user has their own
     /// upstream tokens, and no client is shown another principal's authorization link.
     users_authenticate: std::sync::atomic::AtomicBool,
+    /// The JWTs users presented last, for the upstreams that exchange them.
+    subjects: exchange::Subjects,
+    /// Whether some upstream was configured to exchange users' tokens.
+    exchanging: std::sync::atomic::AtomicBool,
+    /// Where grants made without a browser are recorded (`oauth_grant`).
+    audit: Arc<Audit>,
 }
 
 impl OAuth {
     /// `public_url` is where browsers reach this gateway (the configured one, or the address it
     /// listens on); `store` is shared with other replicas, if it is the Redis one.
-    pub fn new(settings: OAuthSettings, public_url: Url, store: &Arc<Store>) -> Arc<Self> {
+    pub fn new(
+        settings: OAuthSettings,
+        public_url: Url,
+        store: &Arc<Store>,
+        audit: Arc<Audit>,
+    ) -> Arc<Self> {
         let base = public_url.as_str().trim_end_matches('/').to_owned();
         let metadata_url = settings.client_metadata_url.clone().or_else(|| {
             (public_url.scheme() == "https")
@@ -183,6 +197,9 @@ impl OAuth {
             authorizers: DashMap::new(),
             signin: tokio::sync::Mutex::new(None),
             users_authenticate: Default::default(),
+            subjects: Default::default(),
+            exchanging: Default::default(),
+            audit,
             settings,
         });
         store.hear(Arc::new(OAuthEars(Arc::downgrade(&oauth))));
@@ -228,7 +245,26 @@ impl OAuth {
         ));
         self.authorizers
             .insert(name.clone(), Arc::downgrade(&authorizer));
+        if config.exchanges() {
+            self.exchanging
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         authorizer
+    }
+
+    /// Told of every authenticated request: keeps the JWT its user presented for the upstreams
+    /// that exchange it, and when it is new to the gateway, has each of them exchange it now.
+    pub fn present(&self, principal: &Principal) {
+        if !self.exchanging.load(std::sync::atomic::Ordering::Relaxed)
+            || !self.subjects.present(principal)
+        {
+            return;
+        }
+        for authorizer in self.each_authorizer() {
+            if authorizer.config.exchanges() {
+                authorizer.exchange_soon(principal);
+            }
+        }
     }
 
     fn find(&self, upstream: &UpstreamName) -> Option<Arc<Authorizer>> {

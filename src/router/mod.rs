@@ -435,7 +435,8 @@ impl<S: ConnectionSource> Call<'_, S> {
 
 impl<S> Call<'_, S> {
     /// `error`, unless the request failed because the upstream wants this client's user to
-    /// authorize Switchyard: then the error that carries the link.
+    /// authorize Switchyard (then the error that carries the link), or their authorization
+    /// failed (then why).
     /// (Boxed: it runs only on failures, and the OAuth work behind it has a large future.)
     fn or_authorization<'b>(
         &'b self,
@@ -453,7 +454,13 @@ impl<S> Call<'_, S> {
                 Some(link) => {
                     authorization_required(upstream, link).for_client(&self.downstream.capabilities)
                 }
-                None => error,
+                None => match upstream.authorization_failure(&self.downstream.principal) {
+                    Some(reason) => GatewayError::UpstreamFailed {
+                        upstream: upstream.name().clone(),
+                        reason: format!("cannot authorize Switchyard for this user: {reason}"),
+                    },
+                    None => error,
+                },
             }
         })
     }

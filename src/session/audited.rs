@@ -79,6 +79,7 @@ pub(super) fn record(
         duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
         arguments,
         detail: task.as_deref(),
+        grant: None,
     });
 }
 

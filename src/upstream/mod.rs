@@ -294,6 +294,10 @@ impl Upstream {
     pub async fn authorization_link(&self, principal: &Principal) -> Option<Link> {
         let auth = self.auth.as_ref()?;
         let grant = auth.grant(principal).await;
+        // A token had without them (their own, exchanged) decides whether they must act.
+        if grant.token().is_none() && auth.renews_alone(&grant) {
+            auth.token(&grant).await;
+        }
         if !matches!(grant.need(), Need::Authorization { .. }) {
             return None;
         }
@@ -303,6 +307,15 @@ impl Upstream {
                 tracing::warn!(upstream = %self.name(), %error, "cannot start an authorization");
                 None
             }
+        }
+    }
+
+    /// Why `principal`'s authorization at this upstream failed, if it did (in their own words
+    /// of the server, or Switchyard's).
+    pub fn authorization_failure(&self, principal: &Principal) -> Option<String> {
+        match self.auth.as_ref()?.grant_if_made(principal)?.need() {
+            Need::Failed(reason) => Some(reason),
+            _ => None,
         }
     }
 

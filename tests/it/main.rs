@@ -16,6 +16,7 @@ mod definitions;
 mod deps;
 mod docs;
 mod events;
+mod exchange;
 mod fixtures;
 mod harness;
 mod headers;

@@ -39,9 +39,14 @@ async fn authorize_everything(gw: &TestGateway, upstream: &OAuthUpstream, user: 
 
 /// API-key user `user`'s own pending list (their key as credential).
 pub async fn pending_of(gw: &TestGateway, user: &str) -> Value {
+    pending_with(gw, &api_key(user)).await
+}
+
+/// The pending list of the user `credential` (an API key or a JWT) stands for.
+pub async fn pending_with(gw: &TestGateway, credential: &str) -> Value {
     reqwest::Client::new()
         .get(format!("http://{}/oauth/pending", gw.addr))
-        .bearer_auth(api_key(user))
+        .bearer_auth(credential)
         .send()
         .await
         .unwrap()
@@ -63,6 +68,11 @@ pub async fn link_of(gw: &TestGateway, user: &str) -> String {
 /// asks who they are (its form), they give their key, and the browser goes on through the
 /// provider and back; the last page.
 pub async fn follow_as(link: &str, user: &str) -> (reqwest::StatusCode, String) {
+    follow_with(link, &api_key(user)).await
+}
+
+/// `follow_as`, for the user `credential` (an API key or a JWT) stands for.
+pub async fn follow_with(link: &str, credential: &str) -> (reqwest::StatusCode, String) {
     let browser = Browser::new();
     let form = browser.client().get(link).send().await.unwrap();
     assert_eq!(form.status(), 200);
@@ -70,14 +80,15 @@ pub async fn follow_as(link: &str, user: &str) -> (reqwest::StatusCode, String) 
     let done = browser
         .client()
         .post(link)
-        .form(&[("credential", api_key(user))])
+        .form(&[("credential", credential)])
         .send()
         .await
         .unwrap();
     (done.status(), done.text().await.unwrap())
 }
 
-async fn whoami<S: rmcp::Service<rmcp::RoleClient>>(
+/// What `whoami` of `tool` says: the subject of the token the upstream got, and more.
+pub async fn whoami<S: rmcp::Service<rmcp::RoleClient>>(
     client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
     tool: &str,
 ) -> Value {

@@ -14,6 +14,11 @@
 //     resource of its own (`notes://<sub>/private`, listed only to that subject's sessions),
 //     which clients may subscribe to (the subscriptions, with the subject of the token that
 //     made each, are in the stats; `<control>/touch` announces an update of one).
+//   * optionally, the token exchange grant (RFC 8693) at the same provider: a user's own JWT
+//     from another issuer (`--subject-jwks`, `--subject-issuer`) exchanged by a client allowed
+//     to (`--exchange-client-id`) for an access token of the MCP server's audience, for the
+//     same subject, with an `act` claim naming that client; and an MCP server that accepts
+//     only such exchanged tokens (`--accept-only-exchanged=on`);
 //   * test-only control endpoints (`<control>/stats`, `<control>/config`, ...) on the MCP port.
 //
 // Prints one JSON line on stdout once both listen (everything else goes to stderr):
@@ -64,6 +69,12 @@ const DEFAULTS = {
   use_granted_resource: 'off', // token requests without `resource` still get the MCP audience
   extra_resource: '', // another resource server the provider mints tokens for (a gateway's URL)
   token_endpoint: 'up', // down: the token endpoint answers 503 with an HTML page (an outage)
+  subject_jwks: '', // the JWKS URL of the issuer of users' own tokens: enables token exchange
+  subject_issuer: '', // their `iss`
+  exchange_client_id: 'switchyard-exchange', // the client allowed to exchange tokens
+  exchange_client_secret: 'switchyard-exchange-secret',
+  accept_only_exchanged: 'off', // on: the MCP server refuses tokens without an `act` claim
+  exchange: 'on', // off: the token exchange grant answers invalid_grant (users' tokens refused)
 };
 const opts = { ...DEFAULTS };
 for (const key of Object.keys(DEFAULTS)) {
@@ -95,6 +106,7 @@ const stats = {
     last_access_token: null, // decoded claims of the newest JWT access token
     last_error: null, // {error, error_description, error_detail} of the newest refused request
     token_outages: 0, // token requests answered 503 while token_endpoint is down
+    exchanges: [], // {sub, client_id, audience, resource}: token exchanges granted
   },
   mcp: {
     requests: 0, // requests to the MCP endpoint
@@ -133,7 +145,19 @@ let resource; // the MCP server's URL, known once it listens (before any request
 const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
 const signingKey = { ...(await jose.exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
 
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:';
 const clients = [];
+if (opts.subject_jwks) {
+  clients.push({
+    client_id: opts.exchange_client_id,
+    client_secret: opts.exchange_client_secret,
+    grant_types: [TOKEN_EXCHANGE],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+  });
+}
 if (opts.client_id) {
   const client = {
     client_id: opts.client_id,
@@ -158,6 +182,8 @@ const provider = new Provider(issuer, {
   scopes: ['openid', 'offline_access', ...opts.resource_scopes.split(' ').filter(Boolean)],
   pkce: { required: () => true }, // S256 is the only method oidc-provider 9 implements
   findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  // An exchanged token says who acts for its subject (RFC 8693 §4.1).
+  extraTokenClaims: async (ctx, token) => (token.gty === 'token_exchange' ? { act: { sub: token.clientId } } : undefined),
   // Refresh tokens whenever the client may use the refresh_token grant (no offline_access
   // scope, no prompt=consent needed); they do not end with the provider's browser session.
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
@@ -220,6 +246,58 @@ const provider = new Provider(issuer, {
     return fetch(target, options);
   },
 });
+
+// The token exchange grant: the subject token must be a JWT of the configured issuer, signed
+// with a key of its JWKS and unexpired; the new token is for the same subject, with the MCP
+// server's audience (the `resource` asked for), and says which client acts (`act`).
+if (opts.subject_jwks) {
+  const subjectKeys = jose.createRemoteJWKSet(new URL(opts.subject_jwks));
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const { params, client } = ctx.oidc;
+    if (![`${TOKEN_TYPE}access_token`, `${TOKEN_TYPE}jwt`].includes(params.subject_token_type)) {
+      throw new errors.InvalidRequest(`unsupported subject_token_type ${params.subject_token_type}`);
+    }
+    if (params.requested_token_type && params.requested_token_type !== `${TOKEN_TYPE}access_token`) {
+      throw new errors.InvalidRequest('only access tokens are issued');
+    }
+    if (!on(opts.exchange)) throw new errors.InvalidGrant('the subject token is not accepted (test fixture)');
+    let subject;
+    try {
+      ({ payload: subject } = await jose.jwtVerify(params.subject_token, subjectKeys, { issuer: opts.subject_issuer }));
+    } catch (error) {
+      throw new errors.InvalidGrant(`the subject token is invalid: ${error.code ?? error.message}`);
+    }
+    const indicator = Array.isArray(params.resource) ? params.resource[0] : params.resource;
+    if (!indicator || comparable(indicator) !== comparable(resource)) {
+      throw new errors.InvalidTarget(`unknown resource ${indicator}`);
+    }
+    const known = new Set(opts.resource_scopes.split(' '));
+    const scope = String(params.scope ?? '').split(' ').filter((s) => known.has(s)).join(' ') || undefined;
+    const token = new provider.AccessToken({
+      accountId: subject.sub,
+      client,
+      scope,
+      gty: 'token_exchange',
+      resourceServer: new provider.ResourceServer(resource, {
+        scope: opts.resource_scopes,
+        audience: resource,
+        accessTokenTTL: seconds(opts.access_token_ttl),
+        accessTokenFormat: 'jwt',
+        jwt: { sign: { alg: 'RS256' } },
+      }),
+    });
+    ctx.oidc.entity('AccessToken', token);
+    const value = await token.save();
+    stats.as.exchanges.push({ sub: subject.sub, client_id: client.clientId, audience: params.audience ?? null, resource: indicator });
+    ctx.body = {
+      access_token: value,
+      issued_token_type: `${TOKEN_TYPE}access_token`,
+      token_type: 'Bearer',
+      expires_in: token.expiration,
+      scope: token.scope,
+    };
+  }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope', 'actor_token', 'actor_token_type'], ['resource']);
+}
 
 provider.on('authorization.success', () => { stats.as.authorizations += 1; });
 // oidc-provider answers e.g. a bad code_verifier with a bare "invalid_grant / grant request is
@@ -310,6 +388,7 @@ const verifier = {
       throw new InvalidTokenError(`${error.code ?? 'ERR_INVALID'}: ${error.message}`.replace(/["\\]/g, "'"));
     }
     if (revokedJtis.has(payload.jti)) throw new InvalidTokenError('Token was invalidated by the test');
+    if (on(opts.accept_only_exchanged) && !payload.act) throw new InvalidTokenError('only exchanged tokens are accepted here');
     stats.mcp.verified += 1;
     if (!seenJtis.has(payload.jti)) {
       seenJtis.add(payload.jti);
@@ -321,7 +400,7 @@ const verifier = {
       scopes: payload.scope ? payload.scope.split(' ') : [],
       expiresAt: payload.exp,
       resource: new URL(Array.isArray(payload.aud) ? payload.aud[0] : payload.aud),
-      extra: { sub: payload.sub, jti: payload.jti, iat: payload.iat },
+      extra: { sub: payload.sub, jti: payload.jti, iat: payload.iat, act: payload.act },
     };
   },
 };
@@ -344,7 +423,7 @@ const cimdDocuments = new Map();
 app.get('/control/stats', (req, res) => res.json({ ...stats, config: opts }));
 app.post('/control/reset', (req, res) => {
   for (const side of [stats.as, stats.mcp]) {
-    for (const [k, v] of Object.entries(side)) side[k] = typeof v === 'number' ? 0 : (v === null ? null : {});
+    for (const [k, v] of Object.entries(side)) side[k] = typeof v === 'number' ? 0 : (v === null ? null : (Array.isArray(v) ? [] : {}));
   }
   stats.as.last_access_token = null;
   stats.as.last_error = null;
@@ -352,7 +431,7 @@ app.post('/control/reset', (req, res) => {
 });
 app.post('/control/config', (req, res) => {
   for (const [key, value] of Object.entries(req.body ?? {})) {
-    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource', 'token_endpoint', 'extra_resource'].includes(key)) {
+    if (!['access_token_ttl', 'refresh_token_ttl', 'rotate_refresh_tokens', 'interactions', 'account', 'use_granted_resource', 'token_endpoint', 'extra_resource', 'exchange'].includes(key)) {
       return res.status(400).json({ error: `cannot change ${key} at run time` });
     }
     opts[key] = String(value);
@@ -435,7 +514,7 @@ function newServer(sub) {
     const calls = (callsBySubject.get(sub) ?? 0) + 1;
     callsBySubject.set(sub, calls);
     const answer = {
-      sub, client_id: auth?.clientId, scopes: auth?.scopes, jti: auth?.extra?.jti, exp: auth?.expiresAt, calls,
+      sub, client_id: auth?.clientId, scopes: auth?.scopes, jti: auth?.extra?.jti, exp: auth?.expiresAt, act: auth?.extra?.act ?? null, calls,
     };
     return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
   });

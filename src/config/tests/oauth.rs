@@ -4,7 +4,7 @@
 use std::{path::Path, time::Duration};
 
 use super::{assert_has, load, problems};
-use crate::config::{AuthMethod, GrantKind, OAuthKey, TransportConfig};
+use crate::config::{AuthMethod, ExchangeServer, GrantKind, OAuthKey, TransportConfig};
 
 #[test]
 fn oauth_settings_and_upstream_oauth() {
@@ -48,9 +48,9 @@ fn oauth_settings_and_upstream_oauth() {
     let github = http(0);
     assert_eq!(github.client_id.as_deref(), Some("ghp_123"));
     assert_eq!(github.scopes, Some(vec!["repo".to_owned()]));
-    assert_eq!(github.grant, GrantKind::AuthorizationCode);
+    assert_eq!(github.grants, [GrantKind::AuthorizationCode]);
     let machine = http(1);
-    assert_eq!(machine.grant, GrantKind::ClientCredentials);
+    assert_eq!(machine.grants, [GrantKind::ClientCredentials]);
     assert_eq!(machine.auth_method, Some(AuthMethod::ClientSecretPost));
     let shown = format!("{config:?}");
     assert!(shown.contains("client_secret: Some(\"…\")"), "{shown}");
@@ -99,6 +99,92 @@ fn oauth_problems_are_located() {
         "upstreams.b.oauth.grant: the client_credentials grant needs `client_secret` or a private key",
         "upstreams.c.oauth.private_key: is not a usable RS256 private key",
         "upstreams.d.oauth: does not apply to transport `stdio`",
+    ] {
+        assert_has(&found, expected);
+    }
+}
+
+#[test]
+fn grants_tried_in_order_and_the_token_exchange() {
+    let config = load(
+        "/etc/switchyard/switchyard.toml",
+        r#"
+        [auth.jwt]
+        issuer = "https://login.example.com"
+        jwks_url = "https://login.example.com/jwks"
+
+        [upstreams.files]
+        url = "https://files.example.com/mcp"
+        oauth.grant = ["token_exchange", "authorization_code"]
+        oauth.token_exchange = { issuer = "https://login.example.com", client_id = "gw", client_secret = "${env:GH_TOKEN}", audience = "files", subject_token_type = "jwt" }
+        "#,
+    )
+    .unwrap();
+    let TransportConfig::Http(http) = &config.upstreams[0].transport else {
+        panic!("http")
+    };
+    let oauth = &http.oauth;
+    assert_eq!(
+        oauth.grants,
+        [GrantKind::TokenExchange, GrantKind::AuthorizationCode]
+    );
+    assert!(oauth.exchanges() && oauth.in_browser() && !oauth.is_machine());
+    let exchange = oauth.token_exchange.as_ref().unwrap();
+    assert_eq!(
+        exchange.server,
+        ExchangeServer::Issuer(url::Url::parse("https://login.example.com").unwrap())
+    );
+    assert_eq!(exchange.auth_method, AuthMethod::ClientSecretBasic);
+    assert_eq!(exchange.audience.as_deref(), Some("files"));
+    assert_eq!(
+        exchange.subject_token_type,
+        "urn:ietf:params:oauth:token-type:jwt"
+    );
+    let shown = format!("{config:?}");
+    assert!(
+        !shown.contains("ghp_123"),
+        "the secret is not shown: {shown}"
+    );
+}
+
+#[test]
+fn grant_and_token_exchange_problems_are_located() {
+    let found = problems(
+        "s.toml",
+        r#"
+        [upstreams.a]
+        url = "https://a.example.com/mcp"
+        oauth.grant = ["authorization_code", "token_exchange", "token_exchange"]
+
+        [upstreams.b]
+        url = "https://b.example.com/mcp"
+        oauth.grant = ["client_credentials", "token_exchange"]
+        oauth.client_id = "b"
+        oauth.client_secret = "s"
+        oauth.token_exchange = { client_secret = "x", token_endpoint_auth_method = "private_key_jwt", subject_token_type = "saml" }
+
+        [upstreams.c]
+        url = "https://c.example.com/mcp"
+        oauth.token_exchange = { issuer = "https://login.example.com", token_endpoint = "https://login.example.com/token", client_id = "c" }
+
+        [upstreams.d]
+        url = "https://d.example.com/mcp"
+        oauth.grant = []
+        "#,
+    );
+    for expected in [
+        "upstreams.a.oauth.grant: names `token_exchange` twice",
+        "upstreams.a.oauth.grant: `authorization_code` waits for a person to authorize: it can only come last",
+        "upstreams.a.oauth.token_exchange: the `token_exchange` grant needs this table",
+        "upstreams.a.oauth.grant: `token_exchange` exchanges the JWT each user authenticates with: it needs `[auth.jwt]`",
+        "upstreams.b.oauth.grant: `client_credentials` stands alone",
+        "upstreams.b.oauth.token_exchange.issuer: name the authorization server that exchanges tokens",
+        "upstreams.b.oauth.token_exchange.client_id: the token exchange needs Switchyard's client",
+        "upstreams.b.oauth.token_exchange.token_endpoint_auth_method: `private_key_jwt` is not one of",
+        "upstreams.b.oauth.token_exchange.subject_token_type: `saml` is not one of",
+        "upstreams.c.oauth.token_exchange.issuer: give `issuer` or `token_endpoint`, not both",
+        "upstreams.c.oauth.token_exchange: has no effect unless `grant` names `token_exchange`",
+        "upstreams.d.oauth.grant: names no grant",
     ] {
         assert_has(&found, expected);
     }

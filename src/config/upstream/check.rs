@@ -9,10 +9,7 @@ use super::{
     Discovery, FailureMode, HttpConfig, HttpProtocol, PolicyView, RawUpstream, RestartPolicy,
     SessionMode, StdioConfig, TransportConfig, UpstreamConfig, UpstreamPolicy,
 };
-use crate::config::{
-    GrantKind,
-    keys::{Checker, Entries, key_segment, key_under},
-};
+use crate::config::keys::{Checker, Entries, key_segment, key_under};
 use crate::names::UpstreamName;
 
 pub(super) const DEFAULT_MAX_PROCESSES: u32 = 16;
@@ -285,13 +282,14 @@ impl Checker<'_> {
             None | Some("shared") => Discovery::Shared,
             Some("per_user") => {
                 let personal = matches!(transport, TransportConfig::Http(http)
-                    if (http.oauth.enabled && http.oauth.grant == GrantKind::AuthorizationCode)
+                    if (http.oauth.enabled && !http.oauth.is_machine())
                         || !http.user_headers.is_empty());
                 if !personal {
                     self.problem(
                         format!("{key}.discovery"),
                         "`per_user` needs an upstream that each user reaches with their own \
-                         credentials: OAuth (authorization_code) or headers with `${claim:…}`",
+                         credentials: OAuth (not client_credentials) or headers with \
+                         `${claim:…}`",
                     );
                 }
                 Discovery::PerUser

@@ -244,6 +244,7 @@ impl McpEndpoint {
             .authenticate(headers)
             .await
             .map_err(|denial| settings.auth.refuse(&denial))?;
+        self.inner.gateway.oauth().present(&principal);
         let held = settings
             .limiter
             .admit(&principal, true)
@@ -329,6 +330,7 @@ impl Endpoint {
                 return settings.auth.refuse(&denial);
             }
         };
+        self.gateway.oauth().present(&principal);
         let post = request.method() == Method::POST;
         // A GET holds no place: its stream stays open as long as the session.
         let held = match settings.limiter.admit(&principal, post).await {

@@ -10,7 +10,7 @@ use crate::{
     oauth::token::ClientIdentity,
 };
 
-fn authorizer(state: &std::path::Path) -> Authorizer {
+pub(in crate::oauth) fn authorizer(state: &std::path::Path) -> Authorizer {
     let settings = OAuthSettings {
         public_url: None,
         state_dir: state.to_owned(),
@@ -30,6 +30,7 @@ fn authorizer(state: &std::path::Path) -> Authorizer {
         settings,
         Url::parse("http://127.0.0.1:8080").unwrap(),
         &store,
+        Arc::new(crate::audit::Audit::off(crate::metrics::standalone())),
     );
     Authorizer::new(
         oauth,
@@ -266,7 +267,7 @@ async fn the_client_credentials_grant_discovers_through_the_challenge() {
     let mut auth = authorizer(state.path());
     auth.url = Url::parse(&format!("{}/mcp", upstream.base)).unwrap();
     auth.config = UpstreamOAuth {
-        grant: crate::config::GrantKind::ClientCredentials,
+        grants: vec![crate::config::GrantKind::ClientCredentials],
         client_id: Some("machine".into()),
         client_secret: Some("secret".into()),
         ..UpstreamOAuth::default()

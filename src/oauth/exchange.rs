@@ -1,0 +1,373 @@
+//! The token exchange grant of one upstream (RFC 8693): the JWT a user authenticated to the
+//! gateway with, exchanged at the organisation's authorization server for a token meant for
+//! the upstream, so that the user never has to authorize in a browser.
+//!
+//! - The user's token is the one their latest request presented (`Subjects`, in memory only);
+//!   an API key is never one.
+//! - The token asked for names the upstream's resource (its resource metadata's, else its
+//!   URL) and the configured `audience`; it is kept as any other grant's token (sealed in the
+//!   vault, shared with replicas), and renewed by exchanging again.
+//! - A user's token that the server refused is not sent again: the next one they present is.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use tracing::Instrument;
+
+use super::{
+    Authorizer, OAuthError,
+    challenge::Challenge,
+    discovery,
+    token::{ClientIdentity, TokenEndpoint, TokenSet},
+};
+use crate::{
+    config::{ExchangeServer, TokenExchangeSettings},
+    principal::{Presented, Principal},
+};
+
+/// How long a user's token must still be good for to be exchanged, in seconds.
+const SUBJECT_MARGIN: u64 = 5;
+
+/// The JWT each user presented last, kept in memory (never stored, never shared) for the
+/// upstreams that exchange it.
+#[derive(Default)]
+pub struct Subjects {
+    latest: DashMap<Principal, Presented>,
+}
+
+impl Subjects {
+    /// Keeps `principal`'s token if it is a JWT new to this gateway; whether it was new.
+    pub fn present(&self, principal: &Principal) -> bool {
+        let Some(presented) = principal.identity().and_then(|i| i.presented.as_ref()) else {
+            return false;
+        };
+        if self
+            .latest
+            .get(principal)
+            .is_some_and(|known| *known == *presented)
+        {
+            return false;
+        }
+        self.latest.insert(principal.clone(), presented.clone());
+        if self.latest.len().is_multiple_of(1024) {
+            self.latest.retain(|_, token| lasts(token, 0));
+        }
+        true
+    }
+
+    /// `principal`'s token, while it lasts.
+    pub fn of(&self, principal: &Principal) -> Option<Presented> {
+        self.latest
+            .get(principal)
+            .filter(|token| lasts(token, SUBJECT_MARGIN))
+            .map(|token| token.clone())
+    }
+}
+
+/// Whether `token` is still good for `margin` seconds.
+fn lasts(token: &Presented, margin: u64) -> bool {
+    token
+        .expires_at
+        .is_none_or(|at| crate::clock::now_seconds() + margin < at)
+}
+
+/// What one upstream's token exchange learned: the server's token endpoint, and the users'
+/// tokens it refused.
+#[derive(Default)]
+pub struct ExchangeState {
+    endpoint: tokio::sync::Mutex<Option<Arc<TokenEndpoint>>>,
+    refused: DashMap<Principal, Presented>,
+}
+
+impl ExchangeState {
+    /// Whether the server refused to exchange the token `principal` presented last.
+    pub(super) fn refused(&self, principal: &Principal) -> bool {
+        self.refused.contains_key(principal)
+    }
+}
+
+impl Authorizer {
+    /// The token `principal` presented, if this upstream exchanges it and the server has not
+    /// refused it.
+    pub(super) fn subject(&self, principal: &Principal) -> Option<Presented> {
+        if !self.config.exchanges() {
+            return None;
+        }
+        let subject = self.oauth.subjects.of(principal)?;
+        let refused = self
+            .exchange_state
+            .refused
+            .get(principal)
+            .is_some_and(|refused| *refused == subject);
+        (!refused).then_some(subject)
+    }
+
+    /// Exchanges the token `principal` just presented, in the background, unless their grant
+    /// holds a good token: their calls then find one ready, and an upstream waiting for some
+    /// user's token to list its tools gets one.
+    pub(super) fn exchange_soon(self: &Arc<Self>, principal: &Principal) {
+        let authorizer = self.clone();
+        let principal = principal.clone();
+        tokio::spawn(async move {
+            let grant = authorizer.grant(&principal).await;
+            // A good token is kept; a failure is on the grant, for the user's next call to tell.
+            authorizer.token(&grant).await;
+        });
+    }
+
+    /// A token for the upstream in exchange for `subject`, `principal`'s own, with `scopes`
+    /// (else the configured ones, else those the upstream's metadata lists). A refusal is
+    /// remembered, so that the same token is not offered again.
+    pub(super) async fn exchanged(
+        &self,
+        principal: &Principal,
+        subject: &Presented,
+        scopes: Option<Vec<String>>,
+        challenge: Option<&Challenge>,
+    ) -> Result<TokenSet, OAuthError> {
+        let settings = self
+            .config
+            .token_exchange
+            .as_ref()
+            .ok_or_else(|| OAuthError::Config("the token exchange is not configured".into()))?;
+        let scopes = scopes.or_else(|| self.config.scopes.clone());
+        // The upstream's own metadata, where what to ask for is not configured.
+        let upstream = match (&settings.resource, &scopes) {
+            (Some(_), Some(_)) => None,
+            _ => self.discovered(false, challenge).await.ok(),
+        };
+        let mut endpoint = (*self.exchange_endpoint(settings).await?).clone();
+        endpoint.resource = Some(match (&settings.resource, &upstream) {
+            (Some(resource), _) => resource.clone(),
+            (None, Some(found)) if found.resource.is_some() => found.resource.clone().unwrap(),
+            (None, _) => self.url.as_str().to_owned(),
+        });
+        let scopes = scopes
+            .or_else(|| upstream.map(|found| found.resource_scopes.clone()))
+            .unwrap_or_default();
+        let client = ClientIdentity {
+            client_id: settings.client_id.clone(),
+            client_secret: settings.client_secret.clone(),
+            auth_method: settings.auth_method,
+        };
+        let exchanged = self
+            .exchange(&endpoint, &client)
+            .exchange_token(
+                subject.reveal(),
+                &settings.subject_token_type,
+                settings.audience.as_deref(),
+                &scopes,
+            )
+            .instrument(crate::telemetry::child("oauth token exchange"))
+            .await;
+        match &exchanged {
+            Ok(_) => {
+                self.exchange_state.refused.remove(principal);
+            }
+            Err(OAuthError::Provider { .. }) => {
+                self.exchange_state
+                    .refused
+                    .insert(principal.clone(), subject.clone());
+            }
+            Err(_) => {}
+        }
+        exchanged
+    }
+
+    /// The exchanging server's token endpoint: given, or found in its metadata once.
+    async fn exchange_endpoint(
+        &self,
+        settings: &TokenExchangeSettings,
+    ) -> Result<Arc<TokenEndpoint>, OAuthError> {
+        let mut known = self.exchange_state.endpoint.lock().await;
+        if let Some(endpoint) = known.as_ref() {
+            return Ok(endpoint.clone());
+        }
+        let endpoint = match &settings.server {
+            ExchangeServer::TokenEndpoint(url) => TokenEndpoint {
+                url: url.as_str().to_owned(),
+                issuer: url.origin().ascii_serialization(),
+                resource: None,
+                revocation: None,
+            },
+            ExchangeServer::Issuer(issuer) => {
+                let issuer = issuer.as_str().trim_end_matches('/');
+                let server = discovery::authorization_server(&self.oauth.http, issuer).await?;
+                TokenEndpoint {
+                    url: server.token_endpoint.clone().ok_or_else(|| {
+                        OAuthError::Discovery(format!(
+                            "the authorization server `{issuer}` names no token endpoint"
+                        ))
+                    })?,
+                    issuer: server.issuer.clone().unwrap_or_else(|| issuer.to_owned()),
+                    resource: None,
+                    revocation: server.revocation_endpoint.clone(),
+                }
+            }
+        };
+        let endpoint = Arc::new(endpoint);
+        *known = Some(endpoint.clone());
+        Ok(endpoint)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        config::{AuthMethod, GrantKind, UpstreamOAuth},
+        oauth::{Need, authorizer::tests::authorizer, fake_endpoint::FakeEndpoint},
+        principal::Identity,
+    };
+
+    fn user(name: &str, token: &str, expires_at: Option<u64>) -> Principal {
+        Principal::authenticated(
+            &format!("jwt:{name}"),
+            Identity {
+                subject: name.into(),
+                presented: Some(Presented::new(token, expires_at)),
+                ..Identity::default()
+            },
+        )
+    }
+
+    #[test]
+    fn each_user_has_their_latest_unexpired_token_and_api_keys_have_none() {
+        let subjects = Subjects::default();
+        let later = crate::clock::now_seconds() + 600;
+        assert!(subjects.present(&user("alice", "a1", Some(later))));
+        assert!(!subjects.present(&user("alice", "a1", Some(later))), "seen");
+        assert!(subjects.present(&user("bob", "b1", None)));
+        assert!(subjects.present(&user("alice", "a2", Some(later))));
+        assert_eq!(
+            subjects.of(&Principal::user("jwt:alice")).unwrap().reveal(),
+            "a2"
+        );
+        assert_eq!(
+            subjects.of(&Principal::user("jwt:bob")).unwrap().reveal(),
+            "b1"
+        );
+        let soon = crate::clock::now_seconds() + 2;
+        assert!(subjects.present(&user("carol", "c1", Some(soon))));
+        assert!(
+            subjects.of(&Principal::user("jwt:carol")).is_none(),
+            "about to expire"
+        );
+        let key_user = Principal::authenticated("key:dave", Identity::default());
+        assert!(!subjects.present(&key_user));
+        assert!(subjects.of(&key_user).is_none());
+        assert!(subjects.of(&Principal::anonymous()).is_none());
+    }
+
+    /// An authorizer exchanging tokens at `server`'s `/token` for `https://files.example.com/mcp`.
+    fn exchanging(state: &std::path::Path, server: &FakeEndpoint) -> Authorizer {
+        let mut auth = authorizer(state);
+        auth.config = UpstreamOAuth {
+            grants: vec![GrantKind::TokenExchange],
+            scopes: Some(vec!["files:read".into()]),
+            token_exchange: Some(Box::new(TokenExchangeSettings {
+                server: ExchangeServer::TokenEndpoint(
+                    url::Url::parse(&format!("{}/token", server.base)).unwrap(),
+                ),
+                client_id: "gateway".into(),
+                client_secret: Some("gateway-secret".into()),
+                auth_method: AuthMethod::ClientSecretBasic,
+                audience: Some("files".into()),
+                resource: Some("https://files.example.com/mcp".into()),
+                subject_token_type: "urn:ietf:params:oauth:token-type:jwt".into(),
+            })),
+            ..UpstreamOAuth::default()
+        };
+        auth
+    }
+
+    #[tokio::test]
+    async fn a_users_own_token_is_exchanged_for_theirs_and_an_api_key_never_is() {
+        let server = FakeEndpoint::routes(|_| {
+            vec![(
+                "/token",
+                r#"{"access_token":"for-alice","token_type":"Bearer","expires_in":600,
+                    "issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#
+                    .into(),
+            )]
+        })
+        .await;
+        let state = tempfile::tempdir().unwrap();
+        let auth = exchanging(state.path(), &server);
+        let alice = user("alice", "alice-jwt", None);
+        auth.oauth.subjects.present(&alice);
+        let grant = auth.grant(&alice).await;
+        assert!(auth.renews_alone(&grant));
+        assert_eq!(auth.token(&grant).await.as_deref(), Some("for-alice"));
+        let seen = server.seen();
+        assert_eq!(seen.len(), 1);
+        let asked = &seen[0];
+        for (field, value) in [
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
+            ("subject_token", "alice-jwt"),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:jwt"),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:access_token",
+            ),
+            ("resource", "https://files.example.com/mcp"),
+            ("audience", "files"),
+            ("scope", "files:read"),
+        ] {
+            assert_eq!(asked.field(field).as_deref(), Some(value), "{field}");
+        }
+        assert_eq!(asked.field("client_secret"), None, "in the Basic header");
+        assert!(
+            asked.headers["authorization"]
+                .to_str()
+                .unwrap()
+                .starts_with("Basic ")
+        );
+
+        // An API key user has nothing to exchange: nothing is sent for them.
+        let carol = Principal::authenticated("key:carol", Identity::default());
+        auth.oauth.subjects.present(&carol);
+        let grant = auth.grant(&carol).await;
+        assert!(!auth.renews_alone(&grant));
+        assert_eq!(auth.token(&grant).await, None);
+        assert_eq!(server.seen().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_token_is_not_offered_again_and_the_grant_says_why() {
+        let server = FakeEndpoint::start(
+            400,
+            r#"{"error":"invalid_grant","error_description":"subject token expired"}"#,
+        )
+        .await;
+        let state = tempfile::tempdir().unwrap();
+        let auth = exchanging(state.path(), &server);
+        auth.oauth.subjects.present(&user("alice", "old-jwt", None));
+        let grant = auth.grant(&Principal::user("jwt:alice")).await;
+        assert_eq!(auth.token(&grant).await, None);
+        let Need::Failed(why) = grant.need() else {
+            panic!("{:?}", grant.need())
+        };
+        assert!(
+            why.contains("invalid_grant") && why.contains("expired"),
+            "{why}"
+        );
+        assert!(!why.contains("old-jwt"), "{why}");
+        assert!(
+            !auth.renews_alone(&grant),
+            "the same token is not offered again"
+        );
+        assert_eq!(auth.token(&grant).await, None);
+        assert_eq!(server.seen().len(), 1);
+        // Signing in again brings a new token, which is tried.
+        auth.oauth.subjects.present(&user("alice", "new-jwt", None));
+        assert!(auth.renews_alone(&grant));
+        assert_eq!(auth.token(&grant).await, None);
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].field("subject_token").as_deref(), Some("new-jwt"));
+    }
+}

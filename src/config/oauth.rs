@@ -118,9 +118,17 @@ impl UpstreamOAuth {
         self.grants == [GrantKind::ClientCredentials]
     }
 
-    /// Whether a user's own token is exchanged for the upstream's.
+    /// Whether a user's own token is exchanged, for the upstream's token or for an identity
+    /// assertion to present to the upstream's authorization server.
     pub fn exchanges(&self) -> bool {
-        self.grants.contains(&GrantKind::TokenExchange)
+        self.exchange_grant().is_some()
+    }
+
+    /// `TokenExchange` or `IdJag`, whichever is used.
+    pub fn exchange_grant(&self) -> Option<GrantKind> {
+        (self.grants.iter())
+            .find(|grant| matches!(grant, GrantKind::TokenExchange | GrantKind::IdJag))
+            .copied()
     }
 
     /// Whether a user may authorize in a browser (first, or when nothing else gave a token).
@@ -138,6 +146,9 @@ pub enum GrantKind {
     ClientCredentials,
     /// The user's own token exchanged for the upstream's (RFC 8693).
     TokenExchange,
+    /// The user's own token exchanged for an identity assertion (ID-JAG), which the
+    /// upstream's authorization server takes for a token (enterprise-managed authorization).
+    IdJag,
 }
 
 impl GrantKind {
@@ -146,8 +157,19 @@ impl GrantKind {
             "authorization_code" => GrantKind::AuthorizationCode,
             "client_credentials" => GrantKind::ClientCredentials,
             "token_exchange" => GrantKind::TokenExchange,
+            "id_jag" => GrantKind::IdJag,
             _ => return None,
         })
+    }
+
+    /// Its name in the configuration (and in audit records).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantKind::AuthorizationCode => "authorization_code",
+            GrantKind::ClientCredentials => "client_credentials",
+            GrantKind::TokenExchange => "token_exchange",
+            GrantKind::IdJag => "id_jag",
+        }
     }
 }
 
@@ -256,11 +278,13 @@ pub struct RawUpstreamOAuth {
     #[schemars(extend("default" = true))]
     pub enabled: Option<bool>,
     /// `authorization_code` (a user authorizes in a browser), `client_credentials` (machine to
-    /// machine), `token_exchange` (the user's own token exchanged for the upstream's), or a
-    /// list tried in order, such as `["token_exchange", "authorization_code"]`. Default:
+    /// machine), `token_exchange` (the user's own token exchanged for the upstream's),
+    /// `id_jag` (the user's own token exchanged for an identity assertion, which the
+    /// upstream's authorization server takes: enterprise-managed authorization), or a list
+    /// tried in order, such as `["token_exchange", "authorization_code"]`. Default:
     /// `authorization_code`.
     pub grant: Option<RawGrants>,
-    /// Where `token_exchange` exchanges the user's token.
+    /// Where `token_exchange` (or `id_jag`) exchanges the user's token.
     pub token_exchange: Option<RawTokenExchange>,
     /// A client registered with the authorization server beforehand. Default: the client ID
     /// metadata document, or dynamic registration.
@@ -414,18 +438,25 @@ impl Checker<'_> {
             .as_ref()
             .and_then(|exchange| self.token_exchange(key, exchange))
             .map(Box::new);
-        let exchanges = grants.contains(&GrantKind::TokenExchange);
-        if exchanges && raw.token_exchange.is_none() {
-            self.problem(
+        let exchanging: Vec<&str> = (grants.iter())
+            .filter(|grant| matches!(grant, GrantKind::TokenExchange | GrantKind::IdJag))
+            .map(|grant| grant.as_str())
+            .collect();
+        match (exchanging.as_slice(), raw.token_exchange.is_some()) {
+            ([grant], false) => self.problem(
                 at("token_exchange"),
-                "the `token_exchange` grant needs this table: where tokens are exchanged",
-            );
-        }
-        if !exchanges && raw.token_exchange.is_some() {
-            self.problem(
+                format!("the `{grant}` grant needs this table: where tokens are exchanged"),
+            ),
+            ([_, _], _) => self.problem(
+                at("grant"),
+                "`token_exchange` and `id_jag` both exchange the user's token at the server of \
+                 `token_exchange`: choose one",
+            ),
+            ([], true) => self.problem(
                 at("token_exchange"),
-                "has no effect unless `grant` names `token_exchange`",
-            );
+                "has no effect unless `grant` names `token_exchange` or `id_jag`",
+            ),
+            _ => {}
         }
         let mut secret =
             |field: &str, value: Option<&String>| value.and_then(|v| self.expand(&at(field), v));
@@ -480,6 +511,13 @@ impl Checker<'_> {
                 );
             }
         }
+        if grants.contains(&GrantKind::IdJag) && client_id.is_none() {
+            self.problem(
+                at("client_id"),
+                "the `id_jag` grant needs Switchyard's client at the upstream's authorization \
+                 server, which the identity assertion names",
+            );
+        }
         if private_key.is_some() && client_id.is_none() {
             self.problem(at("client_id"), "a private key needs `client_id`");
         }
@@ -514,7 +552,7 @@ impl Checker<'_> {
                     at,
                     format!(
                         "`{name}` is not one of `authorization_code`, `client_credentials`, \
-                         `token_exchange`"
+                         `token_exchange`, `id_jag`"
                     ),
                 ),
             }

@@ -94,8 +94,12 @@ pub fn validate(
         if http.oauth.enabled && http.oauth.exchanges() && auth.jwt.is_none() {
             check.problem(
                 format!("upstreams.{}.oauth.grant", upstream.name),
-                "`token_exchange` exchanges the JWT each user authenticates with: it needs \
-                 `[auth.jwt]`",
+                format!(
+                    "`{}` exchanges the JWT each user authenticates with: it needs `[auth.jwt]`",
+                    http.oauth
+                        .exchange_grant()
+                        .map_or("", |grant| grant.as_str())
+                ),
             );
         }
     }

@@ -254,7 +254,7 @@ impl Authorizer {
                     let exchanged = self
                         .exchanged(&grant.principal, &subject, Some(scopes), Some(&challenge))
                         .await;
-                    self.audit_grant(&grant.principal, "token_exchange", exchanged.as_ref());
+                    self.audit_grant(&grant.principal, self.exchange_grant(), exchanged.as_ref());
                     exchanged
                 }
                 None => {
@@ -340,7 +340,7 @@ impl Authorizer {
                     let exchanged = self
                         .exchanged(&grant.principal, &subject, scopes, challenge)
                         .await;
-                    self.audit_grant(&grant.principal, "token_exchange", exchanged.as_ref());
+                    self.audit_grant(&grant.principal, self.exchange_grant(), exchanged.as_ref());
                     exchanged
                 }
                 // Nothing to renew it with: use it while it lasts.
@@ -598,6 +598,13 @@ impl Authorizer {
             grant: Some(grant),
             ..Default::default()
         });
+    }
+
+    /// The name of the grant that exchanges users' tokens, for the audit log.
+    fn exchange_grant(&self) -> &'static str {
+        self.config
+            .exchange_grant()
+            .map_or("token_exchange", |grant| grant.as_str())
     }
 
     /// Whether the upstream uses the client credentials grant (no user involved).

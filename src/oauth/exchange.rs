@@ -7,6 +7,9 @@
 //! - The token asked for names the upstream's resource (its resource metadata's, else its
 //!   URL) and the configured `audience`; it is kept as any other grant's token (sealed in the
 //!   vault, shared with replicas), and renewed by exchanging again.
+//! - With `id_jag` (enterprise-managed authorization), what the organisation's server gives is
+//!   an identity assertion (ID-JAG) for the upstream's authorization server (the `audience`,
+//!   by its issuer), which Switchyard's client there presents for the token (RFC 7523).
 //! - A user's token that the server refused is not sent again: the next one they present is.
 
 use std::sync::Arc;
@@ -16,12 +19,14 @@ use tracing::Instrument;
 
 use super::{
     Authorizer, OAuthError,
+    authorizer::endpoint_of,
     challenge::Challenge,
     discovery,
+    extension_grants::{ACCESS_TOKEN_TYPE, Exchange, ID_JAG_TYPE},
     token::{ClientIdentity, TokenEndpoint, TokenSet},
 };
 use crate::{
-    config::{ExchangeServer, TokenExchangeSettings},
+    config::{ExchangeServer, GrantKind, TokenExchangeSettings},
     principal::{Presented, Principal},
 };
 
@@ -116,8 +121,10 @@ impl Authorizer {
     }
 
     /// A token for the upstream in exchange for `subject`, `principal`'s own, with `scopes`
-    /// (else the configured ones, else those the upstream's metadata lists). A refusal is
-    /// remembered, so that the same token is not offered again.
+    /// (else the configured ones, else those the upstream's metadata lists): exchanged for it
+    /// directly, or (`id_jag`) for an identity assertion that the upstream's authorization
+    /// server takes for it. A refusal is remembered, so that the same token is not offered
+    /// again.
     pub(super) async fn exchanged(
         &self,
         principal: &Principal,
@@ -130,36 +137,61 @@ impl Authorizer {
             .token_exchange
             .as_ref()
             .ok_or_else(|| OAuthError::Config("the token exchange is not configured".into()))?;
+        let asserting = self.config.exchange_grant() == Some(GrantKind::IdJag);
         let scopes = scopes.or_else(|| self.config.scopes.clone());
-        // The upstream's own metadata, where what to ask for is not configured.
-        let upstream = match (&settings.resource, &scopes) {
-            (Some(_), Some(_)) => None,
-            _ => self.discovered(false, challenge).await.ok(),
+        // The upstream's own metadata: its authorization server, which takes the assertion,
+        // and what to ask for where it is not configured.
+        let upstream = match (asserting, &settings.resource, &scopes) {
+            (true, _, _) => Some(self.discovered(false, challenge).await?),
+            (false, Some(_), Some(_)) => None,
+            (false, _, _) => self.discovered(false, challenge).await.ok(),
         };
-        let mut endpoint = (*self.exchange_endpoint(settings).await?).clone();
-        endpoint.resource = Some(match (&settings.resource, &upstream) {
+        let mut at_exchange = (*self.exchange_endpoint(settings).await?).clone();
+        at_exchange.resource = Some(match (&settings.resource, &upstream) {
             (Some(resource), _) => resource.clone(),
             (None, Some(found)) if found.resource.is_some() => found.resource.clone().unwrap(),
             (None, _) => self.url.as_str().to_owned(),
         });
         let scopes = scopes
-            .or_else(|| upstream.map(|found| found.resource_scopes.clone()))
+            .or_else(|| upstream.as_ref().map(|found| found.resource_scopes.clone()))
             .unwrap_or_default();
         let client = ClientIdentity {
             client_id: settings.client_id.clone(),
             client_secret: settings.client_secret.clone(),
             auth_method: settings.auth_method,
         };
-        let exchanged = self
-            .exchange(&endpoint, &client)
-            .exchange_token(
-                subject.reveal(),
-                &settings.subject_token_type,
-                settings.audience.as_deref(),
-                &scopes,
-            )
-            .instrument(crate::telemetry::child("oauth token exchange"))
-            .await;
+        let at_upstream = upstream.as_deref().map(endpoint_of);
+        let exchanged = async {
+            // An assertion is for the upstream's authorization server, by its issuer.
+            let audience = match (&settings.audience, &at_upstream) {
+                (Some(audience), _) => Some(audience.as_str()),
+                (None, Some(server)) if asserting => Some(server.issuer.as_str()),
+                (None, _) => None,
+            };
+            let token = self
+                .exchange(&at_exchange, &client)
+                .exchange_token(Exchange {
+                    subject: subject.reveal(),
+                    subject_type: &settings.subject_token_type,
+                    requested_type: if asserting {
+                        ID_JAG_TYPE
+                    } else {
+                        ACCESS_TOKEN_TYPE
+                    },
+                    audience,
+                    scopes: &scopes,
+                })
+                .await?;
+            let (true, Some(upstream), Some(server)) = (asserting, &upstream, &at_upstream) else {
+                return Ok(token);
+            };
+            let ours = self.identity_context().identity(upstream).await?;
+            self.exchange(server, &ours)
+                .jwt_bearer(&token.access_token, &scopes)
+                .await
+        }
+        .instrument(crate::telemetry::child("oauth token exchange"))
+        .await;
         match &exchanged {
             Ok(_) => {
                 self.exchange_state.refused.remove(principal);

@@ -7,6 +7,7 @@
 //! | `discovery`  | protected-resource and authorization-server metadata (RFC 9728, 8414, OIDC) |
 //! | `identity`   | pre-registered client, client ID metadata document, or dynamic registration |
 //! | `token`      | the token endpoint: code exchange, refresh, client credentials              |
+//! | `extension_grants` | the token exchange and JWT bearer requests                            |
 //! | `answer`     | the token endpoint's answer, and failures told without quoting it           |
 //! | `exchange`   | the token exchange grant: users' own tokens exchanged for the upstream's   |
 //! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
@@ -32,6 +33,7 @@ mod authorizer;
 pub mod challenge;
 mod discovery;
 mod exchange;
+mod extension_grants;
 #[cfg(test)]
 mod fake_endpoint;
 mod flow;

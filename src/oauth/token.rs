@@ -1,8 +1,9 @@
 //! The token endpoint: exchanging an authorization code (with its PKCE verifier), refreshing,
-//! and the client credentials grant, always with the RFC 8707 resource indicator. Clients
-//! authenticate as registered: `client_secret_basic`, `client_secret_post`, `none`, or
-//! `private_key_jwt` (RFC 7523: a short-lived assertion signed with the configured key, its
-//! audience the authorization server's issuer).
+//! and the client credentials grant, always with the RFC 8707 resource indicator (the grants
+//! the `oauth2` crate does not make are in `extension_grants`). Clients authenticate as
+//! registered: `client_secret_basic`, `client_secret_post`, `none`, or `private_key_jwt` (RFC
+//! 7523: a short-lived assertion signed with the configured key, its audience the
+//! authorization server's issuer).
 //!
 //! The result is a `TokenSet` that carries everything a later refresh needs (endpoint, client,
 //! resource), so that tokens read back from the store refresh without a new discovery.
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     OAuthError,
-    answer::{TokenAnswer, read_answer, token_error},
+    answer::{TokenAnswer, token_error},
     http::Http,
 };
 use crate::config::{AuthMethod, PrivateKey};
@@ -84,11 +85,6 @@ impl fmt::Debug for TokenSet {
             .finish()
     }
 }
-
-/// The grant type of RFC 8693's token exchange.
-pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-/// The token type URI of an access token (RFC 8693 §3).
-pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// The longest time before expiry at which a token is refreshed.
 const MAX_REFRESH_MARGIN: Duration = Duration::from_secs(60);
@@ -196,62 +192,6 @@ impl TokenExchange<'_> {
         self.token_set(response, scopes, None)
     }
 
-    /// The token exchange grant (RFC 8693): `subject`, a token of `subject_type` (the user's
-    /// own), exchanged for an access token for the endpoint's resource and `audience`.
-    pub async fn exchange_token(
-        &self,
-        subject: &str,
-        subject_type: &str,
-        audience: Option<&str>,
-        scopes: &[String],
-    ) -> Result<TokenSet, OAuthError> {
-        let client = self.client_authentication()?;
-        let mut form = vec![
-            ("grant_type", TOKEN_EXCHANGE_GRANT.to_owned()),
-            ("subject_token", subject.to_owned()),
-            ("subject_token_type", subject_type.to_owned()),
-            ("requested_token_type", ACCESS_TOKEN_TYPE.to_owned()),
-        ];
-        if let Some(resource) = &self.endpoint.resource {
-            form.push(("resource", resource.clone()));
-        }
-        if let Some(audience) = audience {
-            form.push(("audience", audience.to_owned()));
-        }
-        if !scopes.is_empty() {
-            form.push(("scope", scopes.join(" ")));
-        }
-        form.extend(client.form);
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(&form)
-            .finish();
-        let mut request = http::Request::post(&self.endpoint.url)
-            .header(
-                http::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .header(http::header::ACCEPT, "application/json");
-        if let Some(basic) = client.basic {
-            request = request.header(http::header::AUTHORIZATION, basic);
-        }
-        let request = request
-            .body(body.into_bytes())
-            .map_err(|e| OAuthError::Discovery(format!("token endpoint: {e}")))?;
-        let answer = match self.http.oauth2(request).await {
-            Ok(response) => read_answer(response),
-            Err(failure) => Err(RequestTokenError::Request(failure)),
-        };
-        if let Ok(answer) = &answer
-            && let Some(issued) = answer.issued_token_type()
-            && issued != ACCESS_TOKEN_TYPE
-        {
-            return Err(OAuthError::Http(format!(
-                "the token exchange issued a token of type `{issued}`, not an access token"
-            )));
-        }
-        self.token_set(answer, scopes, None)
-    }
-
     fn oauth_client(&self) -> Result<TokenClient, OAuthError> {
         let url = TokenUrl::new(self.endpoint.url.clone())
             .map_err(|e| OAuthError::Discovery(format!("token endpoint: {e}")))?;
@@ -355,7 +295,7 @@ impl TokenExchange<'_> {
             .map_err(|e| OAuthError::Config(format!("signing the client assertion: {e}")))
     }
 
-    fn token_set<E: std::error::Error + 'static>(
+    pub(super) fn token_set<E: std::error::Error + 'static>(
         &self,
         response: Result<TokenAnswer, RequestTokenError<E, BasicErrorResponse>>,
         asked: &[String],

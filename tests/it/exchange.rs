@@ -252,3 +252,61 @@ async fn a_refused_exchange_falls_back_to_the_users_browser() {
     );
     dave.cancel().await.unwrap();
 }
+
+/// Enterprise-managed authorization: each user's token is exchanged at the organisation's
+/// server for an identity assertion (ID-JAG) for the upstream's authorization server, which
+/// takes it from Switchyard's client there for the user's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_assertion_of_each_user_is_taken_for_their_token() {
+    let issuer = Issuer::start().await;
+    let upstream = exchanging_upstream(
+        &issuer,
+        &["--interactions=deny", "--accept-only-exchanged=on"],
+    )
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let gw = gateway(&issuer, &upstream, "\"id_jag\"", &[], state.path()).await;
+    let alice = authorized_client(&gw, &jwt_of(&gw, "alice")).await;
+    gw.wait_state("own", "ready", SOON).await;
+    let bob = authorized_client(&gw, &jwt_of(&gw, "bob")).await;
+    for (client, user) in [(&alice, "alice"), (&bob, "bob")] {
+        let me = whoami(client, "own__whoami").await;
+        assert_eq!(me["sub"], user, "{me}");
+        assert_eq!(me["via"], "id-jag", "{me}");
+        assert_eq!(me["client_id"], upstream.client("client_id"), "{me}");
+    }
+    let stats = upstream.stats().await;
+    let issuer_url = upstream.info["issuer"].as_str().unwrap();
+    for exchange in stats["as"]["exchanges"].as_array().unwrap() {
+        assert_eq!(
+            exchange["requested"], "urn:ietf:params:oauth:token-type:id-jag",
+            "{stats}"
+        );
+        assert_eq!(
+            exchange["audience"], issuer_url,
+            "its server, by issuer: {stats}"
+        );
+        assert_eq!(exchange["client_id"], EXCHANGER, "{stats}");
+    }
+    let taken: Vec<&str> = (stats["as"]["assertions"].as_array().unwrap())
+        .iter()
+        .map(|a| a["sub"].as_str().unwrap())
+        .collect();
+    assert!(
+        taken.contains(&"alice") && taken.contains(&"bob"),
+        "{stats}"
+    );
+    assert_eq!(stats["as"]["authorizations"], 0, "no browser: {stats}");
+    assert!(
+        audit_records(state.path())
+            .iter()
+            .any(|r| r["kind"] == "oauth_grant"
+                && r["grant"] == "id_jag"
+                && r["principal"] == "user:jwt:bob"
+                && r["outcome"] == "ok"),
+        "the audit log names the grant"
+    );
+    for client in [alice, bob] {
+        client.cancel().await.unwrap();
+    }
+}

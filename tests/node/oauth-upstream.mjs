@@ -17,8 +17,11 @@
 //   * optionally, the token exchange grant (RFC 8693) at the same provider: a user's own JWT
 //     from another issuer (`--subject-jwks`, `--subject-issuer`) exchanged by a client allowed
 //     to (`--exchange-client-id`) for an access token of the MCP server's audience, for the
-//     same subject, with an `act` claim naming that client; and an MCP server that accepts
-//     only such exchanged tokens (`--accept-only-exchanged=on`);
+//     same subject, with an `act` claim naming that client; or, asked for an identity assertion
+//     (ID-JAG, enterprise-managed authorization), one for this provider's own issuer naming
+//     the pre-registered client, which the JWT bearer grant then takes from that client for an
+//     access token (with a `via: "id-jag"` claim); and an MCP server that accepts only such
+//     tokens (`--accept-only-exchanged=on`);
 //   * test-only control endpoints (`<control>/stats`, `<control>/config`, ...) on the MCP port.
 //
 // Prints one JSON line on stdout once both listen (everything else goes to stderr):
@@ -106,7 +109,8 @@ const stats = {
     last_access_token: null, // decoded claims of the newest JWT access token
     last_error: null, // {error, error_description, error_detail} of the newest refused request
     token_outages: 0, // token requests answered 503 while token_endpoint is down
-    exchanges: [], // {sub, client_id, audience, resource}: token exchanges granted
+    exchanges: [], // {sub, client_id, requested, audience, resource}: token exchanges granted
+    assertions: [], // {sub, client_id, resource}: ID-JAGs taken by the JWT bearer grant
   },
   mcp: {
     requests: 0, // requests to the MCP endpoint
@@ -146,6 +150,7 @@ const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true }
 const signingKey = { ...(await jose.exportJWK(privateKey)), kid: randomUUID(), alg: 'RS256', use: 'sig' };
 
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:';
 const clients = [];
 if (opts.subject_jwks) {
@@ -163,7 +168,7 @@ if (opts.client_id) {
     client_id: opts.client_id,
     application_type: opts.application_type,
     redirect_uris: opts.redirect_uris.split(',').map((u) => u.trim()).filter(Boolean),
-    grant_types: ['authorization_code', 'refresh_token'],
+    grant_types: ['authorization_code', 'refresh_token', ...(opts.subject_jwks ? [JWT_BEARER] : [])],
     response_types: ['code'],
     token_endpoint_auth_method: opts.client_secret ? opts.client_auth_method : 'none',
   };
@@ -183,7 +188,12 @@ const provider = new Provider(issuer, {
   pkce: { required: () => true }, // S256 is the only method oidc-provider 9 implements
   findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
   // An exchanged token says who acts for its subject (RFC 8693 §4.1).
-  extraTokenClaims: async (ctx, token) => (token.gty === 'token_exchange' ? { act: { sub: token.clientId } } : undefined),
+  // One taken for an identity assertion says so.
+  extraTokenClaims: async (ctx, token) => {
+    if (token.gty === 'token_exchange') return { act: { sub: token.clientId } };
+    if (token.gty === 'jwt_bearer') return { via: 'id-jag' };
+    return undefined;
+  },
   // Refresh tokens whenever the client may use the refresh_token grant (no offline_access
   // scope, no prompt=consent needed); they do not end with the provider's browser session.
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
@@ -257,8 +267,9 @@ if (opts.subject_jwks) {
     if (![`${TOKEN_TYPE}access_token`, `${TOKEN_TYPE}jwt`].includes(params.subject_token_type)) {
       throw new errors.InvalidRequest(`unsupported subject_token_type ${params.subject_token_type}`);
     }
-    if (params.requested_token_type && params.requested_token_type !== `${TOKEN_TYPE}access_token`) {
-      throw new errors.InvalidRequest('only access tokens are issued');
+    const requested = params.requested_token_type || `${TOKEN_TYPE}access_token`;
+    if (![`${TOKEN_TYPE}access_token`, `${TOKEN_TYPE}id-jag`].includes(requested)) {
+      throw new errors.InvalidRequest('only access tokens and ID-JAGs are issued');
     }
     if (!on(opts.exchange)) throw new errors.InvalidGrant('the subject token is not accepted (test fixture)');
     let subject;
@@ -273,6 +284,17 @@ if (opts.subject_jwks) {
     }
     const known = new Set(opts.resource_scopes.split(' '));
     const scope = String(params.scope ?? '').split(' ').filter((s) => known.has(s)).join(' ') || undefined;
+    stats.as.exchanges.push({ sub: subject.sub, client_id: client.clientId, requested, audience: params.audience ?? null, resource: indicator });
+    if (requested === `${TOKEN_TYPE}id-jag`) {
+      // For this provider as the upstream's authorization server, naming the client it knows.
+      if (params.audience !== issuer) throw new errors.InvalidTarget(`unknown audience ${params.audience}`);
+      const assertion = await new jose.SignJWT({ sub: subject.sub, client_id: opts.client_id, resource, scope, jti: randomUUID() })
+        .setProtectedHeader({ alg: 'RS256', typ: 'oauth-id-jag+jwt', kid: signingKey.kid })
+        .setIssuer(issuer).setAudience(issuer).setIssuedAt().setExpirationTime('300s')
+        .sign(privateKey);
+      ctx.body = { access_token: assertion, issued_token_type: `${TOKEN_TYPE}id-jag`, token_type: 'N_A', expires_in: 300, scope };
+      return;
+    }
     const token = new provider.AccessToken({
       accountId: subject.sub,
       client,
@@ -288,7 +310,6 @@ if (opts.subject_jwks) {
     });
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();
-    stats.as.exchanges.push({ sub: subject.sub, client_id: client.clientId, audience: params.audience ?? null, resource: indicator });
     ctx.body = {
       access_token: value,
       issued_token_type: `${TOKEN_TYPE}access_token`,
@@ -297,6 +318,39 @@ if (opts.subject_jwks) {
       scope: token.scope,
     };
   }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope', 'actor_token', 'actor_token_type'], ['resource']);
+
+  // The JWT bearer grant, taking an ID-JAG this provider issued for itself, from the client
+  // it names, for an access token of the MCP server's audience.
+  const publicKey = await jose.importJWK({ kty: signingKey.kty, n: signingKey.n, e: signingKey.e }, 'RS256');
+  provider.registerGrantType(JWT_BEARER, async (ctx) => {
+    const { params, client } = ctx.oidc;
+    let claims;
+    try {
+      ({ payload: claims } = await jose.jwtVerify(params.assertion, publicKey, { issuer, audience: issuer, typ: 'oauth-id-jag+jwt' }));
+    } catch (error) {
+      throw new errors.InvalidGrant(`the assertion is invalid: ${error.code ?? error.message}`);
+    }
+    if (claims.client_id !== client.clientId) throw new errors.InvalidGrant('the assertion names another client');
+    const indicator = Array.isArray(params.resource) ? params.resource[0] : params.resource;
+    if (comparable(indicator ?? claims.resource) !== comparable(resource)) throw new errors.InvalidTarget('unknown resource');
+    const token = new provider.AccessToken({
+      accountId: claims.sub,
+      client,
+      scope: claims.scope,
+      gty: 'jwt_bearer',
+      resourceServer: new provider.ResourceServer(resource, {
+        scope: opts.resource_scopes,
+        audience: resource,
+        accessTokenTTL: seconds(opts.access_token_ttl),
+        accessTokenFormat: 'jwt',
+        jwt: { sign: { alg: 'RS256' } },
+      }),
+    });
+    ctx.oidc.entity('AccessToken', token);
+    const value = await token.save();
+    stats.as.assertions.push({ sub: claims.sub, client_id: client.clientId, resource: indicator ?? null });
+    ctx.body = { access_token: value, token_type: 'Bearer', expires_in: token.expiration, scope: token.scope };
+  }, ['assertion', 'scope', 'resource'], ['resource']);
 }
 
 provider.on('authorization.success', () => { stats.as.authorizations += 1; });
@@ -388,7 +442,7 @@ const verifier = {
       throw new InvalidTokenError(`${error.code ?? 'ERR_INVALID'}: ${error.message}`.replace(/["\\]/g, "'"));
     }
     if (revokedJtis.has(payload.jti)) throw new InvalidTokenError('Token was invalidated by the test');
-    if (on(opts.accept_only_exchanged) && !payload.act) throw new InvalidTokenError('only exchanged tokens are accepted here');
+    if (on(opts.accept_only_exchanged) && !payload.act && payload.via !== 'id-jag') throw new InvalidTokenError('only exchanged tokens are accepted here');
     stats.mcp.verified += 1;
     if (!seenJtis.has(payload.jti)) {
       seenJtis.add(payload.jti);
@@ -400,7 +454,7 @@ const verifier = {
       scopes: payload.scope ? payload.scope.split(' ') : [],
       expiresAt: payload.exp,
       resource: new URL(Array.isArray(payload.aud) ? payload.aud[0] : payload.aud),
-      extra: { sub: payload.sub, jti: payload.jti, iat: payload.iat, act: payload.act },
+      extra: { sub: payload.sub, jti: payload.jti, iat: payload.iat, act: payload.act, via: payload.via },
     };
   },
 };
@@ -514,7 +568,7 @@ function newServer(sub) {
     const calls = (callsBySubject.get(sub) ?? 0) + 1;
     callsBySubject.set(sub, calls);
     const answer = {
-      sub, client_id: auth?.clientId, scopes: auth?.scopes, jti: auth?.extra?.jti, exp: auth?.expiresAt, act: auth?.extra?.act ?? null, calls,
+      sub, client_id: auth?.clientId, scopes: auth?.scopes, jti: auth?.extra?.jti, exp: auth?.expiresAt, act: auth?.extra?.act ?? null, via: auth?.extra?.via ?? null, calls,
     };
     return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
   });

@@ -170,6 +170,11 @@ fn grant_and_token_exchange_problems_are_located() {
         [upstreams.d]
         url = "https://d.example.com/mcp"
         oauth.grant = []
+
+        [upstreams.e]
+        url = "https://e.example.com/mcp"
+        oauth.grant = ["id_jag", "token_exchange"]
+        oauth.token_exchange = { issuer = "https://login.example.com", client_id = "e" }
         "#,
     );
     for expected in [
@@ -185,6 +190,8 @@ fn grant_and_token_exchange_problems_are_located() {
         "upstreams.c.oauth.token_exchange.issuer: give `issuer` or `token_endpoint`, not both",
         "upstreams.c.oauth.token_exchange: has no effect unless `grant` names `token_exchange`",
         "upstreams.d.oauth.grant: names no grant",
+        "upstreams.e.oauth.grant: `token_exchange` and `id_jag` both exchange the user's token",
+        "upstreams.e.oauth.client_id: the `id_jag` grant needs Switchyard's client at the upstream's authorization server",
     ] {
         assert_has(&found, expected);
     }

@@ -205,6 +205,10 @@ pub enum GatewayError {
     /// validation errors.
     #[error("invalid arguments for tool `{tool}`:\n{}", bullets(.problems))]
     InvalidArguments { tool: String, problems: Vec<String> },
+    /// A tool call that waits for a person's approval (`[[policy]] approval`) and did not get
+    /// it: answered, too, as the tool's own failure, which a model reads.
+    #[error("the call of tool `{tool}` was not run: it needs approval, and {reason}")]
+    NotApproved { tool: String, reason: String },
     #[error("upstream `{upstream}` is unavailable: {reason}")]
     Unavailable {
         upstream: UpstreamName,
@@ -272,6 +276,7 @@ impl GatewayError {
             | Self::UnknownResource(_)
             | Self::InvalidParams(_)
             | Self::InvalidArguments { .. }
+            | Self::NotApproved { .. }
             | Self::Cancelled => Side::Downstream,
             Self::Unavailable { .. }
             | Self::UpstreamFailed { .. }
@@ -299,6 +304,7 @@ impl GatewayError {
             Self::InvalidParams(_) | Self::InvalidArguments { .. } => {
                 ErrorData::invalid_params(message, None)
             }
+            Self::NotApproved { .. } => ErrorData::invalid_request(message, None),
             Self::Cancelled => ErrorData::invalid_request(message, None),
             Self::UpstreamRpc { error, .. } => error,
             Self::Unavailable { upstream, .. } | Self::UpstreamFailed { upstream, .. } => {
@@ -341,9 +347,9 @@ impl GatewayError {
     }
 
     /// The answer to request `id` (JSON text) of a client of `era`: a JSON-RPC error, or, for
-    /// arguments not passed on, the tool's failed result.
+    /// arguments not passed on and calls not approved, the tool's failed result.
     pub fn answer(self, id: &str, era: Era) -> wire::Answer {
-        if let Self::InvalidArguments { .. } = &self {
+        if let Self::InvalidArguments { .. } | Self::NotApproved { .. } = &self {
             let result = serde_json::json!({
                 "content": [{"type": "text", "text": self.to_string()}],
                 "isError": true,

@@ -18,7 +18,7 @@
 //! | `gateway`    | the snapshot a reload or a rebuild swaps whole (`Live`: config, upstreams, their merged catalog, with its lookups) and the shared services: OAuth, the store, resource subscriptions, metrics |
 //! | `upstream`   | per-upstream state, transports (stdio, streamable HTTP, legacy SSE), the raw HTTP exchange, discovery (with what tools need of clients), supervision, limits |
 //! | `pins`       | the approved definitions of pinned tools |
-//! | `catalog`, `downstream`, `oauth`, `quota` | the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint, policy and client features; the client side of a request (outlets, questions to the client, log levels); Switchyard as the OAuth client of upstreams (discovery, tokens per principal, the encrypted store); what a call may spend (`[[quota]]` and the per-principal `[limits]`, counted in Redis or in the process) |
+//! | `approval`, `catalog`, `downstream`, `oauth`, `quota` | calls waiting for an operator's approval (`[[policy]] approval`); the merged, immutable catalog snapshot, its prepared list pages, the naming scheme, and its views per endpoint, policy and client features; the client side of a request (outlets, questions to the client, log levels); Switchyard as the OAuth client of upstreams (discovery, tokens per principal, the encrypted store, users' own tokens exchanged); what a call may spend (`[[quota]]` and the per-principal `[limits]`, counted in Redis or in the process) |
 //! | `audit`, `error`, `store` | the hash-chained audit log; errors by side (in words, repeats counted); what outlives the process and what replicas share (which sessions are alive, their stream events, upstream sessions and subscriptions, in the embedded file or in Redis; private files) |
 //! | `telemetry`  | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
 //! | `config`, `events`, `hook`, `metrics`, `protocol`, `wire` | configuration (parse → validate → runtime types), what operators are told as it happens, the per-request header hook, Prometheus metrics, protocol facts, JSON-RPC, SSE and media types on the wire |
@@ -99,6 +99,7 @@
 pub mod admin;
 #[cfg(test)]
 mod alloc_meter;
+pub mod approval;
 pub mod audit;
 pub mod auth;
 pub mod catalog;

@@ -128,6 +128,8 @@ pub struct Status {
     disabled: Vec<String>,
     /// Pinned tools' changes (and new tools) waiting for an operator.
     held: Vec<crate::pins::Held>,
+    /// Tool calls waiting for an operator's approval.
+    approvals: Vec<crate::approval::Pending>,
     recent_errors: Vec<JournalError>,
     reloads: Vec<ReloadEntry>,
 }
@@ -163,6 +165,7 @@ pub async fn status(State(admin): State<Admin>) -> Json<Status> {
         servers: live.upstreams.iter().map(|u| server(u, &live)).collect(),
         disabled: live.config.disabled.clone(),
         held: gateway.pins().held(),
+        approvals: gateway.approvals().list(),
         recent_errors: gateway.journal().errors(),
         reloads: gateway.journal().reloads(),
     })

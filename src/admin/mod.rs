@@ -10,6 +10,7 @@
 //! `/metrics` where no token is configured (metrics carry no secret: labels are bounded).
 
 mod api;
+mod approvals;
 mod events;
 mod operator;
 mod page;
@@ -90,6 +91,8 @@ pub fn app(gateway: Arc<Gateway>, mcp: McpEndpoint, token: AdminToken) -> Router
         .route("/api/upstreams/{name}/enable", post(upstreams::enable))
         .route("/api/upstreams/{name}/authorize", post(api::authorize))
         .route("/api/upstreams/{name}/authorization", delete(api::forget))
+        .route("/api/approvals", get(approvals::list))
+        .route("/api/approvals/{id}", post(approvals::decide))
         .route("/api/tools/held", get(tools::held))
         .route("/api/tools/{upstream}/approve", post(tools::approve_all))
         .route("/api/tools/{upstream}/{tool}/approve", post(tools::approve))

@@ -1,8 +1,8 @@
 //! `/mcp` on the admin listener: the operator's tools as an MCP server, so that an operator
 //! can run the gateway from an MCP client — its status and servers, a reload, an upstream
 //! reconnected, listed again, switched off or on, pinned tools' changes looked at and
-//! approved. Only on the admin listener and behind its guard: the admin token, its hosts, no
-//! page of another origin. Each tool is the admin API's own handler, so that it checks,
+//! approved, tool calls waiting for approval allowed or denied. Only on the admin listener
+//! and behind its guard: the admin token, its hosts, no page of another origin. Each tool is the admin API's own handler, so that it checks,
 //! audits and answers exactly as the API does: a refusal is a tool error with the API's
 //! message. Stateless: each request stands alone, answered with JSON.
 
@@ -25,7 +25,7 @@ use rmcp::{
 };
 use serde::Deserialize;
 
-use super::{Admin, api, tools, upstreams};
+use super::{Admin, api, approvals, tools, upstreams};
 
 /// The most of an admin answer a tool result carries.
 const MOST: usize = 4 << 20;
@@ -58,6 +58,14 @@ pub struct Approval {
     pub tool: Option<String>,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CallDecision {
+    /// The waiting call's id, as listed.
+    pub id: String,
+    #[serde(flatten)]
+    pub decision: approvals::Decide,
+}
+
 #[derive(Clone)]
 pub struct Operator {
     admin: Admin,
@@ -68,7 +76,7 @@ impl Operator {
     fn new(admin: Admin) -> Self {
         Self {
             admin,
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::approval_router(),
         }
     }
 
@@ -186,6 +194,29 @@ impl Operator {
     }
 }
 
+#[tool_router(router = approval_router)]
+impl Operator {
+    #[tool(
+        description = "Tool calls waiting for an operator's approval, each with its user, tool, \
+                       arguments (masked as configured), their SHA-256, and when it expires.",
+        annotations(read_only_hint = true)
+    )]
+    async fn waiting_calls(&self) -> Result<CallToolResult, ErrorData> {
+        result(approvals::list(self.state()).await).await
+    }
+
+    #[tool(
+        description = "Allow (once) or deny a tool call waiting for approval, by its id; with \
+                       `arguments_sha256`, only if its arguments are the ones looked at."
+    )]
+    async fn decide_call(
+        &self,
+        Parameters(CallDecision { id, decision }): Parameters<CallDecision>,
+    ) -> Result<CallToolResult, ErrorData> {
+        result(approvals::decide(self.state(), Path(id), axum::Json(decision)).await).await
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Operator {
     fn get_info(&self) -> ServerConfig {
@@ -196,8 +227,9 @@ impl ServerHandler for Operator {
             ))
             .with_instructions(
                 "Operate this Switchyard gateway: look at its status and servers, reload its \
-                 configuration, reconnect, rediscover, disable or enable an upstream, and \
-                 approve pinned tools' changes.",
+                 configuration, reconnect, rediscover, disable or enable an upstream, \
+                 approve pinned tools' changes, and decide on tool calls waiting for \
+                 approval.",
             )
     }
 }

@@ -15,6 +15,8 @@ pub mod head;
 mod verify;
 mod writer;
 
+pub use chain::sha256_hex;
+
 use std::{
     sync::atomic::{AtomicU64, Ordering},
     time::{Duration, Instant, SystemTime},

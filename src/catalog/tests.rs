@@ -264,6 +264,7 @@ fn views_show_what_their_viewer_may_see_under_their_endpoints_names() {
             },
             ..Gate::default()
         },
+        approval: None,
     };
     let github_only = EndpointSettings {
         name: "gh".into(),

@@ -13,7 +13,7 @@ use crate::policy::{EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, Tool
 /// Longest tool name an endpoint may give (as MCP clients accept them).
 const MAX_TOOL_NAME_LEN: usize = 128;
 
-/// `[[policy]]` as written: one rule; it needs `allow` or `deny`.
+/// `[[policy]]` as written: one rule; it needs `allow`, `deny` or `approval`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[schemars(rename = "PolicyRule")]
 pub struct RawRule {
@@ -26,6 +26,8 @@ pub struct RawRule {
     pub allow: Option<RawItems>,
     /// What the rule hides from its users; denied wins over allowed.
     pub deny: Option<RawItems>,
+    /// The tool calls of its users that wait for a person's approval before they run.
+    pub approval: Option<super::approval::RawApproval>,
 }
 
 /// `who = { … }` as written: users matching every condition given, each a list of
@@ -123,16 +125,21 @@ impl Checker<'_> {
         for (i, rule) in rules.iter().enumerate() {
             let key = format!("policy[{i}]");
             let gate = self.gate(&key, rule.allow.as_ref(), rule.deny.as_ref());
-            if rule.allow.is_none() && rule.deny.is_none() {
+            if rule.allow.is_none() && rule.deny.is_none() && rule.approval.is_none() {
                 self.problem(
                     &key,
-                    "has neither `allow` nor `deny`: it would change nothing",
+                    "has neither `allow`, `deny` nor `approval`: it would change nothing",
                 );
             }
+            let approval = rule
+                .approval
+                .as_ref()
+                .map(|approval| self.approval(&key, approval));
             out.push(Rule {
                 name: rule.name.clone().unwrap_or_else(|| key.clone()),
                 who: self.who(&format!("{key}.who"), rule.who.as_ref()),
                 gate,
+                approval,
             });
         }
         out
@@ -210,7 +217,7 @@ impl Checker<'_> {
         }
     }
 
-    fn globs(&mut self, key: &str, texts: &[String]) -> Vec<Glob> {
+    pub(super) fn globs(&mut self, key: &str, texts: &[String]) -> Vec<Glob> {
         texts
             .iter()
             .filter_map(|text| match Glob::new(text) {

@@ -4,6 +4,7 @@
 //! reported at once, each with the file and the key path, and the caller keeps what it had.
 
 mod access;
+mod approval;
 mod audit;
 mod auth;
 mod catalog;
@@ -138,6 +139,19 @@ impl Config {
                      apply there (rules on whole upstreams do); serve such users through the \
                      MCP endpoint only",
                     itemized.join(", ")
+                ));
+            }
+            let approving: Vec<&str> = (self.policy.iter())
+                .filter(|rule| rule.approval.is_some())
+                .map(|rule| rule.name.as_str())
+                .collect();
+            if !approving.is_empty() {
+                warnings.push(format!(
+                    "server.passthrough_listen: the pass-through routes proxy each upstream as \
+                     it is, so the calls that {} make wait for approval are not held there; \
+                     deny such users those upstreams there, or serve them through the MCP \
+                     endpoint only",
+                    approving.join(", ")
                 ));
             }
         }

@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    approval::Approvals,
     audit::Audit,
     catalog::{Access, Catalog, ListChanges, NameScheme},
     config::Config,
@@ -115,6 +116,7 @@ pub struct Gateway {
     cache: ResultCache,
     /// The audit log (`[audit]`; fixed until a restart).
     audit: Arc<Audit>,
+    approvals: Arc<Approvals>,
     /// The counters of `[[quota]]` and the per-principal `[limits]`.
     quotas: Arc<Quotas>,
     shutdown: CancellationToken,
@@ -167,6 +169,7 @@ impl Gateway {
         ));
         let cache = ResultCache::new(store.clone(), metrics.clone());
         let quotas = Quotas::new(store.clone(), metrics.clone());
+        let approvals = Approvals::new(events.clone());
         let gateway = Arc::new(Self {
             live: ArcSwap::from_pointee(Live {
                 setup: Setup {
@@ -193,6 +196,7 @@ impl Gateway {
             pins,
             cache,
             audit,
+            approvals,
             quotas,
             shutdown: CancellationToken::new(),
         });
@@ -377,6 +381,11 @@ impl Gateway {
 
     pub fn quotas(&self) -> &Arc<Quotas> {
         &self.quotas
+    }
+
+    /// The calls waiting for an operator's approval.
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.approvals
     }
 
     /// Every live resource subscription.

@@ -8,13 +8,18 @@
 //! some items of its kind (or some upstreams), one of them allows it. Denied items are simply
 //! absent, so calling one is answered as calling an unknown one. The catalog builds one view
 //! per (endpoint, applying rules) and per snapshot, on first use (`catalog::view`).
+//!
+//! A rule may also name calls that wait for a person's approval (`approval`), which the
+//! serving of a call asks for before it sends the call on (`session::approve`).
 
+mod approval;
 mod pattern;
 mod uri;
 mod who;
 
 use std::{collections::HashMap, sync::Arc};
 
+pub use approval::{Approval, Approver};
 pub use pattern::{Glob, ItemPattern};
 pub use uri::{UriRefusal, normalize_uri};
 pub use who::Who;
@@ -146,6 +151,8 @@ pub struct Rule {
     pub name: String,
     pub who: Who,
     pub gate: Gate,
+    /// The calls of its users that wait for a person's approval.
+    pub approval: Option<Approval>,
 }
 
 /// A tool as one endpoint shows it: another name, another description.

@@ -10,6 +10,7 @@
 // resources/subscribe and logging/setLevel are legacy-only (deprecated), but still served.
 #![allow(deprecated)]
 
+mod approve;
 mod audited;
 mod cached;
 mod handler;

@@ -3,7 +3,8 @@
 //! four lists are served from the catalog's prepared pages. Everything else goes through rmcp's
 //! typed server machinery (`typed`), which keeps the protocol rules of the less frequent
 //! methods in one well-tested place. A request is served in phases, one short function each:
-//! classify, route, admit, dispatch, finish (`Serving::answer`).
+//! classify, route, admit, dispatch, finish (`Serving::answer`); the approval a call may wait
+//! for in `admit` is `approve`'s.
 //!
 //! The answer is the work's output; what is sent to the client before it (progress, log
 //! messages, requests) goes through the request's outlet, which the front streams.
@@ -329,8 +330,9 @@ impl Serving<'_> {
     }
 
     /// Whether the call may go on: not while the audit log refuses calls (which has no room to
-    /// record that), nor beyond a quota (recorded, for `subject` from `started`). What it
-    /// spends is held by the call (or the task it creates) and given back when it ends.
+    /// record that), nor without the approval a rule wants (`approve`), nor beyond a quota
+    /// (both recorded, for `subject` from `started`). What it spends is held by the call (or
+    /// the task it creates) and given back when it ends.
     async fn admit<S: ConnectionSource>(
         &self,
         call: &Call<'_, S>,
@@ -344,6 +346,13 @@ impl Serving<'_> {
                 -32603,
                 "the audit log cannot keep up, and calls are refused until it does (fail_closed)",
             ));
+        }
+        if kind == Routed::Tool && self.may_want_approval() {
+            // Boxed: only calls that may wait for a person take this path.
+            if let Err(answer) = Box::pin(self.approved(call, target)).await {
+                self.audit(subject, &answer, started);
+                return Err(answer);
+            }
         }
         if self.request.live.config.quotas.is_empty() {
             return Ok(());

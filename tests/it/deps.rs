@@ -119,6 +119,7 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
                 "python/compare.py",
                 "python/modern.py",
                 "python/apps_server.py",
+                "python/approve.py",
             ],
             |dir| {
                 let venv = dir.join("venv");

@@ -1,5 +1,6 @@
 //! Switchyard's integration tests: one binary, real upstream servers, real clients.
 
+mod approval;
 mod apps;
 mod asked_tasks;
 mod attacks;

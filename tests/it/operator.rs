@@ -51,6 +51,7 @@ async fn an_operator_runs_the_gateway_from_an_mcp_client() {
         names,
         [
             "approve_tools",
+            "decide_call",
             "disable",
             "enable",
             "held_tools",
@@ -58,7 +59,8 @@ async fn an_operator_runs_the_gateway_from_an_mcp_client() {
             "rediscover",
             "reload",
             "servers",
-            "status"
+            "status",
+            "waiting_calls"
         ]
     );
 

@@ -98,13 +98,15 @@
     history.replaceState(null, "", location.pathname + location.search); // out of the address bar
   }
 
-  async function api(method, path) {
+  async function api(method, path, json) {
     const headers = { Accept: "application/json" };
     if (token) headers.Authorization = "Bearer " + token;
+    if (json !== undefined) headers["Content-Type"] = "application/json";
+    const sent = json === undefined ? undefined : JSON.stringify(json);
     const abort = new AbortController();
     const timeout = setTimeout(() => abort.abort(), FETCH_TIMEOUT_MS);
     try {
-      const res = await fetch(path, { method, headers, cache: "no-store", signal: abort.signal });
+      const res = await fetch(path, { method, headers, body: sent, cache: "no-store", signal: abort.signal });
       const body = await res.json().catch(() => null);
       return { status: res.status, body };
     } finally {
@@ -171,14 +173,14 @@
   }
 
   // A button that POSTs to `path` of the admin API and says in `out` how it went.
-  function postButton(label, action, path, done, out) {
+  function postButton(label, action, path, done, out, json) {
     const button = el("button", "act", label);
     button.type = "button";
     button.dataset.action = action;
     button.addEventListener("click", async () => {
       button.disabled = true;
       try {
-        const res = await api("POST", path);
+        const res = await api("POST", path, json);
         if (isAuthFailure(res.status)) showAuthNotice(true);
         setText(out, res.status < 300 ? done : ((res.body && res.body.error) || "HTTP " + res.status));
       } catch (_) {
@@ -295,6 +297,22 @@
     return li;
   }
 
+  // A call waiting for an operator: whose, which tool, its arguments as the rule shows them;
+  // a decision names the digest of these arguments, so it releases only this call.
+  function approvalItem(a) {
+    const li = el("li");
+    li.dataset.id = String(a.id);
+    li.append(setTime(el("time"), a.requested_at), el("span", "tag", a.principal),
+      el("span", "tag", a.upstream + " / " + a.tool), el("span", "tag", "rule " + a.rule));
+    li.append(el("pre", "diff", JSON.stringify(a.arguments, null, 2)));
+    const out = el("span", "message");
+    const path = "api/approvals/" + encodeURIComponent(a.id);
+    const body = (decision) => ({ decision, arguments_sha256: a.arguments_sha256 });
+    li.append(postButton("Allow once", "allow", path, "allowed", out, body("allow")),
+      postButton("Deny", "deny", path, "denied", out, body("deny")), out);
+    return li;
+  }
+
   function rejectedItems(servers) {
     const items = [];
     for (const s of servers) {
@@ -323,6 +341,7 @@
     renderServers(Array.isArray(s.servers) ? s.servers : []);
     renderList("disabled", Array.isArray(s.disabled) ? s.disabled : [], disabledItem);
     renderList("held", Array.isArray(s.held) ? s.held : [], heldItem);
+    renderList("approvals", Array.isArray(s.approvals) ? s.approvals : [], approvalItem);
     renderList("rejected", rejectedItems(Array.isArray(s.servers) ? s.servers : []), rejectedItem);
     renderList("errors", Array.isArray(s.recent_errors) ? s.recent_errors : [], errorItem);
     renderList("reloads", Array.isArray(s.reloads) ? s.reloads : [], reloadItem);
@@ -397,7 +416,7 @@
     } else if (event.kind === "reset") {
       refresh(); // what was missed is not kept: read everything
     } else if (event.kind !== "message") {
-      refreshSoon(); // upstream, reload, error, held, approved, catalog
+      refreshSoon(); // upstream, reload, error, held, approved, catalog, approval_*
     }
   }
 

@@ -23,6 +23,7 @@ fn rule(group: Option<&str>, allow: Items, deny: Items) -> Rule {
             ..Who::default()
         },
         gate: Gate { allow, deny },
+        approval: None,
     }
 }
 

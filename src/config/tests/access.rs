@@ -91,7 +91,7 @@ fn mistakes_are_located() {
         "policy[0].who.principals: `[user` is not a valid pattern",
         "policy[0].deny.tools: `github` needs the form UPSTREAM:NAME",
         "policy[0].deny.resources: `files:` names no item after the `:`",
-        "policy[1]: has neither `allow` nor `deny`",
+        "policy[1]: has neither `allow`, `deny` nor `approval`",
         "endpoints.one.path: `/mcp` is already served by server.endpoint_path",
         "endpoints.two.path: `/oauth/x` is taken by Switchyard's own endpoints",
         "endpoints.\"bad name\": an endpoint's name holds only letters, digits",
@@ -124,4 +124,43 @@ fn resource_patterns_that_could_never_match_are_refused() {
         )
         .is_ok()
     );
+}
+
+#[test]
+fn approval_rules_and_their_mistakes() {
+    let config = load(
+        "/etc/switchyard/switchyard.toml",
+        r#"
+        [[policy]]
+        name = "destructive"
+        who.groups = ["engineers"]
+        approval = { tools = ["github:delete_*"], arguments = { force = true, branch = ["main", "release"] }, by = "operator", timeout_seconds = 30, mask = ["token"] }
+        "#,
+    )
+    .unwrap();
+    let rule = &config.policy[0];
+    let approval = rule.approval.as_ref().unwrap();
+    assert_eq!(approval.by, crate::policy::Approver::Operator);
+    assert_eq!(approval.timeout, std::time::Duration::from_secs(30));
+    assert_eq!(approval.mask, ["token"]);
+    let args = serde_json::json!({"force": true, "branch": "release"});
+    assert!(approval.covers("github", "delete_repo", args.as_object()));
+    assert!(!approval.covers("github", "create_repo", args.as_object()));
+    assert!(rule.gate.is_open(), "an approval rule hides nothing");
+
+    let found = problems(
+        "s.toml",
+        r#"
+        [[policy]]
+        approval = { tools = ["delete_*"], upstreams = ["[x"], by = "anyone", timeout_seconds = -1 }
+        "#,
+    );
+    for expected in [
+        "policy[0].approval.tools: `delete_*` needs the form UPSTREAM:NAME",
+        "policy[0].approval.upstreams: `[x` is not a valid pattern",
+        "policy[0].approval.by: `anyone` is not one of `user`, `operator`",
+        "policy[0].approval.timeout_seconds: must be a positive number of seconds",
+    ] {
+        assert_has(&found, expected);
+    }
 }

@@ -17,6 +17,8 @@ use rmcp::{
 pub struct Recorder {
     name: String,
     capabilities: ClientCapabilities,
+    /// How it answers Switchyard's own question about a call waiting for approval.
+    approves: bool,
     pub seen: Arc<std::sync::Mutex<Seen>>,
 }
 
@@ -31,6 +33,8 @@ pub struct Seen {
     pub cancelled: usize,
     /// Notifications outside the typed set: (method, params).
     pub custom: Vec<(String, serde_json::Value)>,
+    /// The messages of the approvals it was asked for.
+    pub approvals: Vec<String>,
 }
 
 impl Recorder {
@@ -59,8 +63,15 @@ impl Recorder {
         Self {
             name: name.to_owned(),
             capabilities,
+            approves: true,
             seen: Default::default(),
         }
+    }
+
+    /// Answers Switchyard's approval questions with `allow` = `approves` (by default, yes).
+    pub fn approving(mut self, approves: bool) -> Self {
+        self.approves = approves;
+        self
     }
 
     pub fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
@@ -125,8 +136,9 @@ impl rmcp::ClientHandler for Recorder {
         ))
     }
 
-    /// Answers a form with its name, except one saying "stall": that one it leaves unanswered
-    /// until the server cancels it. Accepts URL elicitations.
+    /// Answers a form with its name, except one saying "stall" (left unanswered until the
+    /// server cancels it) and Switchyard's approval question (see `approving`). Accepts URL
+    /// elicitations.
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
@@ -143,6 +155,13 @@ impl rmcp::ClientHandler for Recorder {
                     self.seen().cancelled += 1;
                 }
                 return Err(rmcp::ErrorData::internal_error("stalled", None));
+            }
+            ElicitRequestParams::FormElicitationParams { message, .. }
+                if message.starts_with("Switchyard asks for your approval") =>
+            {
+                self.seen().approvals.push(message);
+                ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(serde_json::json!({"allow": self.approves}))
             }
             ElicitRequestParams::FormElicitationParams { .. } => {
                 ElicitResult::new(ElicitationAction::Accept)

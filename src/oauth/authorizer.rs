@@ -28,9 +28,9 @@ use super::{
     Link, Need, OAuth, OAuthError,
     challenge::Challenge,
     discovery::{self, Discovered},
-    exchange::ExchangeState,
     grant::Grant,
     identity,
+    subjects::ExchangeState,
     token::{TokenEndpoint, TokenExchange, TokenSet},
     vault::RecordKind,
 };

@@ -16,6 +16,7 @@
 //! | `forget`     | revoking and forgetting an upstream's tokens                                |
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
 //! | `pending`    | authorizations in progress, by `state`                                      |
+//! | `subjects`   | the tokens users presented, kept for the exchange, and what it refused     |
 //! | `signin`     | signing a user in at the gateway's own authorization server, in their browser |
 //! | `vault`      | tokens and registrations kept: files, or the store replicas share          |
 //! | `fake_endpoint` | (tests only) a stand-in authorization server that records requests       |
@@ -44,6 +45,7 @@ mod http;
 mod identity;
 mod pending;
 mod signin;
+mod subjects;
 mod token;
 mod vault;
 
@@ -162,7 +164,7 @@ pub struct OAuth {
     /// upstream tokens, and no client is shown another principal's authorization link.
     users_authenticate: std::sync::atomic::AtomicBool,
     /// The JWTs users presented last, for the upstreams that exchange them.
-    subjects: exchange::Subjects,
+    subjects: subjects::Subjects,
     /// Whether some upstream was configured to exchange users' tokens.
     exchanging: std::sync::atomic::AtomicBool,
     /// Where grants made without a browser are recorded (`oauth_grant`).

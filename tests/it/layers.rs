@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["gateway"],
     &["upstream"],
     &["pins"],
-    &["catalog", "downstream", "oauth", "quota"],
+    &["approval", "catalog", "downstream", "oauth", "quota"],
     &["audit", "error", "store"],
     &["telemetry"],
     &["config", "events", "hook", "metrics", "protocol", "wire"],

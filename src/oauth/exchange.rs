@@ -186,20 +186,11 @@ mod tests {
     use super::*;
     use crate::{
         config::{AuthMethod, GrantKind, UpstreamOAuth},
-        oauth::{Need, authorizer::tests::authorizer, fake_endpoint::FakeEndpoint},
+        oauth::{
+            Need, authorizer::tests::authorizer, fake_endpoint::FakeEndpoint, subjects::tests::user,
+        },
         principal::Identity,
     };
-
-    fn user(name: &str, token: &str, expires_at: Option<u64>) -> Principal {
-        Principal::authenticated(
-            &format!("jwt:{name}"),
-            Identity {
-                subject: name.into(),
-                presented: Some(Presented::new(token, expires_at)),
-                ..Identity::default()
-            },
-        )
-    }
 
     /// An authorizer exchanging tokens at `server`'s `/token` for `https://files.example.com/mcp`.
     fn exchanging(state: &std::path::Path, server: &FakeEndpoint) -> Authorizer {

@@ -71,11 +71,12 @@ impl ExchangeState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::principal::Identity;
 
-    fn user(name: &str, token: &str, expires_at: Option<u64>) -> Principal {
+    /// The JWT user `name`, who presented `token`.
+    pub(in crate::oauth) fn user(name: &str, token: &str, expires_at: Option<u64>) -> Principal {
         Principal::authenticated(
             &format!("jwt:{name}"),
             Identity {

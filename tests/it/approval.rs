@@ -144,20 +144,29 @@ async fn decide(gw: &TestGateway, id: &str, body: Value) -> (u16, Value) {
     (status, answer.json().await.unwrap_or_default())
 }
 
+type Client = std::sync::Arc<rmcp::service::RunningService<rmcp::RoleClient, Recorder>>;
+
+/// Carol, whose client declares no elicitation (she cannot approve her own call), connected.
+async fn carol(gw: &TestGateway) -> Client {
+    std::sync::Arc::new(
+        Recorder::plain("carol")
+            .connect_as(&gw.url(), &api_key("carol"))
+            .await,
+    )
+}
+
+/// `client`'s call of `echo` with `text`, under way.
+fn echoing(client: &Client, text: &'static str) -> tokio::task::JoinHandle<(String, bool)> {
+    let client = client.clone();
+    tokio::spawn(async move { echo(&client, text).await })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_cannot_be_asked_waits_for_an_operator_whose_decision_serves_once() {
     let state = tempfile::tempdir().unwrap();
     let gw = gateway("mask = [\"text\"], timeout_seconds = 30", state.path()).await;
-    // Carol's client declares no elicitation: she cannot approve her own call.
-    let carol = std::sync::Arc::new(
-        Recorder::plain("carol")
-            .connect_as(&gw.url(), &api_key("carol"))
-            .await,
-    );
-    let first = tokio::spawn({
-        let carol = carol.clone();
-        async move { echo(&carol, "the secret words").await }
-    });
+    let carol = carol(&gw).await;
+    let first = echoing(&carol, "the secret words");
     let entry = one_waiting(&gw).await;
     assert_eq!(entry["principal"], "user:key:carol", "{entry}");
     assert_eq!(entry["tool"], "echo");
@@ -196,10 +205,7 @@ async fn a_client_that_cannot_be_asked_waits_for_an_operator_whose_decision_serv
     );
 
     // The same decision again serves nothing: a second call waits under its own id.
-    let second = tokio::spawn({
-        let carol = carol.clone();
-        async move { echo(&carol, "the secret words").await }
-    });
+    let second = echoing(&carol, "the secret words");
     let again = one_waiting(&gw).await;
     assert_ne!(again["id"], entry["id"]);
     assert_eq!(decide(&gw, &id, allow).await.0, 404, "not twice");
@@ -307,15 +313,8 @@ async fn a_python_sdk_client_answers_the_approval_form() {
 async fn an_operator_allows_a_waiting_call_from_the_status_page() {
     let state = tempfile::tempdir().unwrap();
     let gw = gateway("mask = [\"text\"], timeout_seconds = 30", state.path()).await;
-    let carol = std::sync::Arc::new(
-        Recorder::plain("carol")
-            .connect_as(&gw.url(), &api_key("carol"))
-            .await,
-    );
-    let call = tokio::spawn({
-        let carol = carol.clone();
-        async move { echo(&carol, "from the page").await }
-    });
+    let carol = carol(&gw).await;
+    let call = echoing(&carol, "from the page");
     let entry = one_waiting(&gw).await;
     let browser = crate::browser::Browser::start().await;
     browser

@@ -23,6 +23,16 @@ const KEY: &str = "c3dpdGNoeWFyZC10ZXN0cy1zdG9yZS1rZXktMzJieXQ=";
 const EXCHANGER: &str = "switchyard-exchange";
 const EXCHANGER_SECRET: &str = "switchyard-exchange-secret";
 
+/// The provider and MCP server exchanging tokens of the test issuer, where no browser flow
+/// could succeed (every interaction refused) and only exchanged tokens are accepted.
+async fn exchanging_only(issuer: &Issuer) -> OAuthUpstream {
+    exchanging_upstream(
+        issuer,
+        &["--interactions=deny", "--accept-only-exchanged=on"],
+    )
+    .await
+}
+
 /// The provider and MCP server, exchanging tokens of the test issuer, with `args`.
 async fn exchanging_upstream(issuer: &Issuer, args: &[&str]) -> OAuthUpstream {
     let subject_jwks = format!("--subject-jwks={}", issuer.jwks_url);
@@ -98,12 +108,7 @@ fn audit_records(state: &std::path::Path) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_users_own_token_is_exchanged_for_theirs_at_the_upstream() {
     let issuer = Issuer::start().await;
-    // No browser flow could succeed: the provider refuses every interaction.
-    let upstream = exchanging_upstream(
-        &issuer,
-        &["--interactions=deny", "--accept-only-exchanged=on"],
-    )
-    .await;
+    let upstream = exchanging_only(&issuer).await;
     let state = tempfile::tempdir().unwrap();
     let gw = gateway(
         &issuer,
@@ -259,11 +264,7 @@ async fn a_refused_exchange_falls_back_to_the_users_browser() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_identity_assertion_of_each_user_is_taken_for_their_token() {
     let issuer = Issuer::start().await;
-    let upstream = exchanging_upstream(
-        &issuer,
-        &["--interactions=deny", "--accept-only-exchanged=on"],
-    )
-    .await;
+    let upstream = exchanging_only(&issuer).await;
     let state = tempfile::tempdir().unwrap();
     let gw = gateway(&issuer, &upstream, "\"id_jag\"", &[], state.path()).await;
     let alice = authorized_client(&gw, &jwt_of(&gw, "alice")).await;

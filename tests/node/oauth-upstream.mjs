@@ -261,6 +261,14 @@ const provider = new Provider(issuer, {
 // with a key of its JWKS and unexpired; the new token is for the same subject, with the MCP
 // server's audience (the `resource` asked for), and says which client acts (`act`).
 if (opts.subject_jwks) {
+  // The MCP server, as the resource server of the tokens these grants issue.
+  const mcpResourceServer = () => new provider.ResourceServer(resource, {
+    scope: opts.resource_scopes,
+    audience: resource,
+    accessTokenTTL: seconds(opts.access_token_ttl),
+    accessTokenFormat: 'jwt',
+    jwt: { sign: { alg: 'RS256' } },
+  });
   const subjectKeys = jose.createRemoteJWKSet(new URL(opts.subject_jwks));
   provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
     const { params, client } = ctx.oidc;
@@ -300,13 +308,7 @@ if (opts.subject_jwks) {
       client,
       scope,
       gty: 'token_exchange',
-      resourceServer: new provider.ResourceServer(resource, {
-        scope: opts.resource_scopes,
-        audience: resource,
-        accessTokenTTL: seconds(opts.access_token_ttl),
-        accessTokenFormat: 'jwt',
-        jwt: { sign: { alg: 'RS256' } },
-      }),
+      resourceServer: mcpResourceServer(),
     });
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();
@@ -338,13 +340,7 @@ if (opts.subject_jwks) {
       client,
       scope: claims.scope,
       gty: 'jwt_bearer',
-      resourceServer: new provider.ResourceServer(resource, {
-        scope: opts.resource_scopes,
-        audience: resource,
-        accessTokenTTL: seconds(opts.access_token_ttl),
-        accessTokenFormat: 'jwt',
-        jwt: { sign: { alg: 'RS256' } },
-      }),
+      resourceServer: mcpResourceServer(),
     });
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();

@@ -22,6 +22,7 @@
 //! | `audit`, `error`, `store` | the hash-chained audit log; errors by side (in words, repeats counted); what outlives the process and what replicas share (which sessions are alive, their stream events, upstream sessions and subscriptions, in the embedded file or in Redis; private files) |
 //! | `telemetry`  | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
 //! | `config`, `events`, `hook`, `metrics`, `protocol`, `wire` | configuration (parse → validate → runtime types), what operators are told as it happens, the per-request header hook, Prometheus metrics, protocol facts, JSON-RPC, SSE and media types on the wire |
+//! | `guardrail`  | guardrails: secrets and personal data found in tool results, and what is done about them |
 //! | `policy`     | who may see what: rules, virtual endpoints, name patterns |
 //! | `clock`, `expiring`, `meaning`, `names`, `principal`, `text` | Unix time, entries that expire, the sentence encoder of tool search and the vectors it made, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
 //!
@@ -113,6 +114,7 @@ pub mod events;
 pub mod expiring;
 pub mod front;
 pub mod gateway;
+pub mod guardrail;
 pub mod handover;
 pub mod hook;
 pub mod import;

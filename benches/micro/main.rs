@@ -1,12 +1,13 @@
 //! Micro-benchmarks of the hot path's parts, each in its own file with the question it
 //! answers: reading a request and writing the upstream's (`envelope`), finding a tool's route
 //! (`catalog`), serving a merged list (`lists`), finding a session (`sessions`), searching
-//! tools and checking a call's arguments (`search`).
+//! tools and checking a call's arguments (`search`), screening a result (`guardrail`).
 //!
 //! Run with `cargo bench --bench micro` (or `-- envelope` for one group).
 
 mod catalog;
 mod envelope;
+mod guardrail;
 mod lists;
 mod search;
 mod sessions;
@@ -19,7 +20,8 @@ criterion_group!(
     catalog::route_lookup,
     lists::merged_tools_list,
     sessions::session_lookup,
-    search::tool_search
+    search::tool_search,
+    guardrail::screening
 );
 criterion_main!(benches);
 

@@ -12,6 +12,7 @@ pub mod command;
 mod cors;
 mod exchange;
 mod expand;
+mod guardrail;
 mod headers;
 mod items;
 mod keys;
@@ -98,6 +99,8 @@ pub struct Config {
     pub audit: AuditSettings,
     /// `[[quota]]`: how much of the upstreams principals may use, in file order.
     pub quotas: Vec<QuotaRule>,
+    /// `[[guardrail]]`: what tool results are screened for, in file order.
+    pub guardrails: Vec<crate::guardrail::Guardrail>,
     /// `[telemetry]`: OpenTelemetry traces (applied at start).
     pub telemetry: TelemetrySettings,
     /// Upstreams added and removed through the admin API, merged into the file's.

@@ -52,6 +52,8 @@ pub struct RawConfig {
     /// How much of the upstreams principals may use: a rate, a daily or monthly count, calls
     /// at once.
     pub quota: Option<Vec<super::quota::RawQuota>>,
+    /// Secrets and personal data looked for in tool results: redacted, blocked or flagged.
+    pub guardrail: Option<Vec<super::guardrail::RawGuardrail>>,
 }
 
 /// The top-level sections of the file, as `RawConfig` accepts them (the field names serde's

@@ -76,6 +76,7 @@ pub fn validate(
     let audit = check.audit(raw.audit.as_ref());
     let telemetry = check.telemetry(raw.telemetry.as_ref());
     let quotas = check.quotas(raw.quota.as_deref());
+    let guardrails = check.guardrails(raw.guardrail.as_deref());
     if let Some(problem) = auth.exposure(server.listen) {
         check.problem("server.listen", problem);
     }
@@ -179,6 +180,7 @@ pub fn validate(
         audit,
         telemetry,
         quotas,
+        guardrails,
         overlay: OverlayInfo {
             path: overlay.path,
             added: overlay

@@ -286,6 +286,7 @@ fn sections_changed(old: &Config, next: &Config) -> Vec<&'static str> {
         store: _,
         audit: _,
         quotas,
+        guardrails,
         telemetry: _,
         overlay: _,
         disabled: _,
@@ -302,6 +303,7 @@ fn sections_changed(old: &Config, next: &Config) -> Vec<&'static str> {
             *endpoints != old.endpoints || *endpoint_cors != old.endpoint_cors,
         ),
         ("quota", *quotas != old.quotas),
+        ("guardrail", *guardrails != old.guardrails),
     ] {
         if differs {
             changed.push(name);

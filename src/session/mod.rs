@@ -13,6 +13,7 @@
 mod approve;
 mod audited;
 mod cached;
+mod guarded;
 mod handler;
 mod id;
 mod inlined;

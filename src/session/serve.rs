@@ -4,7 +4,7 @@
 //! typed server machinery (`typed`), which keeps the protocol rules of the less frequent
 //! methods in one well-tested place. A request is served in phases, one short function each:
 //! classify, route, admit, dispatch, finish (`Serving::answer`); the approval a call may wait
-//! for in `admit` is `approve`'s.
+//! for in `admit` is `approve`'s, the guardrails of its result after `finish` `guarded`'s.
 //!
 //! The answer is the work's output; what is sent to the client before it (progress, log
 //! messages, requests) goes through the request's outlet, which the front streams.
@@ -222,8 +222,14 @@ impl Serving<'_> {
             return answer;
         }
         let upstream = target.upstream.clone();
+        // The tool's own name, for the guardrails, where there are some.
+        let guarded = (kind == Routed::Tool && self.guards()).then(|| target.original.clone());
         let answer = self.dispatch(&call, target).await;
         let answer = self.finish(&call, &upstream, kind, answer).await;
+        let answer = match guarded {
+            Some(tool) => self.guarded(upstream.name().as_str(), &tool, answer),
+            None => answer,
+        };
         self.audit(subject.as_ref(), &answer, started);
         answer
     }

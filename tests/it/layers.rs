@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["audit", "error", "store"],
     &["telemetry"],
     &["config", "events", "hook", "metrics", "protocol", "wire"],
+    &["guardrail"],
     &["policy"],
     &["clock", "expiring", "meaning", "names", "principal", "text"],
     // The unit tests' counting allocator.

@@ -19,6 +19,7 @@ mod docs;
 mod events;
 mod exchange;
 mod fixtures;
+mod guardrails;
 mod harness;
 mod headers;
 mod import;

@@ -164,3 +164,48 @@ fn approval_rules_and_their_mistakes() {
         assert_has(&found, expected);
     }
 }
+
+#[test]
+fn guardrails_and_their_mistakes() {
+    let config = load(
+        "s.toml",
+        r#"
+        [[guardrail]]
+        detect = ["personal", "aws_access_key", "email"]
+        [[guardrail]]
+        name = "strict"
+        tools = ["github:*"]
+        detect = ["secrets"]
+        action = "block"
+        "#,
+    )
+    .unwrap();
+    let [open, strict] = config.guardrails.as_slice() else {
+        panic!("two rules")
+    };
+    assert_eq!(open.name, "guardrail[0]");
+    assert_eq!(open.action, crate::guardrail::Action::Redact);
+    assert_eq!(open.detectors.len(), 5, "a detector named twice is one");
+    assert!(open.covers("anything", "any_tool"));
+    assert!(strict.covers("github", "get_file") && !strict.covers("files", "read"));
+
+    let found = problems(
+        "s.toml",
+        r#"
+        [[guardrail]]
+        tools = ["read"]
+        detect = ["ssn"]
+        action = "hide"
+        [[guardrail]]
+        name = "nothing"
+        "#,
+    );
+    for expected in [
+        "guardrail[0].tools: `read` needs the form UPSTREAM:NAME",
+        "guardrail[0].detect: `ssn` is not a detector: `secrets`, `personal`, or one of",
+        "guardrail[0].action: `hide` is not one of `redact`, `block`, `flag`",
+        "guardrail[1].detect: is needed",
+    ] {
+        assert_has(&found, expected);
+    }
+}

@@ -36,6 +36,7 @@ const SECTIONS: &[(&str, Taken)] = &[
     ("audit", Taken::Restart),
     ("telemetry", Taken::Restart),
     ("quota", Taken::Live),
+    ("guardrail", Taken::Live),
 ];
 
 const BASE: &str = "[upstreams.demo]\ncommand = \"demo\"\n";
@@ -63,6 +64,10 @@ const CHANGES: &[(&str, &str)] = &[
         "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n",
     ),
     ("quota", "[[quota]]\nname = \"q\"\ndaily = 10\n"),
+    (
+        "guardrail",
+        "[[guardrail]]\ndetect = [\"secrets\"]\naction = \"block\"\n",
+    ),
 ];
 
 fn load(text: &str) -> Config {

@@ -1,0 +1,229 @@
+//! Guardrails (`[[guardrail]]`): secrets and personal data looked for in tool results, and
+//! what is done when some is found — `redact` (each finding replaced by `[REDACTED:KIND]`, the
+//! rest kept), `block` (the result withheld: the tool's failure says what kinds were found,
+//! never a value), or `flag` (passed on as it is, counted and audited). The text of a result's
+//! content, its structured content and its embedded resources are all screened; a result's
+//! `_meta`, URIs, MIME types and binary blobs are not. The detectors are in `detect`.
+
+mod detect;
+
+use std::{collections::BTreeMap, fmt::Write, ops::Range};
+
+use serde_json::{Map, Value, json};
+
+pub use detect::{ALL, Detector};
+
+use crate::policy::{Glob, ItemPattern};
+
+/// One `[[guardrail]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guardrail {
+    /// For the audit log: its `name`, or `guardrail[N]`.
+    pub name: String,
+    /// Upstreams whose tool results it screens; `None`: not listed.
+    pub upstreams: Option<Vec<Glob>>,
+    /// Tools whose results it screens, as `UPSTREAM:TOOL`; `None`: not listed. Neither: all.
+    pub tools: Option<Vec<ItemPattern>>,
+    pub detectors: Vec<Detector>,
+    pub action: Action,
+}
+
+/// What a guardrail does with a result in which it found something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Redact,
+    Block,
+    Flag,
+}
+
+impl Action {
+    /// The outcome of its audit record.
+    pub fn done(self) -> &'static str {
+        match self {
+            Action::Redact => "redacted",
+            Action::Block => "blocked",
+            Action::Flag => "flagged",
+        }
+    }
+}
+
+impl Guardrail {
+    /// Whether it screens the results of tool `tool` (its own name) of `upstream`.
+    pub fn covers(&self, upstream: &str, tool: &str) -> bool {
+        match (&self.upstreams, &self.tools) {
+            (None, None) => true,
+            (upstreams, tools) => {
+                upstreams
+                    .iter()
+                    .flatten()
+                    .any(|glob| glob.is_match(upstream))
+                    || (tools.iter().flatten()).any(|pattern| pattern.is_match(upstream, tool))
+            }
+        }
+    }
+}
+
+/// What a screening found: how many of each kind.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Findings(BTreeMap<Detector, usize>);
+
+impl Findings {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `email ×2, aws_access_key ×1`: kinds and counts, never a value.
+    pub fn summary(&self) -> String {
+        let mut text = String::new();
+        for (detector, count) in &self.0 {
+            if !text.is_empty() {
+                text.push_str(", ");
+            }
+            let _ = write!(text, "{} ×{count}", detector.name());
+        }
+        text
+    }
+}
+
+/// Keys whose values are never screened: protocol fields, and binary blobs.
+const UNSCREENED: [&str; 6] = ["type", "mimeType", "uri", "blob", "_meta", "annotations"];
+
+/// Screens `result` (a tool result) with `detectors`; with `redact`, each finding is replaced
+/// in place. What was found.
+pub fn screen(result: &mut Value, detectors: &[Detector], redact: bool) -> Findings {
+    let mut findings = Findings::default();
+    walk(result, detectors, redact, &mut findings);
+    findings
+}
+
+fn walk(value: &mut Value, detectors: &[Detector], redact: bool, findings: &mut Findings) {
+    match value {
+        Value::String(text) => {
+            if let Some(redacted) = scan(text, detectors, findings)
+                && redact
+            {
+                *text = redacted;
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk(item, detectors, redact, findings);
+            }
+        }
+        Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                if !UNSCREENED.contains(&key.as_str()) {
+                    walk(field, detectors, redact, findings);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Counts what `detectors` find in `text`; `text` with the findings redacted, if any.
+fn scan(text: &str, detectors: &[Detector], findings: &mut Findings) -> Option<String> {
+    let mut found: Vec<(Range<usize>, Detector)> = Vec::new();
+    for detector in &detect::candidates(text, detectors) {
+        found.extend(
+            detector
+                .find(text)
+                .into_iter()
+                .map(|range| (range, *detector)),
+        );
+    }
+    if found.is_empty() {
+        return None;
+    }
+    found.sort_by_key(|(range, _)| (range.start, std::cmp::Reverse(range.end)));
+    let mut redacted = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, detector) in found {
+        if range.start < at {
+            // Inside what another detector found: one finding.
+            continue;
+        }
+        *findings.0.entry(detector).or_default() += 1;
+        redacted.push_str(&text[at..range.start]);
+        let _ = write!(redacted, "[REDACTED:{}]", detector.name());
+        at = range.end;
+    }
+    redacted.push_str(&text[at..]);
+    Some(redacted)
+}
+
+/// The tool result that stands for one `guardrail` withheld.
+pub fn withheld(guardrail: &str, findings: &Findings) -> Value {
+    let text = format!(
+        "Switchyard withheld this result: it holds {} (guardrail `{guardrail}`).",
+        findings.summary()
+    );
+    let mut result = Map::new();
+    result.insert("content".into(), json!([{"type": "text", "text": text}]));
+    result.insert("isError".into(), Value::Bool(true));
+    Value::Object(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_are_redacted_in_text_structured_content_and_resources_and_nothing_else() {
+        let mut result = json!({
+            "content": [
+                {"type": "text", "text": "mail ada@example.org, key AKIAIOSFODNN7EXAMPLE"},
+                {"type": "resource", "resource": {"uri": "mailto:bob@example.org", "text": "card 4111 1111 1111 1111"}},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+            ],
+            "structuredContent": {"owner": {"email": "ada@example.org"}, "count": 3},
+            "_meta": {"contact": "meta@example.org"}
+        });
+        let detectors = ALL.to_vec();
+        let findings = screen(&mut result, &detectors, true);
+        assert_eq!(
+            findings.summary(),
+            "aws_access_key ×1, email ×2, card_number ×1"
+        );
+        assert_eq!(
+            result["content"][0]["text"],
+            "mail [REDACTED:email], key [REDACTED:aws_access_key]"
+        );
+        assert_eq!(
+            result["content"][1]["resource"]["text"],
+            "card [REDACTED:card_number]"
+        );
+        assert_eq!(
+            result["content"][1]["resource"]["uri"],
+            "mailto:bob@example.org"
+        );
+        assert_eq!(
+            result["structuredContent"]["owner"]["email"],
+            "[REDACTED:email]"
+        );
+        assert_eq!(result["_meta"]["contact"], "meta@example.org");
+
+        let mut untouched = json!({"content": [{"type": "text", "text": "nothing here"}]});
+        assert!(screen(&mut untouched, &detectors, true).is_empty());
+        let mut flagged = json!({"content": [{"type": "text", "text": "ada@example.org"}]});
+        assert!(!screen(&mut flagged, &detectors, false).is_empty());
+        assert_eq!(
+            flagged["content"][0]["text"], "ada@example.org",
+            "flagging keeps it"
+        );
+    }
+
+    #[test]
+    fn a_withheld_result_names_kinds_never_values() {
+        let mut result = json!({"content": [{"type": "text", "text": "AKIAIOSFODNN7EXAMPLE"}]});
+        let findings = screen(&mut result, &ALL, false);
+        let withheld = withheld("no-secrets", &findings);
+        let shown = withheld.to_string();
+        assert!(
+            shown.contains("aws_access_key ×1") && shown.contains("no-secrets"),
+            "{shown}"
+        );
+        assert!(!shown.contains("AKIA"), "{shown}");
+        assert_eq!(withheld["isError"], true);
+    }
+}

@@ -8,7 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::keys::{Checker, Entries, is_reserved_path, key_segment};
-use crate::policy::{EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, ToolShape, Who};
+use crate::policy::{
+    Calls, EndpointSettings, Gate, Glob, ItemPattern, Items, Rule, ToolShape, Who,
+};
 
 /// Longest tool name an endpoint may give (as MCP clients accept them).
 const MAX_TOOL_NAME_LEN: usize = 128;
@@ -217,7 +219,27 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn globs(&mut self, key: &str, texts: &[String]) -> Vec<Glob> {
+    /// The calls a rule at `key` names by `upstreams` and `tools`.
+    pub(super) fn calls(
+        &mut self,
+        key: &str,
+        upstreams: Option<&Vec<String>>,
+        tools: Option<&Vec<String>>,
+    ) -> Calls {
+        let upstreams = upstreams.map(|texts| self.globs(&format!("{key}.upstreams"), texts));
+        let tools = tools.map(|texts| {
+            (texts.iter())
+                .filter_map(|text| {
+                    ItemPattern::new(text)
+                        .map_err(|reason| self.problem(format!("{key}.tools"), reason))
+                        .ok()
+                })
+                .collect()
+        });
+        Calls { upstreams, tools }
+    }
+
+    fn globs(&mut self, key: &str, texts: &[String]) -> Vec<Glob> {
         texts
             .iter()
             .filter_map(|text| match Glob::new(text) {

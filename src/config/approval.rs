@@ -11,7 +11,7 @@ use super::{
     keys::{Checker, Entries},
     kinds::Seconds,
 };
-use crate::policy::{Approval, Approver, ItemPattern};
+use crate::policy::{Approval, Approver};
 
 /// How long a call waits for a decision, by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -44,20 +44,11 @@ impl Checker<'_> {
     /// `key` is the rule's (`policy[N]`).
     pub(super) fn approval(&mut self, key: &str, raw: &RawApproval) -> Approval {
         let at = |field: &str| format!("{key}.approval.{field}");
-        let upstreams = raw
-            .upstreams
-            .as_ref()
-            .map(|texts| self.globs(&at("upstreams"), texts));
-        let tools = raw.tools.as_ref().map(|texts| {
-            texts
-                .iter()
-                .filter_map(|text| {
-                    ItemPattern::new(text)
-                        .map_err(|reason| self.problem(at("tools"), reason))
-                        .ok()
-                })
-                .collect()
-        });
+        let calls = self.calls(
+            &format!("{key}.approval"),
+            raw.upstreams.as_ref(),
+            raw.tools.as_ref(),
+        );
         let arguments = raw
             .arguments
             .iter()
@@ -82,8 +73,7 @@ impl Checker<'_> {
             }
         };
         Approval {
-            upstreams,
-            tools,
+            calls,
             arguments,
             by,
             timeout: self.seconds(&at("timeout_seconds"), raw.timeout_seconds, DEFAULT_TIMEOUT),

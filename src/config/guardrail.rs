@@ -6,10 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::keys::Checker;
-use crate::{
-    guardrail::{Action, Detector, Guardrail},
-    policy::ItemPattern,
-};
+use crate::guardrail::{Action, Detector, Guardrail};
 
 /// `[[guardrail]]` as written.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -38,17 +35,7 @@ impl Checker<'_> {
         for (i, raw) in raw.unwrap_or_default().iter().enumerate() {
             let key = format!("guardrail[{i}]");
             let at = |field: &str| format!("{key}.{field}");
-            let upstreams =
-                (raw.upstreams.as_ref()).map(|texts| self.globs(&at("upstreams"), texts));
-            let tools = raw.tools.as_ref().map(|texts| {
-                (texts.iter())
-                    .filter_map(|text| {
-                        ItemPattern::new(text)
-                            .map_err(|reason| self.problem(at("tools"), reason))
-                            .ok()
-                    })
-                    .collect()
-            });
+            let calls = self.calls(&key, raw.upstreams.as_ref(), raw.tools.as_ref());
             let mut detectors: Vec<Detector> = Vec::new();
             for name in raw.detect.iter().flatten() {
                 match Detector::named(name) {
@@ -85,8 +72,7 @@ impl Checker<'_> {
             };
             out.push(Guardrail {
                 name: raw.name.clone().unwrap_or_else(|| key.clone()),
-                upstreams,
-                tools,
+                calls,
                 detectors,
                 action,
             });

@@ -13,17 +13,15 @@ use serde_json::{Map, Value, json};
 
 pub use detect::{ALL, Detector};
 
-use crate::policy::{Glob, ItemPattern};
+use crate::policy::Calls;
 
 /// One `[[guardrail]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Guardrail {
     /// For the audit log: its `name`, or `guardrail[N]`.
     pub name: String,
-    /// Upstreams whose tool results it screens; `None`: not listed.
-    pub upstreams: Option<Vec<Glob>>,
-    /// Tools whose results it screens, as `UPSTREAM:TOOL`; `None`: not listed. Neither: all.
-    pub tools: Option<Vec<ItemPattern>>,
+    /// The calls whose results it screens.
+    pub calls: Calls,
     pub detectors: Vec<Detector>,
     pub action: Action,
 }
@@ -43,22 +41,6 @@ impl Action {
             Action::Redact => "redacted",
             Action::Block => "blocked",
             Action::Flag => "flagged",
-        }
-    }
-}
-
-impl Guardrail {
-    /// Whether it screens the results of tool `tool` (its own name) of `upstream`.
-    pub fn covers(&self, upstream: &str, tool: &str) -> bool {
-        match (&self.upstreams, &self.tools) {
-            (None, None) => true,
-            (upstreams, tools) => {
-                upstreams
-                    .iter()
-                    .flatten()
-                    .any(|glob| glob.is_match(upstream))
-                    || (tools.iter().flatten()).any(|pattern| pattern.is_match(upstream, tool))
-            }
         }
     }
 }

@@ -45,6 +45,11 @@ impl Authorizer {
         (!refused).then_some(subject)
     }
 
+    /// Whether `grant`'s user has a token to exchange (one the server has not refused).
+    pub fn exchanges_for(&self, grant: &super::Grant) -> bool {
+        self.subject(&grant.principal).is_some()
+    }
+
     /// Exchanges the token `principal` just presented, in the background, unless their grant
     /// holds a good token: their calls then find one ready, and an upstream waiting for some
     /// user's token to list its tools gets one.

@@ -5,15 +5,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Glob, ItemPattern};
+use super::Calls;
 
 /// `[[policy]] approval`: the calls it covers wait for approval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Approval {
-    /// Upstreams all of whose tools are covered; `None`: not listed.
-    pub upstreams: Option<Vec<Glob>>,
-    /// Tools covered, as `UPSTREAM:TOOL`; `None`: not listed. Neither list: every tool.
-    pub tools: Option<Vec<ItemPattern>>,
+    /// The calls it covers (by their arguments too, below).
+    pub calls: Calls,
     /// Each named argument must hold one of its values for a call to be covered (none: any
     /// arguments).
     pub arguments: Vec<(String, Vec<Value>)>,
@@ -52,19 +50,7 @@ impl Approval {
         tool: &str,
         arguments: Option<&Map<String, Value>>,
     ) -> bool {
-        let listed = match (&self.upstreams, &self.tools) {
-            (None, None) => true,
-            (upstreams, tools) => {
-                upstreams
-                    .iter()
-                    .flatten()
-                    .any(|glob| glob.is_match(upstream))
-                    || tools
-                        .iter()
-                        .flatten()
-                        .any(|pattern| pattern.is_match(upstream, tool))
-            }
-        };
+        let listed = self.calls.covers(upstream, tool);
         listed
             && self.arguments.iter().all(|(name, values)| {
                 arguments
@@ -100,11 +86,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::policy::ItemPattern;
 
     fn approval(tools: &[&str], arguments: Vec<(String, Vec<Value>)>) -> Approval {
         Approval {
-            upstreams: None,
-            tools: Some(tools.iter().map(|t| ItemPattern::new(t).unwrap()).collect()),
+            calls: Calls {
+                upstreams: None,
+                tools: Some(tools.iter().map(|t| ItemPattern::new(t).unwrap()).collect()),
+            },
             arguments,
             by: Approver::User,
             timeout: Duration::from_secs(60),

@@ -13,6 +13,7 @@
 //! serving of a call asks for before it sends the call on (`session::approve`).
 
 mod approval;
+mod calls;
 mod pattern;
 mod uri;
 mod who;
@@ -20,6 +21,7 @@ mod who;
 use std::{collections::HashMap, sync::Arc};
 
 pub use approval::{Approval, Approver};
+pub use calls::Calls;
 pub use pattern::{Glob, ItemPattern};
 pub use uri::{UriRefusal, normalize_uri};
 pub use who::Who;

@@ -23,7 +23,7 @@ impl Serving<'_> {
     /// it.
     pub(super) fn guarded(&self, upstream: &str, tool: &str, answer: Answer) -> Answer {
         let mut rules: Vec<&Guardrail> = (self.request.live.config.guardrails.iter())
-            .filter(|rule| rule.covers(upstream, tool))
+            .filter(|rule| rule.calls.covers(upstream, tool))
             .collect();
         if rules.is_empty() || !matches!(answer.outcome, Outcome::Result | Outcome::ToolError) {
             return answer;

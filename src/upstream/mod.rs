@@ -295,7 +295,7 @@ impl Upstream {
         let auth = self.auth.as_ref()?;
         let grant = auth.grant(principal).await;
         // A token had without them (their own, exchanged) decides whether they must act.
-        if grant.token().is_none() && auth.renews_alone(&grant) {
+        if grant.token().is_none() && auth.exchanges_for(&grant) {
             auth.token(&grant).await;
         }
         if !matches!(grant.need(), Need::Authorization { .. }) {

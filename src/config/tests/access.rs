@@ -186,8 +186,8 @@ fn guardrails_and_their_mistakes() {
     assert_eq!(open.name, "guardrail[0]");
     assert_eq!(open.action, crate::guardrail::Action::Redact);
     assert_eq!(open.detectors.len(), 5, "a detector named twice is one");
-    assert!(open.covers("anything", "any_tool"));
-    assert!(strict.covers("github", "get_file") && !strict.covers("files", "read"));
+    assert!(open.calls.covers("anything", "any_tool"));
+    assert!(strict.calls.covers("github", "get_file") && !strict.calls.covers("files", "read"));
 
     let found = problems(
         "s.toml",

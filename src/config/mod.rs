@@ -129,32 +129,28 @@ impl Config {
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         if self.server.passthrough_listen.is_some() {
-            let itemized: Vec<&str> = self
-                .policy
-                .iter()
-                .filter(|rule| rule.gate.names_items())
-                .map(|rule| rule.name.as_str())
-                .collect();
-            if !itemized.is_empty() {
+            // The names of the rules that `concerns`, if any.
+            let named = |concerns: fn(&crate::policy::Rule) -> bool| {
+                let names: Vec<&str> = (self.policy.iter())
+                    .filter(|rule| concerns(rule))
+                    .map(|rule| rule.name.as_str())
+                    .collect();
+                (!names.is_empty()).then(|| names.join(", "))
+            };
+            if let Some(itemized) = named(|rule| rule.gate.names_items()) {
                 warnings.push(format!(
                     "server.passthrough_listen: the pass-through routes proxy each upstream as \
-                     it is, so the rules on single tools, prompts or resources of {} do not \
-                     apply there (rules on whole upstreams do); serve such users through the \
-                     MCP endpoint only",
-                    itemized.join(", ")
+                     it is, so the rules on single tools, prompts or resources of {itemized} do \
+                     not apply there (rules on whole upstreams do); serve such users through \
+                     the MCP endpoint only"
                 ));
             }
-            let approving: Vec<&str> = (self.policy.iter())
-                .filter(|rule| rule.approval.is_some())
-                .map(|rule| rule.name.as_str())
-                .collect();
-            if !approving.is_empty() {
+            if let Some(approving) = named(|rule| rule.approval.is_some()) {
                 warnings.push(format!(
                     "server.passthrough_listen: the pass-through routes proxy each upstream as \
-                     it is, so the calls that {} make wait for approval are not held there; \
-                     deny such users those upstreams there, or serve them through the MCP \
-                     endpoint only",
-                    approving.join(", ")
+                     it is, so the calls that {approving} make wait for approval are not held \
+                     there; deny such users those upstreams there, or serve them through the \
+                     MCP endpoint only"
                 ));
             }
         }

@@ -42,22 +42,17 @@ impl Serving<'_> {
             .any(|rule| rule.approval.is_some() && rule.who.matches(principal))
     }
 
-    /// The first rule of the caller's whose approval covers this call, with the arguments
-    /// read.
-    fn approval_rule(&self, target: &Target) -> Option<(&Rule, &Approval, Value)> {
+    /// The first rule of the caller's whose approval covers this call of `target`, whose
+    /// arguments are `arguments`.
+    fn approval_rule(&self, target: &Target, arguments: &Value) -> Option<(&Rule, &Approval)> {
         let request = self.request;
-        let arguments: Value = (request.message.params())
-            .and_then(|params| params.get("arguments"))
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
-            .unwrap_or(Value::Null);
         let upstream = target.upstream.name().as_str();
-        let rule = request.live.config.policy.iter().find(|rule| {
-            rule.approval.as_ref().is_some_and(|approval| {
-                rule.who.matches(&request.caller.principal)
-                    && approval.covers(upstream, &target.original, arguments.as_object())
-            })
-        })?;
-        Some((rule, rule.approval.as_ref()?, arguments))
+        request.live.config.policy.iter().find_map(|rule| {
+            let approval = rule.approval.as_ref()?;
+            (rule.who.matches(&request.caller.principal)
+                && approval.covers(upstream, &target.original, arguments.as_object()))
+            .then_some((rule, approval))
+        })
     }
 
     /// Waits for the approval the call of `target` needs: `Ok` once given, else the answer
@@ -67,12 +62,12 @@ impl Serving<'_> {
         call: &Call<'_, S>,
         target: &Target,
     ) -> Result<(), Answer> {
-        let Some((rule, approval, arguments)) = self.approval_rule(target) else {
+        let params = self.request.message.params();
+        let raw = (params.and_then(|params| params.get("arguments"))).map_or("", |raw| raw.get());
+        let arguments: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+        let Some((rule, approval)) = self.approval_rule(target, &arguments) else {
             return Ok(());
         };
-        let raw = (self.request.message.params())
-            .and_then(|params| params.get("arguments"))
-            .map_or("", |raw| raw.get());
         let asked = Asked {
             rule,
             approval,
@@ -92,20 +87,10 @@ impl Serving<'_> {
             return Ok(());
         }
         let reason = decision.reason.unwrap_or_else(|| "it was denied".into());
+        // The tool as the client named it.
+        let named = (params.and_then(|params| params.get("name"))).and_then(crate::wire::string);
         Err(call.failed(GatewayError::NotApproved {
-            tool: self
-                .request
-                .message
-                .params()
-                .and_then(|p| p.get("name"))
-                .map_or_else(
-                    || target.original.clone(),
-                    |name| {
-                        crate::wire::string(name)
-                            .map(|n| n.into_owned())
-                            .unwrap_or_default()
-                    },
-                ),
+            tool: named.map_or_else(|| target.original.clone(), |name| name.into_owned()),
             reason,
         }))
     }

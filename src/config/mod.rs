@@ -35,6 +35,7 @@ mod server;
 mod store;
 mod telemetry;
 mod upstream;
+mod upstream_oauth;
 mod validate;
 
 use std::path::PathBuf;
@@ -58,9 +59,7 @@ pub use catalog::{CatalogSettings, DEFAULT_SEPARATOR, PinChanged, PinNew, check_
 pub use exchange::{ExchangeServer, TokenExchangeSettings};
 pub use keys::decode_key;
 pub use keys::{RESERVED_PATHS, is_reserved_path};
-pub use oauth::{
-    AuthMethod, GrantKind, OAuthKey, OAuthSettings, PrivateKey, UpstreamOAuth, default_state_dir,
-};
+pub use oauth::{OAuthKey, OAuthSettings, default_state_dir};
 pub use overlay::{Overlay, overlay_path, privileged_key};
 pub use overrides::Overrides;
 pub use server::{
@@ -71,6 +70,7 @@ pub use upstream::{
     Discovery, FailureMode, HttpConfig, HttpProtocol, RestartPolicy, SessionMode, StdioConfig,
     TransportConfig, UpstreamConfig, UpstreamPolicy,
 };
+pub use upstream_oauth::{AuthMethod, GrantKind, PrivateKey, UpstreamOAuth};
 
 /// A validated configuration.
 #[derive(Debug, Clone)]

@@ -11,7 +11,8 @@
 //! | `answer`     | the token endpoint's answer, and failures told without quoting it           |
 //! | `exchange`   | the token exchange grant: users' own tokens exchanged for the upstream's   |
 //! | `grant`      | one (upstream, principal)'s tokens or what it lacks                         |
-//! | `authorizer` | one upstream's grants: tokens for requests, what 401s and 403s mean        |
+//! | `authorizer` | one upstream's grants: tokens for requests, kept in step with the vault      |
+//! | `renewal`    | renewing a grant's token, and what 401s and 403s mean                       |
 //! | `flow`       | the authorization code flow: links, and the callback's conclusion          |
 //! | `forget`     | revoking and forgetting an upstream's tokens                                |
 //! | `hook`       | the `RequestHook` that puts the token on every upstream request             |
@@ -44,6 +45,7 @@ mod hook;
 mod http;
 mod identity;
 mod pending;
+mod renewal;
 mod signin;
 mod subjects;
 mod token;

@@ -15,7 +15,7 @@ use super::{
     items::{INLINE_BYTES, INLINE_BYTES_MOST, ItemRules, RawCache},
     keys::Entries,
     kinds::{Expanded, Seconds},
-    oauth::{RawUpstreamOAuth, UpstreamOAuth},
+    upstream_oauth::{RawUpstreamOAuth, UpstreamOAuth},
 };
 use crate::names::UpstreamName;
 

@@ -22,7 +22,7 @@ use crate::{
     config::TransportConfig,
     gateway::{JournalError, Live, ReloadEntry, ReloadOutcome, Trigger},
     principal::Principal,
-    upstream::Upstream,
+    upstream::{Upstream, sandbox::Report},
 };
 
 /// An error answer: `status` and `{"error": message}`.
@@ -56,6 +56,9 @@ pub struct Server {
     /// Definitions the upstream listed that are not served (unreadable, or a second of a name).
     rejected: Vec<Rejected>,
     in_flight: usize,
+    /// A sandboxed stdio server's: what this kernel enforces of it, and what it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<crate::upstream::sandbox::Report>,
 }
 
 #[derive(Serialize)]
@@ -114,6 +117,11 @@ pub fn server(upstream: &Upstream, live: &Live) -> Server {
         },
         rejected: catalog.rejected.clone(),
         in_flight: upstream.load().in_flight(),
+        sandbox: match &config.transport {
+            TransportConfig::Stdio(stdio) => (stdio.sandbox.as_ref())
+                .map(|sandbox| Report::of(sandbox, crate::upstream::sandbox::kernel())),
+            TransportConfig::Http(_) => None,
+        },
     }
 }
 

@@ -67,8 +67,8 @@ pub use server::{
     DEFAULT_UPGRADE_SOCKET, ServerSettings,
 };
 pub use upstream::{
-    Discovery, FailureMode, HttpConfig, HttpProtocol, RestartPolicy, SessionMode, StdioConfig,
-    TransportConfig, UpstreamConfig, UpstreamPolicy,
+    Discovery, FailureMode, HttpConfig, HttpProtocol, RestartPolicy, SandboxConfig, SessionMode,
+    StdioConfig, TransportConfig, UpstreamConfig, UpstreamPolicy,
 };
 pub use upstream_oauth::{AuthMethod, GrantKind, PrivateKey, UpstreamOAuth};
 

@@ -35,6 +35,7 @@ mod personal;
 mod principals;
 mod raw_client;
 mod relay;
+pub mod sandbox;
 mod session_slot;
 mod settle;
 mod sse;

@@ -6,8 +6,12 @@
 //! The child starts with a clean environment: its configured `env`, the variables every
 //! program expects (`BASE_ENV`), and those its `inherit_env` names. The gateway's own
 //! secrets (store keys, tokens, cloud credentials) never reach it unless given on purpose.
+//! With a `sandbox`, it is confined before its program runs (`sandbox`).
 
-use std::process::Stdio;
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+};
 
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, BufReader},
@@ -37,6 +41,13 @@ pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<C
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
+    if let Some(sandbox) = &config.sandbox {
+        let program = program(config);
+        let own = (program.as_deref(), config.cwd.as_deref());
+        super::sandbox::confine(&mut command, upstream.as_str(), sandbox, own).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot start `{}`: {e}", config.command))
+        })?;
+    }
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -61,6 +72,25 @@ pub fn spawn(upstream: &UpstreamName, config: &StdioConfig) -> std::io::Result<C
         });
     }
     Ok(child)
+}
+
+/// The file `config.command` names, as the child's `PATH` finds it (if it does).
+fn program(config: &StdioConfig) -> Option<PathBuf> {
+    let command = Path::new(&config.command);
+    if config.command.contains('/') {
+        let base = config
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())?;
+        return Some(base.join(command));
+    }
+    let path = (config.env.iter().rev())
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var("PATH").ok())?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|candidate| candidate.is_file())
 }
 
 /// The variables of `environment` a child inherits: `BASE_ENV`, and those `inherit` names

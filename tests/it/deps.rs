@@ -120,6 +120,7 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
                 "python/modern.py",
                 "python/apps_server.py",
                 "python/approve.py",
+                "python/sandboxed_server.py",
             ],
             |dir| {
                 let venv = dir.join("venv");

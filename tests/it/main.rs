@@ -44,6 +44,7 @@ mod replicas;
 mod resilience;
 mod restart;
 mod routing;
+mod sandbox;
 mod search;
 mod search_quality;
 mod sessions;

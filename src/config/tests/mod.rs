@@ -9,6 +9,7 @@ mod oauth;
 mod page;
 mod quota;
 mod reference;
+mod sandbox;
 mod store;
 mod telemetry;
 

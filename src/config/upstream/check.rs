@@ -429,6 +429,7 @@ impl Checker<'_> {
             inherit_env,
             cwd,
             max_processes: max_processes as usize,
+            sandbox: raw.sandbox.as_ref().map(|raw| self.sandbox(key, raw)),
         })
     }
 
@@ -448,6 +449,7 @@ impl Checker<'_> {
                 ("inherit_env", raw.inherit_env.is_some()),
                 ("cwd", raw.cwd.is_some()),
                 ("max_processes", raw.max_processes.is_some()),
+                ("sandbox", raw.sandbox.is_some()),
             ],
             kind,
         );

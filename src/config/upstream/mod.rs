@@ -2,6 +2,7 @@
 //! that every problem is reported at once), checked (`check`), and as the runtime uses it.
 
 mod check;
+mod sandbox;
 
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
@@ -20,6 +21,7 @@ use super::{
 use crate::names::UpstreamName;
 
 pub(super) use check::default_policy;
+pub use sandbox::{RawSandbox, SandboxConfig};
 
 /// One upstream MCP server.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,6 +131,8 @@ pub struct StdioConfig {
     pub cwd: Option<PathBuf>,
     /// With `session = "per_client"`: the most processes alive at once.
     pub max_processes: usize,
+    /// What the process may touch, where it is confined.
+    pub sandbox: Option<SandboxConfig>,
 }
 
 /// A remote server over HTTP.
@@ -304,6 +308,9 @@ pub struct RawUpstream {
     /// Processes.
     #[schemars(range(min = 1), extend("default" = check::DEFAULT_MAX_PROCESSES))]
     pub max_processes: Option<u32>,
+    /// stdio: confine the program to what it is given (Linux: Landlock, seccomp, namespaces,
+    /// resource limits).
+    pub sandbox: Option<RawSandbox>,
     // streamable_http, sse, auto
     /// HTTP: the server's MCP endpoint (for `sse`, its event-stream URL), `http://` or
     /// `https://`.

@@ -1,0 +1,137 @@
+//! Sandboxed stdio servers (`[upstreams.NAME.sandbox]`): the same server, on the official
+//! Python SDK, run twice behind the gateway — free, and sandboxed — is asked to read and write
+//! outside what it was given, open a socket, fork a hundred processes, read the gateway's
+//! environment, and take too much memory and too many files. The free one can; the sandboxed
+//! one is stopped each time, while its real work (`add`, and the paths it was given) goes on.
+//! `/api/status` says what the kernel enforces.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{
+    deps,
+    harness::{GatewayBuilder, call, text},
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_server_is_stopped_outside_what_it_was_given_and_its_work_goes_on() {
+    let (python, client) = deps::python();
+    let server = client.with_file_name("sandboxed_server.py");
+    let venv = python.parent().unwrap().parent().unwrap();
+    // The interpreter the virtualenv was made from, wherever it is installed.
+    let base = std::process::Command::new(python)
+        .args(["-c", "import sys; print(sys.base_prefix)"])
+        .output()
+        .unwrap();
+    let base = String::from_utf8(base.stdout).unwrap().trim().to_owned();
+    let files = tempfile::tempdir().unwrap();
+    let (given, outside) = (files.path().join("given"), files.path().join("outside"));
+    std::fs::create_dir_all(&given).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("secret.txt");
+    std::fs::write(&secret, "the operator's secret").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            drop(socket);
+        }
+    });
+
+    let program =
+        format!("command = {python:?}\nargs = [{server:?}]\nconnect_timeout_seconds = 30\n");
+    let sandbox = format!(
+        "[upstreams.boxed.sandbox]\nread = [{venv:?}, {base:?}, {dir:?}]\nwrite = [{given:?}]\n\
+         network = false\nprocesses = 24\nmemory_mb = 256\nopen_files = 64\n",
+        dir = server.parent().unwrap(),
+    );
+    let gw = GatewayBuilder::new()
+        .upstream("free", &program)
+        .upstream("boxed", &format!("{program}\n{sandbox}"))
+        .start()
+        .await;
+    gw.wait_state("boxed", "ready", Duration::from_secs(30))
+        .await;
+    gw.wait_state("free", "ready", Duration::from_secs(30))
+        .await;
+    let client = gw.client().await;
+    let ask = |tool: &str, arguments: Value| {
+        let client = &client;
+        let tool = tool.to_owned();
+        async move {
+            let free = call(client, &format!("free__{tool}"), arguments.clone()).await;
+            let boxed = call(client, &format!("boxed__{tool}"), arguments).await;
+            let (free, boxed) = (free.unwrap(), boxed.unwrap());
+            (text(&free).to_owned(), text(&boxed).to_owned())
+        }
+    };
+
+    let (free, boxed) = ask("read", json!({"path": secret})).await;
+    assert_eq!(free, "ok: the operator's secret");
+    assert!(boxed.starts_with("refused: PermissionError"), "{boxed}");
+
+    let (free, boxed) = ask(
+        "write",
+        json!({"path": outside.join("dropped"), "text": "x"}),
+    )
+    .await;
+    assert_eq!(free, "ok: 1");
+    assert!(boxed.starts_with("refused: PermissionError"), "{boxed}");
+    let (_, boxed) = ask(
+        "write",
+        json!({"path": given.join("notes"), "text": "kept"}),
+    )
+    .await;
+    assert_eq!(boxed, "ok: 4", "a path it was given stays writable");
+    assert_eq!(
+        std::fs::read_to_string(given.join("notes")).unwrap(),
+        "kept"
+    );
+    let (_, boxed) = ask("read", json!({"path": given.join("notes")})).await;
+    assert_eq!(boxed, "ok: kept");
+
+    let (free, boxed) = ask("connect", json!({"port": port})).await;
+    assert_eq!(free, "ok: connected");
+    assert!(boxed.starts_with("refused: PermissionError"), "{boxed}");
+
+    let (free, boxed) = ask("spawn", json!({"count": 100})).await;
+    assert_eq!(free, "ok: 100");
+    let started: usize = (boxed.strip_prefix("refused: after "))
+        .and_then(|rest| rest.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{boxed}"));
+    assert!((1..24).contains(&started), "{boxed}");
+
+    // The gateway's own environment (this process's), which a server of the same user could
+    // read in /proc.
+    let (free, boxed) = ask("environ", json!({"pid": std::process::id()})).await;
+    assert!(free.starts_with("ok: "), "{free}");
+    assert!(boxed.starts_with("refused: PermissionError"), "{boxed}");
+
+    let (free, boxed) = ask("allocate", json!({"mb": 512})).await;
+    assert_eq!(free, "ok: 536870912");
+    assert!(boxed.starts_with("refused: MemoryError"), "{boxed}");
+    let (free, boxed) = ask("hold_open", json!({"count": 100})).await;
+    assert_eq!(free, "ok: 100");
+    assert!(boxed.starts_with("refused: OSError: [Errno 24]"), "{boxed}");
+
+    // Its real work goes on, after all of it.
+    let (free, boxed) = ask("add", json!({"a": 2, "b": 3})).await;
+    assert_eq!((free.as_str(), boxed.as_str()), ("5", "5"));
+
+    let status = gw.admin_json("/api/status").await;
+    let servers = status["servers"].as_array().unwrap();
+    let boxed = servers.iter().find(|s| s["name"] == "boxed").unwrap();
+    let enforced = boxed["sandbox"]["enforced"].as_array().unwrap();
+    for feature in [
+        "paths (Landlock)",
+        "system call filter (seccomp)",
+        "network namespace",
+    ] {
+        assert!(enforced.contains(&json!(feature)), "{boxed}");
+    }
+    assert_eq!(boxed["sandbox"]["missing"], json!([]), "{boxed}");
+    let free = servers.iter().find(|s| s["name"] == "free").unwrap();
+    assert!(free.get("sandbox").is_none(), "{free}");
+    client.cancel().await.unwrap();
+}

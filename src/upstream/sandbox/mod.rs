@@ -96,9 +96,18 @@ pub fn confine(
     command: &mut tokio::process::Command,
     upstream: &str,
     config: &SandboxConfig,
+    own: (Option<&Path>, Option<&Path>),
+) -> std::io::Result<()> {
+    confine_on(kernel(), command, upstream, config, own)
+}
+
+fn confine_on(
+    kernel: &Kernel,
+    command: &mut tokio::process::Command,
+    upstream: &str,
+    config: &SandboxConfig,
     (program, cwd): (Option<&Path>, Option<&Path>),
 ) -> std::io::Result<()> {
-    let kernel = kernel();
     let report = Report::of(config, kernel);
     if !report.missing.is_empty() {
         let missing = report.missing.join(", ");
@@ -285,5 +294,29 @@ mod tests {
             ]
         );
         assert_eq!(report.enforced, ["no new privileges"]);
+    }
+
+    #[test]
+    fn a_required_sandbox_the_kernel_cannot_enforce_does_not_start() {
+        let lacking = Kernel {
+            landlock_abi: 0,
+            seccomp: true,
+            namespaces: true,
+            pids_cgroup: None,
+            root: false,
+        };
+        let required = SandboxConfig {
+            required: true,
+            ..config(false, None)
+        };
+        let mut command = tokio::process::Command::new("true");
+        let error = confine_on(&lacking, &mut command, "files", &required, (None, None))
+            .expect_err("refused");
+        assert_eq!(error.kind(), std::io::ErrorKind::Unsupported);
+        assert!(
+            error.to_string().contains("paths (Landlock)")
+                && error.to_string().contains("no TCP (Landlock)"),
+            "{error}"
+        );
     }
 }

@@ -3,7 +3,8 @@
 //! outside what it was given, open a socket, fork a hundred processes, read the gateway's
 //! environment, and take too much memory and too many files. The free one can; the sandboxed
 //! one is stopped each time, while its real work (`add`, and the paths it was given) goes on.
-//! `/api/status` says what the kernel enforces.
+//! `/api/status` says what the kernel enforces. A published Node server, sandboxed with
+//! `required = true`, serves as it does free.
 
 use std::time::Duration;
 
@@ -133,5 +134,72 @@ async fn a_sandboxed_server_is_stopped_outside_what_it_was_given_and_its_work_go
     assert_eq!(boxed["sandbox"]["missing"], json!([]), "{boxed}");
     let free = servers.iter().find(|s| s["name"] == "free").unwrap();
     assert!(free.get("sandbox").is_none(), "{free}");
+    client.cancel().await.unwrap();
+}
+
+/// The official filesystem server (npm), sandboxed with `required = true` and given only its
+/// Node, its package and the directory it serves, answers as it does free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_published_server_runs_sandboxed_as_it_runs_free() {
+    let packages = deps::node_packages();
+    let server =
+        packages.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let files = tempfile::tempdir().unwrap();
+    std::fs::write(files.path().join("note.txt"), "sandboxed\n").unwrap();
+    let program = format!(
+        "command = {node:?}\nargs = [{server:?}, {files:?}]\nconnect_timeout_seconds = 30\n",
+        node = deps::node22(),
+        files = files.path(),
+    );
+    let sandbox = format!(
+        "[upstreams.boxed.sandbox]\nread = [{packages:?}]\nwrite = [{files:?}]\n\
+         network = false\nmemory_mb = 1024\nprocesses = 64\nopen_files = 256\nrequired = true\n",
+        files = files.path(),
+    );
+    let gw = GatewayBuilder::new()
+        .upstream("free", &program)
+        .upstream("boxed", &format!("{program}\n{sandbox}"))
+        .start()
+        .await;
+    gw.wait_state("boxed", "ready", Duration::from_secs(30))
+        .await;
+    gw.wait_state("free", "ready", Duration::from_secs(30))
+        .await;
+    let client = gw.client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let named = |prefix: &str| {
+        let mut names: Vec<String> = (tools.iter())
+            .filter_map(|t| t.name.strip_prefix(prefix).map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(!named("boxed__").is_empty());
+    assert_eq!(named("boxed__"), named("free__"));
+    let note = files.path().join("note.txt");
+    for upstream in ["free", "boxed"] {
+        let read = call(
+            &client,
+            &format!("{upstream}__read_text_file"),
+            json!({"path": note}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(text(&read), "sandboxed\n", "{upstream}");
+        let written = call(
+            &client,
+            &format!("{upstream}__write_file"),
+            json!({"path": files.path().join(format!("{upstream}.txt")), "content": "kept"}),
+        )
+        .await
+        .unwrap();
+        assert_ne!(written.is_error, Some(true), "{upstream}: {written:?}");
+    }
+    let status = gw.admin_json("/api/status").await;
+    let boxed = (status["servers"].as_array().unwrap().iter())
+        .find(|s| s["name"] == "boxed")
+        .unwrap()
+        .clone();
+    assert_eq!(boxed["sandbox"]["missing"], json!([]), "{boxed}");
     client.cancel().await.unwrap();
 }

@@ -2,7 +2,8 @@
 //! make one beside itself (cgroup v1's pids hierarchy, or v2 with the pids controller already
 //! enabled below the gateway's cgroup). Unlike `RLIMIT_NPROC`, it holds for a server started
 //! by root, and counts only the server's own processes. Cgroups of servers that have ended are
-//! removed when the next of the same upstream starts.
+//! removed when the next of the same upstream starts (those older than a minute: a new one's
+//! process may not have joined it yet).
 
 use std::{
     ffi::CString,
@@ -10,6 +11,9 @@ use std::{
     path::{Path, PathBuf},
     time::{SystemTime, UNIX_EPOCH},
 };
+
+/// How old an empty cgroup of a server must be to be removed.
+const STALE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Where the gateway may make cgroups for its servers, if anywhere.
 pub fn base() -> Option<PathBuf> {
@@ -74,7 +78,13 @@ fn candidates(own: &str, mounts: &str) -> Vec<PathBuf> {
 pub fn make(base: &Path, upstream: &str, processes: u64) -> std::io::Result<CString> {
     let prefix = format!("switchyard-{upstream}-");
     for entry in fs::read_dir(base)?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+        let name = entry.file_name();
+        let ours = (name.to_string_lossy().strip_prefix(&prefix))
+            .is_some_and(|stamp| !stamp.is_empty() && stamp.bytes().all(|b| b.is_ascii_digit()));
+        // Not one made a moment ago, whose process may not have joined it yet.
+        let old = (entry.metadata().and_then(|m| m.modified()))
+            .is_ok_and(|made| made.elapsed().is_ok_and(|age| age > STALE));
+        if ours && old {
             // Fails, as it should, while a process is in it.
             let _ = fs::remove_dir(entry.path());
         }

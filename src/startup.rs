@@ -7,8 +7,12 @@ use std::{collections::HashMap, io::Write as _, sync::Arc, time::Duration};
 
 use crate::{
     auth::{AdminToken, AdminTokenOrigin},
+    config::TransportConfig,
     gateway::Gateway,
-    upstream::UpstreamState,
+    upstream::{
+        Upstream, UpstreamState,
+        sandbox::{self, Report},
+    },
 };
 
 /// How often upstream states are looked at, and for how long at most.
@@ -50,7 +54,8 @@ pub async fn announce(gateway: Arc<Gateway>, mcp_url: String, admin_url: Option<
             let detail = match state {
                 UpstreamState::Ready => {
                     let tools = upstream.catalog().map_or(0, |catalog| catalog.tools.len());
-                    format!("ready, {tools} tool{}", if tools == 1 { "" } else { "s" })
+                    let plural = if tools == 1 { "" } else { "s" };
+                    format!("ready, {tools} tool{plural}{}", sandboxed(&upstream))
                 }
                 UpstreamState::Authenticating => {
                     "waiting for a user to authorize it (see the status page)".into()
@@ -71,6 +76,22 @@ pub async fn announce(gateway: Arc<Gateway>, mcp_url: String, admin_url: Option<
             return;
         }
         tokio::time::sleep(LOOK_EVERY).await;
+    }
+}
+
+/// `, sandboxed`, and what of its sandbox the kernel cannot enforce, for a sandboxed server.
+fn sandboxed(upstream: &Upstream) -> String {
+    let TransportConfig::Stdio(stdio) = &upstream.config().transport else {
+        return String::new();
+    };
+    let Some(sandbox) = &stdio.sandbox else {
+        return String::new();
+    };
+    let report = Report::of(sandbox, sandbox::kernel());
+    if report.missing.is_empty() {
+        ", sandboxed".into()
+    } else {
+        format!(", sandboxed without: {}", report.missing.join(", "))
     }
 }
 

@@ -48,7 +48,11 @@ impl Serving<'_> {
         let Ok(mut message) = serde_json::from_slice::<Value>(&answer.message) else {
             return answer;
         };
-        let Some(result) = message.get_mut("result") else {
+        // Not a tool result: the task a task-augmented call created (its result is read
+        // later, with `tasks/result`, and not looked at).
+        let Some(result) = (message.get_mut("result"))
+            .filter(|result| result.get("content").is_some_and(Value::is_array))
+        else {
             return answer;
         };
         let mut changed = false;

@@ -1,9 +1,7 @@
 //! Policy hooks (`[[guardrail]] hook`): an HTTP service asked about a tool call before it is
-//! sent and, where the guardrail says so, about its result: allow, deny (with a reason) or
-//! rewrite (the arguments, or the result). The question names the caller, the upstream and
-//! the tool; no credential of the caller's or of an upstream's is ever in it. A hook that does
-//! not answer in time, answers other than 2xx, or answers what cannot be read has failed, and
-//! its guardrail's `failure` decides what then happens to the call.
+//! sent, and about its result, which allows, denies or rewrites it. A question names the
+//! caller, the upstream and the tool, never a credential; a hook that gives no readable answer
+//! in time has failed, and its guardrail's `failure` decides what happens to the call.
 
 use std::{fmt, time::Duration};
 

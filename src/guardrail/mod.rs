@@ -1,10 +1,7 @@
-//! Guardrails (`[[guardrail]]`): secrets and personal data looked for in tool results or
-//! call arguments, and what is done when some is found — `redact` (each finding replaced by
-//! `[REDACTED:KIND]`, the rest kept), `block` (the result withheld, or the call refused: the
-//! tool's failure says what kinds were found, never a value), or `flag` (passed on as it is,
-//! counted and audited); or a policy service asked about each call (`hook`). The text of a
-//! result's content, its structured content and its embedded resources are all screened; a
-//! result's `_meta`, URIs, MIME types and binary blobs are not. The detectors are in `detect`.
+//! Guardrails (`[[guardrail]]`): secrets and personal data looked for in tool results or call
+//! arguments (`detect`), and what is done when some is found — `redact`, `block` (never
+//! showing a value) or `flag`; or a policy service asked about each call (`hook`). A result's
+//! `_meta`, URIs, MIME types and binary blobs are not screened; every argument is.
 
 mod detect;
 pub mod hook;

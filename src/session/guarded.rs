@@ -1,10 +1,7 @@
-//! The guardrails of a tool call's answer (`[[guardrail]]` that screen `results`, and policy
-//! hooks asked `after`): its result screened by each rule that covers the tool, in
-//! `guardrail::order` — blocking rules first (they see the result as the upstream gave it),
-//! then flagging, then redacting ones, then the hooks (which see what the detectors left).
-//! Every decision, here and before the call (`screened`), is audited (`guardrail`: the rule's
-//! name, the phase, what it did, and the kinds and counts found or the hook's reason, never a
-//! value, an argument or a header) and counted. Calls no rule covers are not looked at.
+//! The guardrails of a tool call's result (detectors screening `results`, policy hooks asked
+//! `after`), in `guardrail::order`; and how every guardrail decision, here and in `screened`,
+//! is audited (`guardrail`: kinds and counts found, or a hook's decision and reason; never a
+//! value, an argument or a header), counted and logged. Calls no rule covers are not looked at.
 
 use bytes::Bytes;
 use serde_json::Value;

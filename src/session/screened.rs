@@ -1,10 +1,7 @@
-//! The guardrails of a tool call before it is sent: its arguments screened by each rule that
-//! covers the tool and screens `arguments`, then its policy hooks asked (`before`), in
-//! `guardrail::order` (the hooks last, seeing what the detectors left). A refused call is
-//! answered with the tool's failure naming the guardrail, never a value found; a call whose
-//! arguments changed goes on as a request of its own, with them, so that whatever follows
-//! (the schema check, approval, the cache, the raw or typed path, the audit) sees what is sent.
-//! Calls no rule covers are not looked at.
+//! The guardrails of a tool call before it is sent: its arguments screened, then its policy
+//! hooks asked, in `guardrail::order`. A refused call gets the tool's failure naming the
+//! guardrail; a call whose arguments changed goes on as a request of its own, so that all that
+//! follows (schema check, approval, cache, raw or typed path, audit) sees what is sent.
 
 use std::{sync::Arc, time::Instant};
 

@@ -247,7 +247,8 @@ type Asked = Arc<Mutex<Vec<(http::HeaderMap, Value)>>>;
 
 /// A policy hook on 127.0.0.1: `/check` decides by what the call's `text` argument, or its
 /// result's text, holds (`deny`, `rewrite`, `break` for arguments the tool's schema refuses;
-/// `hide`, `swap` in results), and allows the rest; `/slow` answers after 5 s.
+/// `hide`, `swap` in results), and allows the rest; `/slow` answers after 5 s, `/error` with
+/// HTTP 500, `/huge` with 2 MiB.
 struct PolicyHook {
     addr: SocketAddr,
     asked: Asked,
@@ -263,6 +264,17 @@ impl PolicyHook {
                 post(|| async {
                     tokio::time::sleep(Duration::from_secs(5)).await;
                     Json(json!({"decision": "allow"}))
+                }),
+            )
+            .route(
+                "/error",
+                post(|| async { (http::StatusCode::INTERNAL_SERVER_ERROR, "down") }),
+            )
+            .route(
+                "/huge",
+                post(|| async {
+                    let reason = "x".repeat(2 * 1024 * 1024);
+                    Json(json!({"decision": "deny", "reason": reason}))
                 }),
             )
             .with_state(asked.clone());
@@ -448,6 +460,7 @@ hook = {{ url = "{}", after = true, headers = {{ Authorization = "Bearer hook-to
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hook_that_fails_refuses_the_call_when_closed_and_lets_it_through_when_open() {
+    // Fails: too slow, unreachable, HTTP 500, an answer over 1 MiB.
     let hook = PolicyHook::start().await;
     let closed_port = crate::harness::closed_port().await;
     let state = tempfile::tempdir().unwrap();
@@ -471,11 +484,24 @@ hook = {{ url = "{slow}", timeout_seconds = 0.3, failure = "open" }}
 name = "gone"
 tools = ["demo:text_stats"]
 hook.url = "http://127.0.0.1:{closed_port}/check?key=url-secret"
+
+[[guardrail]]
+name = "erring"
+tools = ["demo:now"]
+hook.url = "{error}"
+
+[[guardrail]]
+name = "too-much"
+upstreams = ["other"]
+hook = {{ url = "{huge}", before = false, after = true }}
 "#,
             log.display().to_string(),
             slow = hook.url("/slow"),
+            error = hook.url("/error"),
+            huge = hook.url("/huge"),
         ))
         .http("demo", &crate::bench::demo_http().await)
+        .http("other", &crate::bench::demo_http().await)
         .start()
         .await;
     let client = gw.client().await;
@@ -507,7 +533,19 @@ hook.url = "http://127.0.0.1:{closed_port}/check?key=url-secret"
     );
     assert!(!said.contains("url-secret"), "{said}");
 
-    let records = guardrail_records(&log, 3).await;
+    let now = call(&client, "demo__now", json!({})).await.unwrap();
+    assert!(
+        now.is_error == Some(true) && text(&now).contains("answered HTTP 500"),
+        "{now:?}"
+    );
+    // Asked after the call only: the result is withheld.
+    let (said, failed) = echo(&client, "other__echo", "hello").await;
+    assert!(
+        failed && said.contains("withheld") && said.contains("larger than"),
+        "{said}"
+    );
+
+    let records = guardrail_records(&log, 5).await;
     let outcome = |name: &str| {
         (records.iter())
             .find(|r| {
@@ -521,6 +559,8 @@ hook.url = "http://127.0.0.1:{closed_port}/check?key=url-secret"
     assert_eq!(outcome("slow-closed").as_deref(), Some("failed_closed"));
     assert_eq!(outcome("slow-open").as_deref(), Some("failed_open"));
     assert_eq!(outcome("gone").as_deref(), Some("failed_closed"));
+    assert_eq!(outcome("erring").as_deref(), Some("failed_closed"));
+    assert_eq!(outcome("too-much").as_deref(), Some("failed_closed"));
     assert!(!format!("{records:?}").contains("url-secret"));
     let metrics = gw.metrics_text().await;
     assert_eq!(

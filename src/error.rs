@@ -209,6 +209,15 @@ pub enum GatewayError {
     /// it: answered, too, as the tool's own failure, which a model reads.
     #[error("the call of tool `{tool}` was not run: it needs approval, and {reason}")]
     NotApproved { tool: String, reason: String },
+    /// A tool call a guardrail (`[[guardrail]]`) kept from its upstream: its arguments hold
+    /// what the guardrail blocks, its policy hook denied it, or the hook could not be asked and
+    /// the guardrail fails closed. Answered, too, as the tool's own failure.
+    #[error("the call of tool `{tool}` was not run: guardrail `{guardrail}` refused it: {reason}")]
+    Refused {
+        tool: String,
+        guardrail: String,
+        reason: String,
+    },
     #[error("upstream `{upstream}` is unavailable: {reason}")]
     Unavailable {
         upstream: UpstreamName,
@@ -277,6 +286,7 @@ impl GatewayError {
             | Self::InvalidParams(_)
             | Self::InvalidArguments { .. }
             | Self::NotApproved { .. }
+            | Self::Refused { .. }
             | Self::Cancelled => Side::Downstream,
             Self::Unavailable { .. }
             | Self::UpstreamFailed { .. }
@@ -304,7 +314,9 @@ impl GatewayError {
             Self::InvalidParams(_) | Self::InvalidArguments { .. } => {
                 ErrorData::invalid_params(message, None)
             }
-            Self::NotApproved { .. } => ErrorData::invalid_request(message, None),
+            Self::NotApproved { .. } | Self::Refused { .. } => {
+                ErrorData::invalid_request(message, None)
+            }
             Self::Cancelled => ErrorData::invalid_request(message, None),
             Self::UpstreamRpc { error, .. } => error,
             Self::Unavailable { upstream, .. } | Self::UpstreamFailed { upstream, .. } => {
@@ -347,9 +359,11 @@ impl GatewayError {
     }
 
     /// The answer to request `id` (JSON text) of a client of `era`: a JSON-RPC error, or, for
-    /// arguments not passed on and calls not approved, the tool's failed result.
+    /// arguments not passed on and calls not approved or refused, the tool's failed result.
     pub fn answer(self, id: &str, era: Era) -> wire::Answer {
-        if let Self::InvalidArguments { .. } | Self::NotApproved { .. } = &self {
+        if let Self::InvalidArguments { .. } | Self::NotApproved { .. } | Self::Refused { .. } =
+            &self
+        {
             let result = serde_json::json!({
                 "content": [{"type": "text", "text": self.to_string()}],
                 "isError": true,

@@ -22,7 +22,7 @@
 //! | `audit`, `error`, `store` | the hash-chained audit log; errors by side (in words, repeats counted); what outlives the process and what replicas share (which sessions are alive, their stream events, upstream sessions and subscriptions, in the embedded file or in Redis; private files) |
 //! | `telemetry`  | OpenTelemetry traces: whether a request is traced, its spans, the trace context taken from the client and passed to upstreams |
 //! | `config`, `events`, `hook`, `metrics`, `protocol`, `wire` | configuration (parse → validate → runtime types), what operators are told as it happens, the per-request header hook, Prometheus metrics, protocol facts, JSON-RPC, SSE and media types on the wire |
-//! | `guardrail`  | guardrails: secrets and personal data found in tool results, and what is done about them |
+//! | `guardrail`  | guardrails: secrets and personal data found in tool results or call arguments, and what is done about them; the policy hooks asked about calls (HTTP) |
 //! | `policy`     | who may see what: rules, virtual endpoints, name patterns |
 //! | `clock`, `expiring`, `meaning`, `names`, `principal`, `text` | Unix time, entries that expire, the sentence encoder of tool search and the vectors it made, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
 //!
@@ -49,10 +49,13 @@
 //! 2. `session::serve` starts the request's work, which runs inside the reply's body (a
 //!    client that goes away takes it along), in phases: classify the method; route a routed
 //!    request to its target (`router::Target`: the route in the caller's view, the upstream
-//!    found serving), once for both eras; admit it (the audit log keeping up, `[[quota]]`);
+//!    found serving), once for both eras; let the guardrails see a tool call (arguments
+//!    screened, policy hooks asked; new arguments make a request of their own); admit it (the
+//!    audit log keeping up, approval, `[[quota]]`);
 //!    dispatch it on the raw or the typed path, chosen once (`tools/call` to a
 //!    streamable-HTTP upstream takes the raw one), through the cache where a rule says so;
-//!    finish the answer (linked resources inlined, the audit record).
+//!    finish the answer (linked resources inlined, the guardrails of the result, the audit
+//!    record).
 //! 3. `router::raw`: the upstream's limit (if any) admits it and its connection is found (the
 //!    session's own, opened on first use, or the shared one).
 //! 4. The upstream request is written from the client's bytes: the name restored, the id

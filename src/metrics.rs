@@ -169,6 +169,8 @@ pub struct Metrics {
     pub audit_head: IntGauge,
     /// Calls checked against a quota or a per-principal limit, by its name and outcome.
     pub quota: IntCounterVec,
+    /// What guardrails did, by guardrail, phase and outcome (`guardrail_decided`).
+    guardrail: IntCounterVec,
     pub sessions_active: IntGauge,
     pub sessions_opened: IntCounter,
     pub streams_open: IntGauge,
@@ -300,6 +302,16 @@ impl Metrics {
                 ),
                 &["quota", "outcome"],
             )?,
+            guardrail: IntCounterVec::new(
+                Opts::new(
+                    "switchyard_guardrail_decisions_total",
+                    "What guardrails did, by guardrail (its configured name), phase (call: \
+                     before it is sent; result: before the client has it) and outcome \
+                     (detectors: redacted, blocked, flagged, counted when they found something; \
+                     policy hooks: allowed, denied, rewritten, failed_open, failed_closed)",
+                ),
+                &["guardrail", "phase", "outcome"],
+            )?,
             reloads: IntCounterVec::new(
                 Opts::new(
                     "switchyard_config_reloads_total",
@@ -344,6 +356,7 @@ impl Metrics {
         registry.register(Box::new(metrics.audit.clone()))?;
         registry.register(Box::new(metrics.audit_head.clone()))?;
         registry.register(Box::new(metrics.quota.clone()))?;
+        registry.register(Box::new(metrics.guardrail.clone()))?;
         registry.register(Box::new(metrics.sessions_active.clone()))?;
         registry.register(Box::new(metrics.sessions_opened.clone()))?;
         registry.register(Box::new(metrics.streams_open.clone()))?;
@@ -359,6 +372,14 @@ impl Metrics {
         }
         metrics.last_reload.set(unix_now());
         Ok(metrics)
+    }
+
+    /// Counts what guardrail `name` did in `phase` (`call`, `result`): `outcome`. The labels
+    /// come from the configuration and fixed sets only.
+    pub fn guardrail_decided(&self, name: &str, phase: &str, outcome: &str) {
+        self.guardrail
+            .with_label_values(&[name, phase, outcome])
+            .inc();
     }
 
     /// Counts a downstream request from now until the returned guard records its outcome.

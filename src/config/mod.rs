@@ -99,7 +99,8 @@ pub struct Config {
     pub audit: AuditSettings,
     /// `[[quota]]`: how much of the upstreams principals may use, in file order.
     pub quotas: Vec<QuotaRule>,
-    /// `[[guardrail]]`: what tool results are screened for, in file order.
+    /// `[[guardrail]]`: what tool calls and results are screened for, and the policy hooks
+    /// asked about them, in file order.
     pub guardrails: Vec<crate::guardrail::Guardrail>,
     /// `[telemetry]`: OpenTelemetry traces (applied at start).
     pub telemetry: TelemetrySettings,
@@ -151,6 +152,18 @@ impl Config {
                      it is, so the calls that {approving} make wait for approval are not held \
                      there; deny such users those upstreams there, or serve them through the \
                      MCP endpoint only"
+                ));
+            }
+            let guardrails: Vec<&str> = (self.guardrails.iter())
+                .map(|rule| rule.name.as_str())
+                .collect();
+            if !guardrails.is_empty() {
+                warnings.push(format!(
+                    "server.passthrough_listen: the pass-through routes proxy each upstream as \
+                     it is, so the guardrails {} (their detectors and policy hooks) do not look \
+                     at the calls made there; serve the users they must apply to through the \
+                     MCP endpoint only",
+                    guardrails.join(", ")
                 ));
             }
         }

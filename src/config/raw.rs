@@ -52,7 +52,8 @@ pub struct RawConfig {
     /// How much of the upstreams principals may use: a rate, a daily or monthly count, calls
     /// at once.
     pub quota: Option<Vec<super::quota::RawQuota>>,
-    /// Secrets and personal data looked for in tool results: redacted, blocked or flagged.
+    /// Secrets and personal data looked for in tool results or call arguments (redacted,
+    /// blocked or flagged), or a policy hook asked about each call.
     pub guardrail: Option<Vec<super::guardrail::RawGuardrail>>,
 }
 

@@ -35,6 +35,7 @@ use crate::{
     config::Config,
     error::GatewayError,
     events::Events,
+    guardrail::hook::HookClient,
     metrics::Metrics,
     names::UpstreamName,
     oauth::{Link, OAuth},
@@ -117,6 +118,8 @@ pub struct Gateway {
     /// The audit log (`[audit]`; fixed until a restart).
     audit: Arc<Audit>,
     approvals: Arc<Approvals>,
+    /// The HTTP client the guardrails' policy hooks are asked through.
+    hooks: HookClient,
     /// The counters of `[[quota]]` and the per-principal `[limits]`.
     quotas: Arc<Quotas>,
     shutdown: CancellationToken,
@@ -197,6 +200,7 @@ impl Gateway {
             cache,
             audit,
             approvals,
+            hooks: HookClient::new(),
             quotas,
             shutdown: CancellationToken::new(),
         });
@@ -386,6 +390,10 @@ impl Gateway {
     /// The calls waiting for an operator's approval.
     pub fn approvals(&self) -> &Arc<Approvals> {
         &self.approvals
+    }
+
+    pub fn hooks(&self) -> &HookClient {
+        &self.hooks
     }
 
     /// Every live resource subscription.

@@ -1,11 +1,10 @@
-//! Guardrails (`[[guardrail]]`): secrets and personal data looked for in tool results, and
-//! what is done when some is found — `redact` (each finding replaced by `[REDACTED:KIND]`, the
-//! rest kept), `block` (the result withheld: the tool's failure says what kinds were found,
-//! never a value), or `flag` (passed on as it is, counted and audited). The text of a result's
-//! content, its structured content and its embedded resources are all screened; a result's
-//! `_meta`, URIs, MIME types and binary blobs are not. The detectors are in `detect`.
+//! Guardrails (`[[guardrail]]`): secrets and personal data looked for in tool results or call
+//! arguments (`detect`), and what is done when some is found — `redact`, `block` (never
+//! showing a value) or `flag`; or a policy service asked about each call (`hook`). A result's
+//! `_meta`, URIs, MIME types and binary blobs are not screened; every argument is.
 
 mod detect;
+pub mod hook;
 
 use std::{collections::BTreeMap, fmt::Write, ops::Range};
 
@@ -20,10 +19,49 @@ use crate::policy::Calls;
 pub struct Guardrail {
     /// For the audit log: its `name`, or `guardrail[N]`.
     pub name: String,
-    /// The calls whose results it screens.
+    /// The calls it looks at.
     pub calls: Calls,
-    pub detectors: Vec<Detector>,
-    pub action: Action,
+    pub check: Check,
+}
+
+/// How a guardrail looks at a call: one or the other.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    /// Its detectors, on the arguments, the result or both.
+    Detect {
+        detectors: Vec<Detector>,
+        action: Action,
+        screen: Screen,
+    },
+    /// A policy service, asked before the call, after it, or both.
+    Hook(hook::Hook),
+}
+
+/// What detectors screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Screen {
+    /// A call's arguments, before it is sent.
+    pub arguments: bool,
+    /// A call's result, before the client has it.
+    pub results: bool,
+}
+
+impl Guardrail {
+    /// Whether it looks at calls before they are sent.
+    pub fn on_calls(&self) -> bool {
+        match &self.check {
+            Check::Detect { screen, .. } => screen.arguments,
+            Check::Hook(hook) => hook.before,
+        }
+    }
+
+    /// Whether it looks at results before the client has them.
+    pub fn on_results(&self) -> bool {
+        match &self.check {
+            Check::Detect { screen, .. } => screen.results,
+            Check::Hook(hook) => hook.after,
+        }
+    }
 }
 
 /// What a guardrail does with a result in which it found something.
@@ -67,6 +105,20 @@ impl Findings {
     }
 }
 
+/// The order in which a guardrail acts, among those that cover a call: blocking detectors
+/// first (they see what the client or upstream sent), then flagging and redacting ones; the
+/// policy hooks last, seeing what the detectors left (in file order: the sort is stable).
+pub fn order(rule: &Guardrail) -> u8 {
+    match &rule.check {
+        Check::Detect { action, .. } => match action {
+            Action::Block => 0,
+            Action::Flag => 1,
+            Action::Redact => 2,
+        },
+        Check::Hook(_) => 3,
+    }
+}
+
 /// Keys whose values are never screened: protocol fields, and binary blobs.
 const UNSCREENED: [&str; 6] = ["type", "mimeType", "uri", "blob", "_meta", "annotations"];
 
@@ -74,11 +126,21 @@ const UNSCREENED: [&str; 6] = ["type", "mimeType", "uri", "blob", "_meta", "anno
 /// in place. What was found.
 pub fn screen(result: &mut Value, detectors: &[Detector], redact: bool) -> Findings {
     let mut findings = Findings::default();
-    walk(result, detectors, redact, &mut findings);
+    walk(result, detectors, (redact, &UNSCREENED), &mut findings);
     findings
 }
 
-fn walk(value: &mut Value, detectors: &[Detector], redact: bool, findings: &mut Findings) {
+/// Screens `arguments` (a tool call's) as `screen` does a result, every key's value included
+/// (an argument named `type` or `uri` is the tool's, not the protocol's).
+pub fn screen_arguments(arguments: &mut Value, detectors: &[Detector], redact: bool) -> Findings {
+    let mut findings = Findings::default();
+    walk(arguments, detectors, (redact, &[]), &mut findings);
+    findings
+}
+
+/// `how`: whether to redact, and the keys whose values are left alone.
+fn walk(value: &mut Value, detectors: &[Detector], how: (bool, &[&str]), findings: &mut Findings) {
+    let (redact, skipped) = how;
     match value {
         Value::String(text) => {
             if let Some(redacted) = scan(text, detectors, findings)
@@ -89,13 +151,13 @@ fn walk(value: &mut Value, detectors: &[Detector], redact: bool, findings: &mut 
         }
         Value::Array(items) => {
             for item in items {
-                walk(item, detectors, redact, findings);
+                walk(item, detectors, how, findings);
             }
         }
         Value::Object(fields) => {
             for (key, field) in fields.iter_mut() {
-                if !UNSCREENED.contains(&key.as_str()) {
-                    walk(field, detectors, redact, findings);
+                if !skipped.contains(&key.as_str()) {
+                    walk(field, detectors, how, findings);
                 }
             }
         }
@@ -136,10 +198,15 @@ fn scan(text: &str, detectors: &[Detector], findings: &mut Findings) -> Option<S
 
 /// The tool result that stands for one `guardrail` withheld.
 pub fn withheld(guardrail: &str, findings: &Findings) -> Value {
-    let text = format!(
-        "Switchyard withheld this result: it holds {} (guardrail `{guardrail}`).",
+    withheld_because(&format!(
+        "it holds {} (guardrail `{guardrail}`)",
         findings.summary()
-    );
+    ))
+}
+
+/// The tool result that stands for one withheld, saying `why`.
+pub fn withheld_because(why: &str) -> Value {
+    let text = format!("Switchyard withheld this result: {why}.");
     let mut result = Map::new();
     result.insert("content".into(), json!([{"type": "text", "text": text}]));
     result.insert("isError".into(), Value::Bool(true));
@@ -207,5 +274,16 @@ mod tests {
         );
         assert!(!shown.contains("AKIA"), "{shown}");
         assert_eq!(withheld["isError"], true);
+    }
+
+    #[test]
+    fn arguments_are_screened_under_every_key() {
+        let mut arguments = json!({"type": "ada@example.org", "to": ["bob@example.org"], "n": 3});
+        let findings = screen_arguments(&mut arguments, &ALL, true);
+        assert_eq!(findings.summary(), "email ×2");
+        assert_eq!(
+            arguments,
+            json!({"type": "[REDACTED:email]", "to": ["[REDACTED:email]"], "n": 3})
+        );
     }
 }

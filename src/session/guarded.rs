@@ -1,83 +1,196 @@
-//! The guardrails of a tool call's answer (`[[guardrail]]`): its result screened by each rule
-//! that covers the tool, blocking rules first (they see the result as the upstream gave it),
-//! then flagging, then redacting ones. Each rule that found something is audited
-//! (`guardrail`: its name, what it did, and the kinds and counts found, never a value). Calls
-//! no rule covers are not looked at.
+//! The guardrails of a tool call's result (detectors screening `results`, policy hooks asked
+//! `after`), in `guardrail::order`; and how every guardrail decision, here and in `screened`,
+//! is audited (`guardrail`: kinds and counts found, or a hook's decision and reason; never a
+//! value, an argument or a header), counted and logged. Calls no rule covers are not looked at.
 
 use bytes::Bytes;
 use serde_json::Value;
 
 use super::serve::Serving;
 use crate::{
-    guardrail::{Action, Findings, Guardrail, screen, withheld},
+    guardrail::{
+        Action, Check, Guardrail,
+        hook::{Failure, Hook, Phase, Question, Verdict},
+        order, screen, withheld, withheld_because,
+    },
     wire::{Answer, Outcome},
 };
 
+/// What asking a policy hook came to.
+pub(super) enum Asked {
+    /// Allowed, or the hook failed and its guardrail fails open.
+    Go,
+    /// Go on with this instead (the arguments, or the result).
+    Rewrite(Value),
+    /// Refused, saying why.
+    Refuse(String),
+}
+
 impl Serving<'_> {
-    /// Whether some guardrail screens results at all (no call is looked at otherwise).
+    /// Whether some guardrail is configured at all (no call is looked at otherwise).
     pub(super) fn guards(&self) -> bool {
         !self.request.live.config.guardrails.is_empty()
     }
 
     /// `answer`, the result of tool `tool` of `upstream`, as the guardrails covering it leave
     /// it.
-    pub(super) fn guarded(&self, upstream: &str, tool: &str, answer: Answer) -> Answer {
+    pub(super) async fn guarded(&self, upstream: &str, tool: &str, answer: Answer) -> Answer {
         let mut rules: Vec<&Guardrail> = (self.request.live.config.guardrails.iter())
-            .filter(|rule| rule.calls.covers(upstream, tool))
+            .filter(|rule| rule.on_results() && rule.calls.covers(upstream, tool))
             .collect();
         if rules.is_empty() || !matches!(answer.outcome, Outcome::Result | Outcome::ToolError) {
             return answer;
         }
-        rules.sort_by_key(|rule| match rule.action {
-            Action::Block => 0,
-            Action::Flag => 1,
-            Action::Redact => 2,
-        });
+        rules.sort_by_key(|rule| order(rule));
         let Ok(mut message) = serde_json::from_slice::<Value>(&answer.message) else {
             return answer;
         };
-        let Some(result) = message.get_mut("result") else {
+        // Not a tool result: the task a task-augmented call created (its result is read
+        // later, with `tasks/result`, and not looked at).
+        let Some(result) = (message.get_mut("result"))
+            .filter(|result| result.get("content").is_some_and(Value::is_array))
+        else {
             return answer;
         };
-        let mut redacted = false;
+        let mut changed = false;
+        // Read only if a hook asks.
+        let mut arguments = None;
         for rule in rules {
-            let findings = screen(result, &rule.detectors, rule.action == Action::Redact);
-            if findings.is_empty() {
-                continue;
-            }
-            self.audit_finding(rule, upstream, tool, &findings);
-            match rule.action {
-                Action::Block => {
-                    *result = withheld(&rule.name, &findings);
+            let by = (rule, (upstream, tool));
+            match self.guard_result_by(by, result, &mut arguments).await {
+                Ok(rewrote) => changed |= rewrote,
+                Err(held) => {
+                    *result = held;
                     return Answer {
                         message: Bytes::from(message.to_string()),
                         outcome: Outcome::ToolError,
                     };
                 }
-                Action::Flag => {}
-                Action::Redact => redacted = true,
             }
         }
-        if !redacted {
+        if !changed {
             return answer;
         }
-        Answer {
-            message: Bytes::from(message.to_string()),
-            outcome: answer.outcome,
+        // A rewritten result may say, or stop saying, that the tool failed.
+        Answer::tool_result(Bytes::from(message.to_string()))
+    }
+
+    /// What `rule` makes of `result` (changed in place), that of a call of `tool` of
+    /// `upstream` with `arguments` (read on first use): whether it changed it, or the result
+    /// that stands for it withheld.
+    async fn guard_result_by(
+        &self,
+        (rule, (upstream, tool)): (&Guardrail, (&str, &str)),
+        result: &mut Value,
+        arguments: &mut Option<Value>,
+    ) -> Result<bool, Value> {
+        match &rule.check {
+            Check::Detect {
+                detectors, action, ..
+            } => {
+                let findings = screen(result, detectors, *action == Action::Redact);
+                if findings.is_empty() {
+                    return Ok(false);
+                }
+                let detail = format!("guardrail {}: {}", rule.name, findings.summary());
+                self.decided(
+                    rule,
+                    Phase::Result,
+                    (upstream, tool),
+                    action.done(),
+                    &detail,
+                );
+                match action {
+                    Action::Block => Err(withheld(&rule.name, &findings)),
+                    Action::Flag => Ok(false),
+                    Action::Redact => Ok(true),
+                }
+            }
+            Check::Hook(hook) => {
+                let question = Question {
+                    user: self.request.caller.principal.as_str(),
+                    upstream,
+                    tool,
+                    arguments: arguments.get_or_insert_with(|| self.arguments()),
+                    result: Some(result),
+                };
+                match self.ask_hook(rule, hook, question).await {
+                    Asked::Go => Ok(false),
+                    Asked::Rewrite(rewritten) => {
+                        *result = rewritten;
+                        Ok(true)
+                    }
+                    Asked::Refuse(reason) => Err(withheld_because(&format!(
+                        "guardrail `{}` refused it: {reason}",
+                        rule.name
+                    ))),
+                }
+            }
         }
     }
 
-    fn audit_finding(&self, rule: &Guardrail, upstream: &str, tool: &str, findings: &Findings) {
-        let detail = format!("guardrail {}: {}", rule.name, findings.summary());
-        tracing::info!(guardrail = %rule.name, upstream, tool, found = %findings.summary(), action = rule.action.done(), "a guardrail found something in a tool result");
+    /// Asks `hook` (of `rule`) `question`, and records its decision, or its failure and what
+    /// was done then.
+    pub(super) async fn ask_hook(
+        &self,
+        rule: &Guardrail,
+        hook: &Hook,
+        question: Question<'_>,
+    ) -> Asked {
+        let phase = match question.result {
+            Some(_) => Phase::Result,
+            None => Phase::Call,
+        };
+        let (outcome, said, asked) = match self.gateway.hooks().ask(hook, &question).await {
+            Ok(Verdict::Allow) => ("allowed", None, Asked::Go),
+            Ok(Verdict::Deny(reason)) => (
+                "denied",
+                Some(reason.clone()),
+                Asked::Refuse(format!("its policy hook denied it: {reason}")),
+            ),
+            Ok(Verdict::Rewrite(rewritten)) => ("rewritten", None, Asked::Rewrite(rewritten)),
+            Err(failure) => {
+                // The hook's own trouble, whichever side is taken: operators should hear of it.
+                tracing::warn!(guardrail = %rule.name, phase = phase.name(), %failure, failure_mode = ?hook.failure, "a policy hook failed");
+                match hook.failure {
+                    Failure::Open => ("failed_open", Some(failure.to_string()), Asked::Go),
+                    Failure::Closed => (
+                        "failed_closed",
+                        Some(failure.to_string()),
+                        Asked::Refuse(format!("its policy hook could not be asked: {failure}")),
+                    ),
+                }
+            }
+        };
+        let detail = match said {
+            Some(said) => format!("guardrail {}, {} hook: {said}", rule.name, phase.name()),
+            None => format!("guardrail {}, {} hook", rule.name, phase.name()),
+        };
+        let (upstream, tool) = (question.upstream, question.tool);
+        self.decided(rule, phase, (upstream, tool), outcome, &detail);
+        asked
+    }
+
+    /// Records what `rule` did in `phase` to a call of `tool` of `upstream`: `outcome`, and
+    /// `detail` (which names no value); audited, counted and logged.
+    pub(super) fn decided(
+        &self,
+        rule: &Guardrail,
+        phase: Phase,
+        (upstream, tool): (&str, &str),
+        outcome: &str,
+        detail: &str,
+    ) {
+        tracing::info!(guardrail = %rule.name, upstream, tool, phase = phase.name(), outcome, detail, "a guardrail acted on a tool call");
+        (self.gateway.metrics()).guardrail_decided(&rule.name, phase.name(), outcome);
         self.gateway.audit().record(&crate::audit::Record {
             kind: "guardrail",
             principal: self.request.caller.principal.as_str(),
             endpoint: self.request.caller.endpoint.as_virtual(),
             upstream: Some(upstream),
             item: Some(tool),
-            outcome: rule.action.done(),
-            detail: Some(&detail),
+            outcome,
+            detail: Some(detail),
             ..Default::default()
         });
     }

@@ -21,6 +21,7 @@ mod listen;
 mod modern;
 mod notify;
 mod parked;
+mod screened;
 mod search;
 mod serve;
 mod subscribed;

@@ -3,8 +3,9 @@
 //! four lists are served from the catalog's prepared pages. Everything else goes through rmcp's
 //! typed server machinery (`typed`), which keeps the protocol rules of the less frequent
 //! methods in one well-tested place. A request is served in phases, one short function each:
-//! classify, route, admit, dispatch, finish (`Serving::answer`); the approval a call may wait
-//! for in `admit` is `approve`'s, the guardrails of its result after `finish` `guarded`'s.
+//! classify, route, admit, dispatch, finish (`Serving::answer`); the guardrails of a tool call
+//! before `admit` are `screened`'s, the approval it may wait for in `admit` is `approve`'s, the
+//! guardrails of its result after `finish` `guarded`'s.
 //!
 //! The answer is the work's output; what is sent to the client before it (progress, log
 //! messages, requests) goes through the request's outlet, which the front streams.
@@ -174,7 +175,8 @@ pub(super) struct Serving<'a> {
 
 impl Serving<'_> {
     /// The answer, phase by phase (each either hands on or answers): `classify` the method,
-    /// `route` a routed request to its target, `admit` it (the audit log keeping up, the
+    /// `route` a routed request to its target, let the guardrails see a tool call
+    /// (`screened`'s `guarded_call`), `admit` it (the audit log keeping up, the approval it may want, the
     /// quotas it spends), `dispatch` it on the raw path or the typed one (through the cache
     /// where a rule keeps its answers), and `finish` the answer (linked resources inlined, the
     /// audit record). Lists, tasks and the gateway's own tools are answered on the way.
@@ -215,8 +217,25 @@ impl Serving<'_> {
                 return answer;
             }
         };
+        if kind == Routed::Tool && self.guards() {
+            // Boxed: only calls a guardrail may look at take this path, which may wait on a
+            // policy hook.
+            return Box::pin(self.guarded_call(&call, target, subject, started)).await;
+        }
+        self.routed(&call, (target, kind), subject, started).await
+    }
+
+    /// A routed request on its way once its target is found: `admit` it, `dispatch` it,
+    /// `finish` the answer, let the guardrails see a tool's result, and audit it.
+    pub(super) async fn routed<S: ConnectionSource>(
+        &self,
+        call: &Call<'_, S>,
+        (target, kind): (Target, Routed),
+        subject: Option<audited::Subject>,
+        started: Instant,
+    ) -> Answer {
         if let Err(answer) = self
-            .admit(&call, &target, kind, (subject.as_ref(), started))
+            .admit(call, &target, kind, (subject.as_ref(), started))
             .await
         {
             return answer;
@@ -224,10 +243,11 @@ impl Serving<'_> {
         let upstream = target.upstream.clone();
         // The tool's own name, for the guardrails, where there are some.
         let guarded = (kind == Routed::Tool && self.guards()).then(|| target.original.clone());
-        let answer = self.dispatch(&call, target).await;
-        let answer = self.finish(&call, &upstream, kind, answer).await;
+        let answer = self.dispatch(call, target).await;
+        let answer = self.finish(call, &upstream, kind, answer).await;
         let answer = match guarded {
-            Some(tool) => self.guarded(upstream.name().as_str(), &tool, answer),
+            // Boxed: a policy hook asked about the result waits on the network.
+            Some(tool) => Box::pin(self.guarded(upstream.name().as_str(), &tool, answer)).await,
             None => answer,
         };
         self.audit(subject.as_ref(), &answer, started);
@@ -426,7 +446,12 @@ impl Serving<'_> {
     }
 
     /// The audit record of a routed request, when the audit is on (`subject` then).
-    fn audit(&self, subject: Option<&audited::Subject>, answer: &Answer, started: Instant) {
+    pub(super) fn audit(
+        &self,
+        subject: Option<&audited::Subject>,
+        answer: &Answer,
+        started: Instant,
+    ) {
         if let Some(subject) = subject {
             let audit = self.gateway.audit();
             audited::record(

@@ -2,6 +2,7 @@
 
 mod access;
 mod auth;
+mod guardrail;
 mod items;
 mod keys;
 mod mcp_json;

@@ -86,8 +86,9 @@ pub struct Question<'a> {
     /// The calling principal.
     pub user: &'a str,
     pub upstream: &'a str,
-    /// The tool, as its upstream names it.
-    pub tool: &'a str,
+    /// The tool, as its upstream names it; `None` for a task's result read later (which call
+    /// made the task is not known then).
+    pub tool: Option<&'a str>,
     /// The arguments, as they are sent (or were, for a result).
     pub arguments: &'a Value,
     /// The tool result, for `Phase::Result`.
@@ -327,7 +328,7 @@ mod tests {
         let mut question = Question {
             user: "alice",
             upstream: "files",
-            tool: "read",
+            tool: Some("read"),
             arguments: &arguments,
             result: None,
         };
@@ -338,6 +339,9 @@ mod tests {
         question.result = Some(&result);
         assert_eq!(question.body()["phase"], "result");
         assert_eq!(question.body()["result"], result);
+        // A task's result, read later: which call made it is not known.
+        question.tool = None;
+        assert_eq!(question.body()["tool"], Value::Null);
     }
 
     #[test]

@@ -75,6 +75,11 @@ impl ItemPattern {
     pub fn is_match(&self, upstream: &str, item: &str) -> bool {
         self.upstream.is_match(upstream) && self.item.is_match(item)
     }
+
+    /// Whether some item of `upstream` may match.
+    pub fn upstream_matches(&self, upstream: &str) -> bool {
+        self.upstream.is_match(upstream)
+    }
 }
 
 #[cfg(test)]

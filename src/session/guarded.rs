@@ -1,5 +1,5 @@
 //! The guardrails of a tool call's result (detectors screening `results`, policy hooks asked
-//! `after`), in `guardrail::order`; and how every guardrail decision, here and in `screened`,
+//! `after`), in `guardrail::order`, whether it comes at once or later, as a task's; and how every guardrail decision, here and in `screened`,
 //! is audited (`guardrail`: kinds and counts found, or a hook's decision and reason; never a
 //! value, an argument or a header), counted and logged. Calls no rule covers are not looked at.
 
@@ -13,8 +13,23 @@ use crate::{
         hook::{Failure, Hook, Phase, Question, Verdict},
         order, screen, withheld, withheld_because,
     },
+    router::TaskMethod,
     wire::{Answer, Outcome},
 };
+
+/// What the guardrails did to a result.
+enum Guarded {
+    Kept,
+    /// Redacted or rewritten.
+    Changed,
+    /// Replaced by the result that says it was withheld.
+    Withheld,
+}
+
+/// Whether `value` is a tool result (not, say, the task a task-augmented call created).
+fn is_tool_result(value: &Value) -> bool {
+    value.get("content").is_some_and(Value::is_array)
+}
 
 /// What asking a policy hook came to.
 pub(super) enum Asked {
@@ -35,44 +50,103 @@ impl Serving<'_> {
     /// `answer`, the result of tool `tool` of `upstream`, as the guardrails covering it leave
     /// it.
     pub(super) async fn guarded(&self, upstream: &str, tool: &str, answer: Answer) -> Answer {
-        let mut rules: Vec<&Guardrail> = (self.request.live.config.guardrails.iter())
-            .filter(|rule| rule.on_results() && rule.calls.covers(upstream, tool))
-            .collect();
+        let rules = self.result_rules(|rule| rule.calls.covers(upstream, tool));
         if rules.is_empty() || !matches!(answer.outcome, Outcome::Result | Outcome::ToolError) {
             return answer;
         }
-        rules.sort_by_key(|rule| order(rule));
         let Ok(mut message) = serde_json::from_slice::<Value>(&answer.message) else {
             return answer;
         };
-        // Not a tool result: the task a task-augmented call created (its result is read
-        // later, with `tasks/result`, and not looked at).
-        let Some(result) = (message.get_mut("result"))
-            .filter(|result| result.get("content").is_some_and(Value::is_array))
-        else {
+        // Not a tool result: the task a task-augmented call created (its result, read later,
+        // is screened then: `guarded_task`).
+        let Some(result) = message.get_mut("result").filter(|r| is_tool_result(r)) else {
             return answer;
         };
+        match self
+            .guard_result(&rules, (upstream, Some(tool)), result)
+            .await
+        {
+            Guarded::Kept => answer,
+            Guarded::Withheld => Answer {
+                message: Bytes::from(message.to_string()),
+                outcome: Outcome::ToolError,
+            },
+            // A rewritten result may say, or stop saying, that the tool failed.
+            Guarded::Changed => Answer::tool_result(Bytes::from(message.to_string())),
+        }
+    }
+
+    /// `answer` to `method` about a task of `upstream`, with the tool result it holds (a
+    /// 2025-11-25 `tasks/result`, or the completed 2026-07-28 `tasks/get`) as the guardrails
+    /// leave it. Which tool made the task is not known when its result is read (on another
+    /// replica, or after a restart, nothing recalls it), so every rule that covers any tool of
+    /// the upstream screens it: running a tool as a task is no way around a guardrail.
+    pub(super) async fn guarded_task(
+        &self,
+        upstream: &str,
+        method: TaskMethod,
+        answer: Answer,
+    ) -> Answer {
+        let rules = self.result_rules(|rule| rule.calls.may_cover(upstream));
+        if rules.is_empty() || answer.outcome != Outcome::Result {
+            return answer;
+        }
+        let Ok(mut message) = serde_json::from_slice::<Value>(&answer.message) else {
+            return answer;
+        };
+        let found = match method {
+            TaskMethod::Result => message.get_mut("result"),
+            TaskMethod::Get => message
+                .get_mut("result")
+                .and_then(|task| task.get_mut("result")),
+            TaskMethod::Update | TaskMethod::Cancel | TaskMethod::List => None,
+        };
+        let Some(result) = found.filter(|r| is_tool_result(r)) else {
+            return answer;
+        };
+        match self.guard_result(&rules, (upstream, None), result).await {
+            Guarded::Kept => answer,
+            Guarded::Changed | Guarded::Withheld if method == TaskMethod::Result => {
+                Answer::tool_result(Bytes::from(message.to_string()))
+            }
+            Guarded::Changed | Guarded::Withheld => Answer::read(Bytes::from(message.to_string())),
+        }
+    }
+
+    /// The guardrails on results that `covers` picks, in `guardrail::order`.
+    fn result_rules(&self, covers: impl Fn(&Guardrail) -> bool) -> Vec<&Guardrail> {
+        let mut rules: Vec<&Guardrail> = (self.request.live.config.guardrails.iter())
+            .filter(|rule| rule.on_results() && covers(rule))
+            .collect();
+        rules.sort_by_key(|rule| order(rule));
+        rules
+    }
+
+    /// `result` (of a call of `tool` of `upstream`) as `rules` leave it, changed in place.
+    async fn guard_result(
+        &self,
+        rules: &[&Guardrail],
+        (upstream, tool): (&str, Option<&str>),
+        result: &mut Value,
+    ) -> Guarded {
         let mut changed = false;
         // Read only if a hook asks.
         let mut arguments = None;
         for rule in rules {
-            let by = (rule, (upstream, tool));
+            let by = (*rule, (upstream, tool));
             match self.guard_result_by(by, result, &mut arguments).await {
                 Ok(rewrote) => changed |= rewrote,
                 Err(held) => {
                     *result = held;
-                    return Answer {
-                        message: Bytes::from(message.to_string()),
-                        outcome: Outcome::ToolError,
-                    };
+                    return Guarded::Withheld;
                 }
             }
         }
-        if !changed {
-            return answer;
+        if changed {
+            Guarded::Changed
+        } else {
+            Guarded::Kept
         }
-        // A rewritten result may say, or stop saying, that the tool failed.
-        Answer::tool_result(Bytes::from(message.to_string()))
     }
 
     /// What `rule` makes of `result` (changed in place), that of a call of `tool` of
@@ -80,7 +154,7 @@ impl Serving<'_> {
     /// that stands for it withheld.
     async fn guard_result_by(
         &self,
-        (rule, (upstream, tool)): (&Guardrail, (&str, &str)),
+        (rule, (upstream, tool)): (&Guardrail, (&str, Option<&str>)),
         result: &mut Value,
         arguments: &mut Option<Value>,
     ) -> Result<bool, Value> {
@@ -107,11 +181,17 @@ impl Serving<'_> {
                 }
             }
             Check::Hook(hook) => {
+                // A task's result is read by a request of its own: the arguments that made
+                // the task are not known then.
+                let arguments = match tool {
+                    Some(_) => arguments.get_or_insert_with(|| self.arguments()),
+                    None => arguments.get_or_insert(Value::Null),
+                };
                 let question = Question {
                     user: self.request.caller.principal.as_str(),
                     upstream,
                     tool,
-                    arguments: arguments.get_or_insert_with(|| self.arguments()),
+                    arguments,
                     result: Some(result),
                 };
                 match self.ask_hook(rule, hook, question).await {
@@ -177,7 +257,7 @@ impl Serving<'_> {
         &self,
         rule: &Guardrail,
         phase: Phase,
-        (upstream, tool): (&str, &str),
+        (upstream, tool): (&str, Option<&str>),
         outcome: &str,
         detail: &str,
     ) {
@@ -188,7 +268,7 @@ impl Serving<'_> {
             principal: self.request.caller.principal.as_str(),
             endpoint: self.request.caller.endpoint.as_virtual(),
             upstream: Some(upstream),
-            item: Some(tool),
+            item: tool,
             outcome,
             detail: Some(detail),
             ..Default::default()

@@ -121,7 +121,13 @@ impl Serving<'_> {
                 }
                 let summary = findings.summary();
                 let detail = format!("guardrail {}, on the arguments: {summary}", rule.name);
-                self.decided(rule, Phase::Call, (upstream, tool), action.done(), &detail);
+                self.decided(
+                    rule,
+                    Phase::Call,
+                    (upstream, Some(tool)),
+                    action.done(),
+                    &detail,
+                );
                 match action {
                     Action::Block => Err(format!("its arguments hold {summary}")),
                     Action::Flag => Ok(false),
@@ -132,7 +138,7 @@ impl Serving<'_> {
                 let question = Question {
                     user: self.request.caller.principal.as_str(),
                     upstream,
-                    tool,
+                    tool: Some(tool),
                     arguments,
                     result: None,
                 };

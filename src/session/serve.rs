@@ -296,7 +296,13 @@ impl Serving<'_> {
         method: TaskMethod,
         started: Instant,
     ) -> Answer {
-        let answer = call.task(method).await;
+        let mut answer = call.task(method).await;
+        if self.guards()
+            && matches!(method, TaskMethod::Result | TaskMethod::Get)
+            && let Some(upstream) = call.task_upstream().await
+        {
+            answer = Box::pin(self.guarded_task(upstream.as_str(), method, answer)).await;
+        }
         if matches!(method, TaskMethod::Result | TaskMethod::Cancel) {
             let audit = self.gateway.audit();
             audited::task_end(audit, self.request, self.session, &answer, started);

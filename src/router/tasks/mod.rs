@@ -116,6 +116,13 @@ impl<S: ConnectionSource> Call<'_, S> {
         Ok(())
     }
 
+    /// The upstream that runs the task this request names, if it names one of the caller's.
+    pub async fn task_upstream(&self) -> Option<crate::names::UpstreamName> {
+        let params = self.request.message.params()?;
+        let text = params.get("taskId").and_then(wire::string)?;
+        Some(self.open_handle(&text).await.ok()?.upstream)
+    }
+
     /// Whose tasks the caller's are.
     fn owner(&self) -> &str {
         self.request.caller.principal.as_str()

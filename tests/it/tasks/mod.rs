@@ -522,6 +522,7 @@ async fn a_task_created_through_one_replica_is_finished_through_another() {
     );
 }
 
+mod guarded;
 mod handles;
 
 pub(crate) use handles::{job, on_task};

@@ -12,8 +12,21 @@ use serde_json::{Value, json};
 
 use crate::{
     deps,
-    harness::{GatewayBuilder, call, text},
+    harness::{GatewayBuilder, TestGateway, call, text},
 };
+
+/// A gateway serving the same server twice, both ready: `free`, and `boxed` with `sandbox`.
+async fn free_and_boxed(program: &str, sandbox: &str) -> TestGateway {
+    let gw = GatewayBuilder::new()
+        .upstream("free", program)
+        .upstream("boxed", &format!("{program}\n{sandbox}"))
+        .start()
+        .await;
+    for name in ["boxed", "free"] {
+        gw.wait_state(name, "ready", Duration::from_secs(30)).await;
+    }
+    gw
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandboxed_server_is_stopped_outside_what_it_was_given_and_its_work_goes_on() {
@@ -47,15 +60,7 @@ async fn a_sandboxed_server_is_stopped_outside_what_it_was_given_and_its_work_go
          network = false\nprocesses = 24\nmemory_mb = 256\nopen_files = 64\n",
         dir = server.parent().unwrap(),
     );
-    let gw = GatewayBuilder::new()
-        .upstream("free", &program)
-        .upstream("boxed", &format!("{program}\n{sandbox}"))
-        .start()
-        .await;
-    gw.wait_state("boxed", "ready", Duration::from_secs(30))
-        .await;
-    gw.wait_state("free", "ready", Duration::from_secs(30))
-        .await;
+    let gw = free_and_boxed(&program, &sandbox).await;
     let client = gw.client().await;
     let ask = |tool: &str, arguments: Value| {
         let client = &client;
@@ -156,15 +161,7 @@ async fn a_published_server_runs_sandboxed_as_it_runs_free() {
          network = false\nmemory_mb = 1024\nprocesses = 64\nopen_files = 256\nrequired = true\n",
         files = files.path(),
     );
-    let gw = GatewayBuilder::new()
-        .upstream("free", &program)
-        .upstream("boxed", &format!("{program}\n{sandbox}"))
-        .start()
-        .await;
-    gw.wait_state("boxed", "ready", Duration::from_secs(30))
-        .await;
-    gw.wait_state("free", "ready", Duration::from_secs(30))
-        .await;
+    let gw = free_and_boxed(&program, &sandbox).await;
     let client = gw.client().await;
     let tools = client.list_all_tools().await.unwrap();
     let named = |prefix: &str| {

@@ -6,10 +6,14 @@
 //! result (an upstream cannot have one call turn into thousands of reads). What cannot be
 //! read, or would go beyond that, stays a link.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::serve::Serving;
 use crate::{
+    downstream::Outlet,
     request::Request,
     wire::{self, Parsed},
 };
@@ -127,6 +131,33 @@ pub fn contents(answer: &[u8], budget: &mut u64) -> Option<Vec<Value>> {
     }
     *budget -= size;
     Some(contents)
+}
+
+impl Serving<'_> {
+    /// A tool result with the resources it links to read (as this caller would read them)
+    /// and inlined, up to `max` bytes in all.
+    pub(super) async fn inline(&self, answer: Bytes, max: u64, outlet: &Outlet) -> Bytes {
+        let Some(mut links) = links(&answer) else {
+            return answer;
+        };
+        let mut budget = max;
+        for (at, uri) in links.found() {
+            let Some(read) = read_request(self.request, &uri) else {
+                continue;
+            };
+            let read = Arc::new(read);
+            let serving = Serving {
+                request: &read,
+                ..*self
+            };
+            let got = Box::pin(serving.answer(None, outlet.clone())).await;
+            match contents(&got.message, &mut budget) {
+                Some(contents) => links.inline(at, contents),
+                None => tracing::debug!(%uri, "a linked resource is left a link"),
+            }
+        }
+        links.finish().unwrap_or(answer)
+    }
 }
 
 #[cfg(test)]

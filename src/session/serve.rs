@@ -12,12 +12,11 @@
 
 use std::{sync::Arc, time::Instant};
 
-use bytes::Bytes;
 use rmcp::model::{LoggingLevel, ProgressToken};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Session, audited, cached, inlined,
+    Session, audited, cached,
     parked::{self, Parked},
     search::{self, GatewayTool},
     upstreams::Source,
@@ -180,7 +179,11 @@ impl Serving<'_> {
     /// quotas it spends), `dispatch` it on the raw path or the typed one (through the cache
     /// where a rule keeps its answers), and `finish` the answer (linked resources inlined, the
     /// audit record). Lists, tasks and the gateway's own tools are answered on the way.
-    async fn answer(&self, found: Option<Result<Target, GatewayError>>, outlet: Outlet) -> Answer {
+    pub(super) async fn answer(
+        &self,
+        found: Option<Result<Target, GatewayError>>,
+        outlet: Outlet,
+    ) -> Answer {
         let started = Instant::now();
         let fast = match self.classify() {
             Ok(Some(fast)) => fast,
@@ -469,31 +472,6 @@ impl Serving<'_> {
                 started,
             );
         }
-    }
-
-    /// A tool result with the resources it links to read (as this caller would read them)
-    /// and inlined, up to `max` bytes in all.
-    async fn inline(&self, answer: Bytes, max: u64, outlet: &Outlet) -> Bytes {
-        let Some(mut links) = inlined::links(&answer) else {
-            return answer;
-        };
-        let mut budget = max;
-        for (at, uri) in links.found() {
-            let Some(read) = inlined::read_request(self.request, &uri) else {
-                continue;
-            };
-            let read = Arc::new(read);
-            let serving = Serving {
-                request: &read,
-                ..*self
-            };
-            let got = Box::pin(serving.answer(None, outlet.clone())).await;
-            match inlined::contents(&got.message, &mut budget) {
-                Some(contents) => links.inline(at, contents),
-                None => tracing::debug!(%uri, "a linked resource is left a link"),
-            }
-        }
-        links.finish().unwrap_or(answer)
     }
 
     /// Spends what a call to `target` costs of the quotas that cover it (none: nothing to

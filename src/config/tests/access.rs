@@ -164,3 +164,21 @@ fn approval_rules_and_their_mistakes() {
         assert_has(&found, expected);
     }
 }
+
+#[test]
+fn item_rules_beside_the_passthrough_are_warned_of() {
+    let text = "[server]\npassthrough_listen = \"127.0.0.1:8081\"\n\
+                [[policy]]\nname = \"no-deleting\"\ndeny.tools = [\"*:delete_*\"]\n\
+                [[policy]]\ndeny.upstreams = [\"db\"]\n";
+    let warnings = load("w.toml", text).unwrap().warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("no-deleting") && !warnings[0].contains("policy[1]"));
+    let without = text.replace("passthrough_listen = \"127.0.0.1:8081\"\n", "");
+    assert!(load("w.toml", &without).unwrap().warnings().is_empty());
+    // Calls that wait for approval are not held there either.
+    let approving =
+        format!("{text}[[policy]]\nname = \"careful\"\napproval.tools = [\"*:drop_*\"]\n");
+    let warnings = load("w.toml", &approving).unwrap().warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[1].contains("careful") && warnings[1].contains("approval"));
+}

@@ -15,7 +15,7 @@ use crate::{
     principal::Principal,
     protocol::{Era, META_CLIENT_CAPABILITIES, MODERN, TASKS_EXTENSION},
     telemetry::{Arriving, Trace},
-    wire::{Fields, ParsedRequest},
+    wire::{self, Fields, Parsed, ParsedRequest},
 };
 
 /// Who makes a request, and the endpoint it came to, as the front found them.
@@ -138,10 +138,14 @@ impl Request {
         })
     }
 
-    /// A request made of `outer`'s, with `message` (a gateway tool's inner call): the same
-    /// caller, snapshot and trace.
-    pub fn within(outer: &Self, message: ParsedRequest) -> Self {
-        Self {
+    /// A request the gateway makes of `outer`'s (a gateway tool's inner call, a linked
+    /// resource read, a call with its arguments changed): `method` with `params` (a JSON
+    /// object), under `outer`'s id, with the same caller, snapshot and trace. `None` if what
+    /// was written cannot be read back as a request.
+    pub fn within(outer: &Self, method: &str, params: &[u8]) -> Option<Self> {
+        let body = wire::write::request(outer.id(), method, Some(params));
+        let message = Parsed::read(body.into()).ok()?.into_request().ok()?;
+        Some(Self {
             live: outer.live.clone(),
             caller: outer.caller.clone(),
             era: outer.era,
@@ -151,7 +155,7 @@ impl Request {
             view: OnceLock::new(),
             declared: outer.declared,
             stated: OnceLock::new(),
-        }
+        })
     }
 
     pub fn viewer(&self) -> Viewer<'_> {

@@ -50,7 +50,7 @@ impl Serving<'_> {
     /// `answer`, the result of tool `tool` of `upstream`, as the guardrails covering it leave
     /// it.
     pub(super) async fn guarded(&self, upstream: &str, tool: &str, answer: Answer) -> Answer {
-        let rules = self.result_rules(|rule| rule.calls.covers(upstream, tool));
+        let rules = self.guardrails(Phase::Result, |rule| rule.calls.covers(upstream, tool));
         if rules.is_empty() || !matches!(answer.outcome, Outcome::Result | Outcome::ToolError) {
             return answer;
         }
@@ -87,7 +87,7 @@ impl Serving<'_> {
         method: TaskMethod,
         answer: Answer,
     ) -> Answer {
-        let rules = self.result_rules(|rule| rule.calls.may_cover(upstream));
+        let rules = self.guardrails(Phase::Result, |rule| rule.calls.may_cover(upstream));
         if rules.is_empty() || answer.outcome != Outcome::Result {
             return answer;
         }
@@ -113,10 +113,19 @@ impl Serving<'_> {
         }
     }
 
-    /// The guardrails on results that `covers` picks, in `guardrail::order`.
-    fn result_rules(&self, covers: impl Fn(&Guardrail) -> bool) -> Vec<&Guardrail> {
+    /// The guardrails of `phase` (on calls, or on results) that `covers` picks, in
+    /// `guardrail::order`.
+    pub(super) fn guardrails(
+        &self,
+        phase: Phase,
+        covers: impl Fn(&Guardrail) -> bool,
+    ) -> Vec<&Guardrail> {
+        let of_phase = |rule: &Guardrail| match phase {
+            Phase::Call => rule.on_calls(),
+            Phase::Result => rule.on_results(),
+        };
         let mut rules: Vec<&Guardrail> = (self.request.live.config.guardrails.iter())
-            .filter(|rule| rule.on_results() && covers(rule))
+            .filter(|rule| of_phase(rule) && covers(rule))
             .collect();
         rules.sort_by_key(|rule| order(rule));
         rules

@@ -12,11 +12,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::serve::Serving;
-use crate::{
-    downstream::Outlet,
-    request::Request,
-    wire::{self, Parsed},
-};
+use crate::{downstream::Outlet, request::Request};
 
 /// The most links of one result that are read.
 const MOST_LINKS: usize = 32;
@@ -107,9 +103,7 @@ pub fn read_request(outer: &Request, uri: &str) -> Option<Request> {
         params.insert("_meta".into(), Value::Object(meta));
     }
     let params = Value::Object(params).to_string();
-    let body = wire::write::request(outer.id(), "resources/read", Some(params.as_bytes()));
-    let message = Parsed::read(body.into()).ok()?.into_request().ok()?;
-    Some(Request::within(outer, message))
+    Request::within(outer, "resources/read", params.as_bytes())
 }
 
 /// The contents a `resources/read` answered with, if they fit in `budget` bytes (which they

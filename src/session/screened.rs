@@ -13,11 +13,11 @@ use crate::{
     guardrail::{
         Action, Check, Guardrail,
         hook::{Phase, Question},
-        order, screen_arguments,
+        screen_arguments,
     },
     request::Request,
     router::{Call, ConnectionSource, Routed, Target},
-    wire::{self, Answer, Edit, Parsed},
+    wire::{self, Answer, Edit},
 };
 
 impl Serving<'_> {
@@ -73,13 +73,10 @@ impl Serving<'_> {
     /// the request with its new arguments; or why it is refused.
     async fn screened_call(&self, target: &Target) -> Result<Option<Request>, GatewayError> {
         let (upstream, tool) = (target.upstream.name().as_str(), target.original.as_str());
-        let mut rules: Vec<&Guardrail> = (self.request.live.config.guardrails.iter())
-            .filter(|rule| rule.on_calls() && rule.calls.covers(upstream, tool))
-            .collect();
+        let rules = self.guardrails(Phase::Call, |rule| rule.calls.covers(upstream, tool));
         if rules.is_empty() {
             return Ok(None);
         }
-        rules.sort_by_key(|rule| order(rule));
         let mut arguments = self.arguments();
         let mut changed = false;
         for rule in rules {
@@ -194,12 +191,6 @@ fn with_arguments(request: &Request, arguments: &Value) -> Result<Request, Gatew
             ));
         }
     }
-    let body = wire::write::request(request.id(), request.method(), Some(&params));
-    let message = Parsed::read(body.into())
-        .ok()
-        .and_then(|parsed| parsed.into_request().ok())
-        .ok_or_else(|| {
-            GatewayError::Internal("the call with new arguments cannot be read".into())
-        })?;
-    Ok(Request::within(request, message))
+    Request::within(request, request.method(), &params)
+        .ok_or_else(|| GatewayError::Internal("the call with new arguments cannot be read".into()))
 }

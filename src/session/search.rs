@@ -18,7 +18,7 @@ use crate::{
     protocol::Era,
     request::Request,
     store::Store,
-    wire::{self, Parsed},
+    wire,
 };
 
 /// The gateway's tools, by name.
@@ -179,12 +179,8 @@ pub fn unwrap_call(request: &Request) -> Result<Request, Bytes> {
             params[key] = serde_json::from_str(value.get()).unwrap_or(Value::Null);
         }
     }
-    let body = wire::write::request(id, "tools/call", Some(params.to_string().as_bytes()));
-    let message = Parsed::read(body.into())
-        .ok()
-        .and_then(|parsed| parsed.into_request().ok())
-        .ok_or_else(|| invalid(id, "the call cannot be read"))?;
-    Ok(Request::within(request, message))
+    Request::within(request, "tools/call", params.to_string().as_bytes())
+        .ok_or_else(|| invalid(id, "the call cannot be read"))
 }
 
 fn arguments(request: &Request) -> Option<Value> {

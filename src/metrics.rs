@@ -11,6 +11,7 @@
 //! `TOOLS_PER_UPSTREAM` tools of an upstream get a series of their own (the rest: `other`).
 //! Nothing from a request other than these names ever becomes a label.
 
+use foldhash::fast::RandomState;
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use prometheus::{
@@ -136,7 +137,7 @@ impl TaskEvent {
 
 /// The tool series of one upstream, by the upstream's own tool names, and its task series.
 pub struct ToolTable {
-    tools: HashMap<Box<str>, ToolSeries>,
+    tools: HashMap<Box<str>, ToolSeries, RandomState>,
     other: ToolSeries,
     tasks: [IntCounter; 4],
 }

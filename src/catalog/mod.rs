@@ -27,6 +27,7 @@ use std::{
 };
 
 use bytes::Bytes;
+use foldhash::fast::RandomState;
 use rmcp::model::JsonObject;
 
 pub use access::{Access, ViewKey};
@@ -120,7 +121,7 @@ pub struct Catalog {
     /// 2025-11-25 (a tool says so, `execution.taskSupport`), and for 2026-07-28 clients also
     /// per the extension (the upstream declared it), in config order.
     task_upstreams: [Vec<UpstreamName>; 2],
-    tool_routes: HashMap<String, ToolRoute>,
+    tool_routes: HashMap<String, ToolRoute, RandomState>,
     prompts: Vec<ListedPrompt>,
     prompt_routes: HashMap<String, Route>,
     resources: Vec<ListedResource>,
@@ -184,7 +185,7 @@ impl Catalog {
             scheme,
             upstreams: parts.iter().map(|(name, _)| name.clone()).collect(),
             tools: Vec::new(),
-            tool_routes: HashMap::new(),
+            tool_routes: HashMap::default(),
             task_upstreams: Default::default(),
             prompts: Vec::new(),
             prompt_routes: HashMap::new(),

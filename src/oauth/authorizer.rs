@@ -147,6 +147,12 @@ impl Authorizer {
             .map(|token| token.access_token.clone())
     }
 
+    /// Whether `token` would give no token at once: the grant, as read from the vault, has
+    /// none, and nothing gets one without a person (most upstreams, which need no OAuth).
+    pub fn has_no_token(&self, grant: &Grant) -> bool {
+        grant.is_synced() && grant.token().is_none() && !self.renews_alone(grant)
+    }
+
     /// The access token for a request now: renewed first if due, acquired first for the client
     /// credentials grant; `None` if there is none (the request then meets a 401).
     pub async fn token(&self, grant: &Grant) -> Option<String> {

@@ -36,6 +36,9 @@ impl RequestHook for OAuthHook {
         if let Some(token) = self.authorizer.current_token(&self.grant) {
             return Prepared::Ready(put_token(headers, &token));
         }
+        if self.authorizer.has_no_token(&self.grant) {
+            return Prepared::Ready(Ok(()));
+        }
         Prepared::Later(Box::pin(async move {
             match self.authorizer.token(&self.grant).await {
                 Some(token) => put_token(headers, &token),

@@ -112,7 +112,7 @@ impl Target {
                 check = route.check.clone();
                 (
                     route.route.upstream.clone(),
-                    route.route.original.to_string(),
+                    String::from(&*route.route.original),
                     route.param_headers.clone(),
                     route.task_support,
                 )

@@ -40,6 +40,7 @@ use std::{
     },
 };
 
+use foldhash::fast::RandomState;
 use rmcp::model::{ClientCapabilities, InitializeRequestParams, ProtocolVersion};
 use tokio_util::sync::CancellationToken;
 
@@ -78,7 +79,7 @@ pub struct Session {
     streams: AtomicU64,
     /// Its requests in flight by JSON-RPC id (as JSON text), so that `notifications/cancelled`
     /// can stop one. Held only to insert or remove.
-    in_flight: Mutex<HashMap<Box<str>, CancellationToken>>,
+    in_flight: Mutex<HashMap<Box<str>, CancellationToken, RandomState>>,
     /// When it last made a request (milliseconds on its table's clock).
     last_active: AtomicU64,
     /// The catalog's list versions it was last told of (tools, prompts, resources).
@@ -300,7 +301,9 @@ impl Session {
         self.lock_in_flight().len()
     }
 
-    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, CancellationToken>> {
+    fn lock_in_flight(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, CancellationToken, RandomState>> {
         self.in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -16,6 +16,7 @@ use std::{
 };
 
 use dashmap::DashMap;
+use foldhash::fast::RandomState;
 use prometheus::{IntCounter, IntGauge};
 
 use crate::{
@@ -28,10 +29,10 @@ use super::Session;
 
 /// Open sessions by id.
 pub struct SessionTable {
-    sessions: DashMap<Arc<str>, Arc<Session>>,
+    sessions: DashMap<Arc<str>, Arc<Session>, RandomState>,
     /// With a shared store: the ids of the sessions here by their hash (what the store names
     /// them by), and when the sweeper last renewed them there (table clock).
-    by_hash: DashMap<Box<str>, Arc<str>>,
+    by_hash: DashMap<Box<str>, Arc<str>, RandomState>,
     renewed_at: AtomicU64,
     /// The store's recoveries as of the last renewal: after one, every session is written
     /// again, as the store may have lost them.
@@ -64,8 +65,8 @@ impl SessionTable {
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         let table = Arc::new(Self {
-            sessions: DashMap::new(),
-            by_hash: DashMap::new(),
+            sessions: DashMap::default(),
+            by_hash: DashMap::default(),
             parked: Arc::default(),
             renewed_at: AtomicU64::new(0),
             recoveries: AtomicU64::new(0),

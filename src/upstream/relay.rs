@@ -18,6 +18,7 @@ use std::{
 
 use arc_swap::ArcSwapOption;
 use dashmap::DashMap;
+use foldhash::fast::RandomState;
 use rmcp::{
     RoleClient,
     model::{
@@ -49,7 +50,7 @@ impl Arrival {
 
 /// The in-flight requests of one upstream connection.
 pub struct Relay {
-    requests: DashMap<RequestId, Arc<Downstream>>,
+    requests: DashMap<RequestId, Arc<Downstream>, RandomState>,
     /// Every request in flight by its upstream progress token (rmcp gives each one a token).
     progress: DashMap<ProgressToken, Tracked>,
     /// The session a per-client connection belongs to.
@@ -107,7 +108,7 @@ impl Relay {
 
     fn with_home(home: Option<Arc<Downstream>>) -> Arc<Self> {
         Arc::new(Self {
-            requests: DashMap::new(),
+            requests: DashMap::default(),
             progress: DashMap::new(),
             elicitations: DashMap::new(),
             home,

@@ -16,12 +16,13 @@ pub fn is_event_stream(headers: &HeaderMap) -> bool {
     declared(headers, EVENT_STREAM)
 }
 
+/// Read as bytes: a header value's other bytes cannot make an essence of ASCII match.
 fn declared(headers: &HeaderMap, media: &str) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(media))
+    headers.get(header::CONTENT_TYPE).is_some_and(|value| {
+        let value = value.as_bytes();
+        let essence = memchr::memchr(b';', value).map_or(value, |end| &value[..end]);
+        essence.trim_ascii().eq_ignore_ascii_case(media.as_bytes())
+    })
 }
 
 #[cfg(test)]
@@ -41,5 +42,10 @@ mod tests {
         assert!(is_event_stream(&with("text/event-stream;charset=utf-8")));
         assert!(!is_event_stream(&with("text/plain")));
         assert!(!is_json(&HeaderMap::new()));
+        // A parameter outside ASCII leaves the essence readable.
+        let latin = http::HeaderValue::from_bytes(b"application/json; x=\xe9").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, latin);
+        assert!(is_json(&headers));
     }
 }

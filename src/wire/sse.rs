@@ -144,20 +144,17 @@ fn parse_block(block: &Bytes) -> Event {
             line_end -= 1;
         }
         let line = &block[start..line_end];
-        let (name, value_start) = match memchr::memchr(b':', line) {
-            Some(0) => ("", line.len()),
+        let (name, value_start): (&[u8], usize) = match memchr::memchr(b':', line) {
+            Some(0) => (b"", line.len()),
             Some(colon) => {
                 let skip = usize::from(line.get(colon + 1) == Some(&b' '));
-                (
-                    std::str::from_utf8(&line[..colon]).unwrap_or(""),
-                    colon + 1 + skip,
-                )
+                (&line[..colon], colon + 1 + skip)
             }
-            None => (std::str::from_utf8(line).unwrap_or(""), line.len()),
+            None => (line, line.len()),
         };
         let value = (start + value_start, line_end);
         match name {
-            "data" => match (&mut joined, data) {
+            b"data" => match (&mut joined, data) {
                 (Some(joined), _) => {
                     joined.push(b'\n');
                     joined.extend_from_slice(&block[value.0..value.1]);
@@ -170,9 +167,13 @@ fn parse_block(block: &Bytes) -> Event {
                 }
                 (None, None) => data = Some(value),
             },
-            "id" => event.id = Some(text(&block[value.0..value.1])),
-            "event" => event.event = Some(text(&block[value.0..value.1])),
-            "retry" => event.retry = text(&block[value.0..value.1]).parse().ok(),
+            b"id" => event.id = Some(text(&block[value.0..value.1])),
+            b"event" => event.event = Some(text(&block[value.0..value.1])),
+            b"retry" => {
+                event.retry = std::str::from_utf8(&block[value.0..value.1])
+                    .ok()
+                    .and_then(|text| text.parse().ok())
+            }
             _ => {}
         }
         start = end + 1;

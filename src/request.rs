@@ -13,7 +13,7 @@ use crate::{
     gateway::Live,
     policy::{EndpointName, Viewer},
     principal::Principal,
-    protocol::{Era, META_CLIENT_CAPABILITIES, MODERN, TASKS_EXTENSION},
+    protocol::{Era, MCP_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, MODERN, TASKS_EXTENSION},
     telemetry::{Arriving, Trace},
     wire::{self, Fields, Parsed, ParsedRequest},
 };
@@ -68,7 +68,7 @@ impl Request {
             Era::Modern => Some(MODERN.as_str()),
             // The version the session agreed on, which its client repeats in a header.
             Era::Legacy => headers
-                .get("mcp-protocol-version")
+                .get(MCP_PROTOCOL_VERSION)
                 .and_then(|version| version.to_str().ok()),
         };
         let trace = Trace::of(

@@ -79,7 +79,7 @@ pub struct Session {
     streams: AtomicU64,
     /// Its requests in flight by JSON-RPC id (as JSON text), so that `notifications/cancelled`
     /// can stop one. Held only to insert or remove.
-    in_flight: Mutex<HashMap<Box<str>, CancellationToken, RandomState>>,
+    in_flight: Mutex<HashMap<Arc<str>, CancellationToken, RandomState>>,
     /// When it last made a request (milliseconds on its table's clock).
     last_active: AtomicU64,
     /// The catalog's list versions it was last told of (tools, prompts, resources).
@@ -288,10 +288,11 @@ impl Session {
         if self.closed.is_cancelled() {
             token.cancel();
         }
-        self.lock_in_flight().insert(id.into(), token.clone());
+        let id: Arc<str> = id.into();
+        self.lock_in_flight().insert(id.clone(), token.clone());
         InFlight {
             session: self.clone(),
-            id: id.into(),
+            id,
             token,
         }
     }
@@ -303,7 +304,7 @@ impl Session {
 
     fn lock_in_flight(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, CancellationToken, RandomState>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, CancellationToken, RandomState>> {
         self.in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -368,7 +369,7 @@ impl Session {
 /// A session request in flight; its token is cancelled if the client cancels it.
 struct InFlight {
     session: Arc<Session>,
-    id: Box<str>,
+    id: Arc<str>,
     token: CancellationToken,
 }
 

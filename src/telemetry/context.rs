@@ -5,7 +5,7 @@
 
 use std::{cell::Cell, sync::OnceLock};
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::{
     propagation::{Extractor, TextMapPropagator},
     trace::TraceContextExt,
@@ -18,6 +18,8 @@ use crate::wire::Fields;
 
 pub const TRACEPARENT: &str = "traceparent";
 pub const TRACESTATE: &str = "tracestate";
+const TRACEPARENT_HEADER: HeaderName = HeaderName::from_static(TRACEPARENT);
+const TRACESTATE_HEADER: HeaderName = HeaderName::from_static(TRACESTATE);
 
 /// What a request knows of its trace.
 pub struct Trace {
@@ -85,9 +87,14 @@ impl Trace {
     pub fn of(headers: &HeaderMap, meta: Option<&Fields<'_>>, arriving: &Arriving<'_>) -> Self {
         // Only what W3C trace context allows goes on: a client cannot have Switchyard send an
         // upstream arbitrary text in these headers.
+        // Looked up by prebuilt names: a name given as text is parsed again at each lookup.
         let header = |name| {
+            let key = match name {
+                TRACEPARENT => &TRACEPARENT_HEADER,
+                _ => &TRACESTATE_HEADER,
+            };
             headers
-                .get(name)
+                .get(key)
                 .filter(|value| well_formed(name, value))
                 .cloned()
         };

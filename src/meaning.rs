@@ -13,7 +13,7 @@ use std::{
     },
 };
 
-use aws_lc_rs::digest::{SHA256, digest};
+use aws_lc_rs::digest::{Context, SHA256, digest};
 
 use switchyard_embed::Encoder;
 
@@ -21,7 +21,8 @@ use switchyard_embed::Encoder;
 pub struct SearchModel {
     path: PathBuf,
     encoder: Encoder,
-    /// The first 16 hex digits of the SHA-256 of its weights: what its vectors are bound to.
+    /// The first 16 hex digits of the SHA-256 of its weights (and of how it pools and prompts,
+    /// where that is not the default): what its vectors are bound to.
     identity: String,
     /// Vectors by the hash of the text they were made from.
     known: Mutex<HashMap<u64, Arc<[f32]>>>,
@@ -70,9 +71,14 @@ impl SearchModel {
 
     /// The model in `dir`, loaded now: an instance of its own, which `open` does not share.
     pub fn load(dir: &Path) -> Result<Self, String> {
-        let (encoder, identity) =
-            Encoder::load_inspecting(dir, |weights| hex(&digest(&SHA256, weights).as_ref()[..8]))
-                .map_err(|error| error.to_string())?;
+        let (encoder, mut digest) = Encoder::load_inspecting(dir, |weights| {
+            let mut digest = Context::new(&SHA256);
+            digest.update(weights);
+            digest
+        })
+        .map_err(|error| error.to_string())?;
+        digest.update(encoder.variant().as_bytes());
+        let identity = hex(&digest.finish().as_ref()[..8]);
         Ok(Self {
             path: dir.to_owned(),
             encoder,
@@ -89,7 +95,7 @@ impl SearchModel {
 
     /// The vector of a query.
     pub fn query(&self, text: &str) -> Vec<f32> {
-        self.encoder.encode(text)
+        self.encoder.query(text)
     }
 
     /// The vector of a tool's `text`, made now unless it was made before, and the key it is
@@ -99,7 +105,7 @@ impl SearchModel {
         if let Some(vector) = self.known().get(&key) {
             return (key, vector.clone());
         }
-        let vector: Arc<[f32]> = self.encoder.encode(text).into();
+        let vector: Arc<[f32]> = self.encoder.document(text).into();
         self.known().insert(key, vector.clone());
         self.unsaved.store(true, Ordering::Relaxed);
         (key, vector)

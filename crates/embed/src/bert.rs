@@ -1,9 +1,12 @@
 //! The encoder: BERT's embeddings and transformer layers, run on one sentence at a time, and
-//! the mean of the last layer's states as the sentence's vector. Weights are `f32`; the matrix
-//! products are `matrixmultiply`'s, everything else is plain loops over rows.
+//! the last layer's states pooled (their mean, or the first's) as the sentence's unit vector.
+//! Weights are `f32`; the matrix products are `matrixmultiply`'s, everything else is plain
+//! loops over rows.
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
+
+use crate::sentence::Pooling;
 
 /// The model's shape, from its `config.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -138,7 +141,7 @@ impl Bert {
     }
 
     /// The unit vector of the sentence `ids` (token ids, `[CLS]` and `[SEP]` included).
-    pub fn sentence(&self, ids: &[u32]) -> Vec<f32> {
+    pub fn sentence(&self, ids: &[u32], pooling: Pooling) -> Vec<f32> {
         let (n, h) = (ids.len().min(self.max_positions()), self.hidden());
         let mut x = vec![0f32; n * h];
         for (t, &id) in ids.iter().take(n).enumerate() {
@@ -155,17 +158,22 @@ impl Bert {
         for layer in &self.layers {
             self.layer(layer, &mut x, n, &mut scratch);
         }
-        let mut mean = vec![0f32; h];
-        for row in x.chunks_exact(h) {
-            for (sum, value) in mean.iter_mut().zip(row) {
+        let mut pooled = vec![0f32; h];
+        // The mean's sum is as good as the mean: the vector is scaled to length 1.
+        let rows = match pooling {
+            Pooling::Mean => n,
+            Pooling::Cls => n.min(1),
+        };
+        for row in x.chunks_exact(h).take(rows) {
+            for (sum, value) in pooled.iter_mut().zip(row) {
                 *sum += value;
             }
         }
-        let length = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let length = pooled.iter().map(|v| v * v).sum::<f32>().sqrt();
         if length > 0.0 {
-            mean.iter_mut().for_each(|v| *v /= length);
+            pooled.iter_mut().for_each(|v| *v /= length);
         }
-        mean
+        pooled
     }
 
     fn layer(&self, layer: &Layer, x: &mut [f32], n: usize, s: &mut Scratch) {
@@ -409,6 +417,56 @@ mod tests {
         softmax(&mut row);
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
         assert!((row[2] - 0.665_240_9).abs() < 1e-6);
+    }
+
+    /// A model of no layers whose two words' states, after the embeddings' norm, are `[1, 1]`
+    /// and `[-1, 3]`.
+    fn two_words() -> Bert {
+        let config = Config {
+            hidden_size: 2,
+            num_attention_heads: 1,
+            num_hidden_layers: 0,
+            intermediate_size: 1,
+            max_position_embeddings: 4,
+            vocab_size: 2,
+            layer_norm_eps: 1e-12,
+            hidden_act: "gelu".into(),
+        };
+        let tensors: [(&str, &[usize], &[f32]); 5] = [
+            (
+                "embeddings.word_embeddings.weight",
+                &[2, 2],
+                &[1.0, 0.0, 0.0, 1.0],
+            ),
+            ("embeddings.position_embeddings.weight", &[4, 2], &[0.0; 8]),
+            (
+                "embeddings.token_type_embeddings.weight",
+                &[1, 2],
+                &[0.0; 2],
+            ),
+            ("embeddings.LayerNorm.weight", &[2], &[1.0, 1.0]),
+            ("embeddings.LayerNorm.bias", &[2], &[0.0, 2.0]),
+        ];
+        let bytes: Vec<Vec<u8>> = (tensors.iter())
+            .map(|(_, _, values)| values.iter().flat_map(|v| v.to_le_bytes()).collect())
+            .collect();
+        let views = tensors.iter().zip(&bytes).map(|((name, shape, _), data)| {
+            let view = safetensors::tensor::TensorView::new(Dtype::F32, shape.to_vec(), data);
+            (*name, view.unwrap())
+        });
+        Bert::load(config, &safetensors::serialize(views, None).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn pooling_takes_the_mean_or_the_first_state() {
+        let model = two_words();
+        let close = |found: Vec<f32>, expected: [f32; 2]| {
+            let length = expected.iter().map(|v| v * v).sum::<f32>().sqrt();
+            (found.iter().zip(expected)).all(|(f, e)| (f - e / length).abs() < 1e-5)
+        };
+        let ids = [0, 0, 1];
+        assert!(close(model.sentence(&ids, Pooling::Cls), [1.0, 1.0]));
+        assert!(close(model.sentence(&ids, Pooling::Mean), [1.0, 5.0]));
     }
 
     #[test]

@@ -210,11 +210,21 @@ pub fn write_message_event(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
         out.push(b'\n');
     }
     out.extend_from_slice(b"event: message\n");
-    // JSON written compactly has no line breaks; one that has gets a data line per line.
-    for line in data.split(|b| *b == b'\n') {
+    // JSON written compactly has no line breaks (looked for with a vectorized search); one
+    // that has gets a data line per line.
+    let mut rest = data;
+    loop {
+        let (line, next) = match memchr::memchr(b'\n', rest) {
+            Some(end) => (&rest[..end], Some(&rest[end + 1..])),
+            None => (rest, None),
+        };
         out.extend_from_slice(b"data: ");
         out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
         out.push(b'\n');
+        match next {
+            Some(next) => rest = next,
+            None => break,
+        }
     }
     out.push(b'\n');
 }

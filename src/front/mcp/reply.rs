@@ -6,6 +6,7 @@
 use std::{
     collections::VecDeque,
     pin::Pin,
+    sync::LazyLock,
     task::{Context, Poll, ready},
     time::Duration,
 };
@@ -13,7 +14,7 @@ use std::{
 use axum::body::Body;
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body::Frame;
 use tokio::{sync::mpsc, time::Sleep};
 
@@ -379,11 +380,17 @@ impl EventStream {
 
     /// The reply that streams this body.
     pub fn into_response(self) -> Response<Body> {
+        // The headers are made once and copied: copying a small map costs less than filling
+        // one (a hash and a probe per header).
+        static HEADERS: LazyLock<HeaderMap> = LazyLock::new(|| {
+            let mut headers = HeaderMap::with_capacity(3);
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            headers.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+            headers
+        });
         let mut response = Response::new(Body::new(self));
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        headers.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+        *response.headers_mut() = HEADERS.clone();
         response
     }
 

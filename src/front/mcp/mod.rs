@@ -11,6 +11,7 @@ mod body;
 mod checks;
 mod cors;
 mod get;
+mod grace;
 mod limits;
 mod lookup;
 mod post;

@@ -131,12 +131,12 @@ pub enum Begun {
 
 /// Runs a request's work until its reply can begin: the reply's headers wait for its first
 /// content, so that a quick answer goes out with them in one write. A session's stream
-/// begins after `HEADERS_GRACE` at the latest: its client may count requests in flight until
+/// begins within two `grace::STEP`s at the latest: its client may count requests in flight until
 /// their replies begin (rmcp's client allows 16), and must not wait for slow calls to end.
 pub async fn begin(ids: EventIds, mut work: Work, mut messages: PipeReceiver) -> Begun {
     let grace = async {
         match ids {
-            EventIds::Request(_) => tokio::time::sleep(HEADERS_GRACE).await,
+            EventIds::Request(_) => tokio::time::sleep_until(super::grace::ends()).await,
             EventIds::None | EventIds::Standalone | EventIds::Framed => {
                 std::future::pending().await
             }
@@ -165,9 +165,6 @@ pub async fn begin(ids: EventIds, mut work: Work, mut messages: PipeReceiver) ->
         _ = grace => Begun::Streaming(EventStream::request(ids, None, work, messages)),
     }
 }
-
-/// How long a session's request stream waits for its first content before its headers go.
-const HEADERS_GRACE: Duration = Duration::from_millis(50);
 
 /// How a stream names its events.
 #[derive(Clone, Copy)]

@@ -32,7 +32,13 @@ static PACING: AtomicBool = AtomicBool::new(false);
 /// When the grace of a request beginning now ends: `STEP` from now, rounded up to the grid
 /// (so between one and two steps away). Starts the pacer if it is not running.
 pub fn ends() -> Instant {
-    let now = step_of(Instant::now());
+    let origin = *ORIGIN;
+    let now = Instant::now();
+    // A runtime whose clock is behind the grid's (a paused test clock) gets a plain grace.
+    if now < origin {
+        return now + STEP;
+    }
+    let now = step_of(now);
     LAST_ASKED.fetch_max(now, Ordering::Relaxed);
     if !PACING.swap(true, Ordering::AcqRel) {
         tokio::spawn(pace());

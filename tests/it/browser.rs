@@ -157,7 +157,10 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
     let gw = GatewayBuilder::new()
         .upstream(
             "crashes",
-            &crashable.upstream("restart = { delay_ms = 60000, max_delay_ms = 60000 }"),
+            &crashable.upstream(&format!(
+                "restart = {{ delay_ms = 60000, max_delay_ms = 60000 }}\n{}",
+                crashable.sandboxed()
+            )),
         )
         .upstream(
             "later",
@@ -183,12 +186,28 @@ async fn the_status_page_follows_upstream_states_in_a_browser() {
         "the page shows `later` connecting"
     );
     assert!(browser.wait_for(&row("crashes", "ready"), soon).await);
+    // A sandboxed server's transport says so; what is enforced is its title.
+    let transport = |name: &str, what: &str| {
+        format!(
+            "return document.querySelector('tr[data-upstream={name:?}] td.col-transport').{what};"
+        )
+    };
+    let said = browser.eval(&transport("crashes", "textContent")).await;
+    assert_eq!(said, "stdio, sandboxed", "the transport cell");
+    let title = browser.eval(&transport("crashes", "title")).await;
+    assert!(title.as_str().unwrap().starts_with("enforced: "), "{title}");
+    assert!(
+        title.as_str().unwrap().contains("paths (Landlock)"),
+        "{title}"
+    );
 
     later.thaw();
     assert!(
         browser.wait_for(&row("later", "ready"), soon).await,
         "the page shows `later` ready without being reloaded"
     );
+    let said = browser.eval(&transport("later", "textContent")).await;
+    assert_eq!(said, "streamable_http", "a server without a sandbox");
     let client = gw.client().await;
     for text in ["one", "two", "three"] {
         call(&client, "later__echo", json!({ "text": text }))

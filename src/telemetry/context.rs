@@ -52,12 +52,8 @@ impl Passed {
 
     /// The headers it is sent as to an HTTP upstream.
     pub fn headers(&self) -> impl Iterator<Item = (http::HeaderName, HeaderValue)> + '_ {
-        let traceparent = (
-            http::HeaderName::from_static(TRACEPARENT),
-            self.traceparent.clone(),
-        );
-        let tracestate =
-            (self.tracestate.clone()).map(|v| (http::HeaderName::from_static(TRACESTATE), v));
+        let traceparent = (TRACEPARENT_HEADER, self.traceparent.clone());
+        let tracestate = (self.tracestate.clone()).map(|v| (TRACESTATE_HEADER, v));
         std::iter::once(traceparent).chain(tracestate)
     }
 }
@@ -88,22 +84,18 @@ impl Trace {
         // Only what W3C trace context allows goes on: a client cannot have Switchyard send an
         // upstream arbitrary text in these headers.
         // Looked up by prebuilt names: a name given as text is parsed again at each lookup.
-        let header = |name| {
-            let key = match name {
-                TRACEPARENT => &TRACEPARENT_HEADER,
-                _ => &TRACESTATE_HEADER,
-            };
+        let header = |name: &HeaderName| {
             headers
-                .get(key)
-                .filter(|value| well_formed(name, value))
+                .get(name)
+                .filter(|value| well_formed(name.as_str(), value))
                 .cloned()
         };
         if !on() {
             // Not a participant: an HTTP upstream gets the client's headers as they came.
             return Self {
-                client: header(TRACEPARENT).map(|traceparent| Passed {
+                client: header(&TRACEPARENT_HEADER).map(|traceparent| Passed {
                     traceparent,
-                    tracestate: header(TRACESTATE),
+                    tracestate: header(&TRACESTATE_HEADER),
                     into_meta: false,
                 }),
                 ..Self::none()
@@ -121,9 +113,9 @@ impl Trace {
                 tracestate: from_meta(TRACESTATE),
                 into_meta: false,
             }),
-            None => header(TRACEPARENT).map(|traceparent| Passed {
+            None => header(&TRACEPARENT_HEADER).map(|traceparent| Passed {
                 traceparent,
-                tracestate: header(TRACESTATE),
+                tracestate: header(&TRACESTATE_HEADER),
                 into_meta: true,
             }),
         };

@@ -226,8 +226,10 @@
     setTime(row.since, s.since);
     updateAuthorize(row, s);
     const counts = s.counts || {};
+    const sandbox = s.sandbox && typeof s.sandbox === "object" ? s.sandbox : null;
+    const missing = sandbox && Array.isArray(sandbox.missing) ? sandbox.missing : [];
     const values = {
-      name: s.name, transport: transportText(s), target: s.target, session: s.session,
+      name: s.name, transport: transportText(s.transport, sandbox, missing), target: s.target, session: s.session,
       protocol: s.protocol_version, tools: counts.tools, prompts: counts.prompts, resources: counts.resources,
       in_flight: s.in_flight, last_error: s.last_error, retries: s.retries,
     };
@@ -235,18 +237,15 @@
     for (const col of LONG) row.cells[col].title = isMissing(values[col]) ? "" : String(values[col]);
     row.cells.resources.title = counts.resource_templates ? "and " + counts.resource_templates + " resource templates" : "";
     row.cells.retries.classList.toggle("warn", Number(s.retries) > 0);
-    const sandbox = s.sandbox && typeof s.sandbox === "object" ? s.sandbox : null;
-    const missing = sandbox && Array.isArray(sandbox.missing) ? sandbox.missing : [];
     row.cells.transport.title = sandbox && Array.isArray(sandbox.enforced)
       ? "enforced: " + (sandbox.enforced.join(", ") || "nothing") : "";
     row.cells.transport.classList.toggle("warn", missing.length > 0);
   }
 
   // A sandboxed stdio server's transport says so, and what this kernel cannot enforce of it.
-  function transportText(s) {
-    if (isMissing(s.transport) || !s.sandbox || typeof s.sandbox !== "object") return s.transport;
-    const missing = Array.isArray(s.sandbox.missing) ? s.sandbox.missing : [];
-    return s.transport + (missing.length ? ", sandboxed without " + missing.join(", ") : ", sandboxed");
+  function transportText(transport, sandbox, missing) {
+    if (isMissing(transport) || !sandbox) return transport;
+    return transport + (missing.length ? ", sandboxed without " + missing.join(", ") : ", sandboxed");
   }
 
   // Rows are keyed by name and updated in place, in the order the server gives.

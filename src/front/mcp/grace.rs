@@ -39,8 +39,12 @@ pub fn ends() -> Instant {
         return now + STEP;
     }
     let now = step_of(now);
-    LAST_ASKED.fetch_max(now, Ordering::Relaxed);
-    if !PACING.swap(true, Ordering::AcqRel) {
+    // Read before written: every request comes here, and a write would move the line between
+    // cores each time; it changes once a step, and once per start of the pacer.
+    if LAST_ASKED.load(Ordering::Relaxed) < now {
+        LAST_ASKED.fetch_max(now, Ordering::Relaxed);
+    }
+    if !PACING.load(Ordering::Acquire) && !PACING.swap(true, Ordering::AcqRel) {
         tokio::spawn(pace());
     }
     at_step(now + 2)

@@ -61,9 +61,10 @@
 //! 4. The upstream request is written from the client's bytes: the name restored, the id
 //!    replaced by the gateway's own, `_meta` rewritten only if it holds a progress token or
 //!    keys the upstream's era must not see; everything else is copied as it came.
-//! 5. `upstream::exchange` posts it on the upstream session rmcp's worker opened, through a
-//!    pooled keep-alive hyper client, with the hook's headers (an OAuth token, renewed first if
-//!    due). The answer comes back as JSON or an event stream; progress and log messages on the
+//! 5. `upstream::exchange` posts it on the upstream session rmcp's worker opened, over a
+//!    keep-alive connection, with the hook's headers (an OAuth token, renewed first if due). A
+//!    plain-HTTP upstream's connection is driven by the request's own task until its answer
+//!    has ended (`upstream::raw_client`); an HTTPS one's by hyper's pooled client. The answer comes back as JSON or an event stream; progress and log messages on the
 //!    way go straight to the client's outlet, and requests for the client (sampling,
 //!    elicitation, roots) go through rmcp's handler of the connection, which the relay points at
 //!    this request. Timeouts, the client's cancellation and an upstream outage end it, and the

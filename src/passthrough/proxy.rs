@@ -125,9 +125,12 @@ impl Passthrough {
         let answer = match client.request(request).await {
             Ok(answer) => answer,
             Err(error) => {
-                tracing::warn!(upstream = name, error = %with_causes(&error),
+                tracing::warn!(upstream = name, error = %with_causes(&*error),
                     "a pass-through request failed upstream");
-                let message = format!("Bad Gateway: `{name}` cannot be reached: {}", cause(&error));
+                let message = format!(
+                    "Bad Gateway: `{name}` cannot be reached: {}",
+                    cause(&*error)
+                );
                 return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
             }
         };
@@ -158,7 +161,7 @@ impl Passthrough {
                 Some(Err(error)) => {
                     let message = format!(
                         "Bad Gateway: `{name}`'s answer broke off: {}",
-                        cause(&error)
+                        cause(&*error)
                     );
                     return refused(done, refusal(StatusCode::BAD_GATEWAY, &message));
                 }

@@ -11,10 +11,14 @@ use std::{
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 
 use super::metered::Metered;
-use crate::{front::Held, gateway::Gateway, metrics::PassthroughSeries};
+use crate::{
+    front::Held,
+    gateway::Gateway,
+    metrics::PassthroughSeries,
+    upstream::{BoxError, UpstreamBody},
+};
 
 /// What is recorded of one pass-through request when it is done, whichever way it ends.
 pub struct Done {
@@ -50,12 +54,12 @@ impl Drop for Done {
 pub struct Relayed {
     /// A frame read ahead (so that it goes out with the answer's header), sent first.
     first: Option<Frame<Bytes>>,
-    body: Incoming,
+    body: UpstreamBody,
     done: Option<Done>,
 }
 
 impl Relayed {
-    pub fn new(first: Option<Frame<Bytes>>, body: Incoming, mut done: Done) -> Self {
+    pub fn new(first: Option<Frame<Bytes>>, body: UpstreamBody, mut done: Done) -> Self {
         if let Some(frame) = &first {
             done.saw(frame);
         }
@@ -69,12 +73,12 @@ impl Relayed {
 
 impl Body for Relayed {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         if let Some(frame) = self.first.take() {
             return Poll::Ready(Some(Ok(frame)));
         }

@@ -138,7 +138,7 @@ fn raw_path(config: &UpstreamConfig) -> Option<(raw_client::RawClient, ::http::U
             return None;
         }
     };
-    match raw_client::raw_client(config.policy.connect_timeout) {
+    match raw_client::RawClient::new(&uri, config.policy.connect_timeout) {
         Ok(client) => Some((client, uri)),
         Err(error) => {
             tracing::warn!(upstream = %config.name, %error, "no TLS setup for raw requests; all requests go the typed way");

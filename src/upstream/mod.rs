@@ -62,7 +62,7 @@ pub use exchange::{Answer, Exchange, ExchangeError, Outgoing, RawLink, Step};
 pub use health::Health;
 pub use lists::Lists;
 pub use load::{InFlight, Load};
-pub use raw_client::RawClient;
+pub use raw_client::{BoxError, RawClient, UpstreamBody};
 pub use relay::{Registration, Relay};
 pub use session_slot::{SessionSlot, UpstreamSession};
 pub use sse::{SseError, SseTransport};
@@ -273,7 +273,7 @@ impl Upstream {
         self.connections.has_raw_path()
     }
 
-    /// The pooled HTTP client and URL of a streamable-HTTP upstream, for requests that go to
+    /// The HTTP client and URL of a streamable-HTTP upstream, for requests that go to
     /// it as they are (the raw path's, shared with it).
     pub fn http_client(&self) -> Option<(&RawClient, &::http::Uri)> {
         let (client, url) = self.connections.raw.as_ref()?;

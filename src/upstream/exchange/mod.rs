@@ -1,7 +1,7 @@
 //! The raw path to an upstream: a hot request goes out as the bytes it came in (only its id and
 //! name rewritten) and its answer comes back as bytes. To a streamable-HTTP upstream it is
-//! posted (`post`) on the upstream session rmcp's worker opened, through a pooled keep-alive
-//! HTTP client, and answered by a JSON body or an event stream; to a stdio upstream it is a
+//! posted (`post`) on the upstream session rmcp's worker opened, over a keep-alive connection
+//! (`raw_client`), and answered by a JSON body or an event stream; to a stdio upstream it is a
 //! line written between rmcp's (`lines`); to a legacy SSE upstream it is posted beside rmcp's
 //! messages and answered on the session's stream (`sse::SseTap`). What the upstream sends about the request besides
 //! the answer (progress, log messages, requests for the client) is handed to the caller one
@@ -19,10 +19,8 @@ use std::{
 };
 
 use bytes::Bytes;
-use futures::FutureExt;
 use http::{HeaderName, HeaderValue, StatusCode, Uri};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 mod post;
 
@@ -30,7 +28,7 @@ use post::HttpRoute;
 
 use super::{
     lines::{Ended, Lines, Waiting},
-    raw_client::RawClient,
+    raw_client::{RawClient, UpstreamBody},
     session_slot::SessionSlot,
     sse::SseTap,
 };
@@ -313,7 +311,7 @@ pub struct Exchange<'a> {
 enum Body {
     /// A JSON answer, read whole.
     Json(Option<Bytes>),
-    Stream(Incoming),
+    Stream(UpstreamBody),
     /// An answer yet to come on a stdio connection.
     Waiting(Waiting),
 }
@@ -337,7 +335,7 @@ impl<'a> Exchange<'a> {
         link: &'a RawLink,
         id: i64,
         session: Option<Arc<HeaderValue>>,
-        response: http::Response<Incoming>,
+        response: http::Response<UpstreamBody>,
     ) -> Result<Self, ExchangeError> {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && session.is_some() {
@@ -426,7 +424,7 @@ impl<'a> Exchange<'a> {
                         self.reader.push_chunk(data);
                     }
                 }
-                Ok(Some(Err(error))) => self.resume(with_causes(&error)).await?,
+                Ok(Some(Err(error))) => self.resume(with_causes(&*error)).await?,
                 Ok(None) => {
                     self.resume("the stream ended before the answer".into())
                         .await?
@@ -440,24 +438,13 @@ impl<'a> Exchange<'a> {
     }
 
     /// Reads the rest of the stream after the answer (its end, normally), so that the
-    /// connection goes back to the pool for the next request: a connection whose answer was
-    /// not read to its end is closed. What has arrived is read now; if the end is still on its
-    /// way, it is awaited apart (`FINISH_WAIT` at most), for the client's answer must not wait.
+    /// connection serves the next request: a connection whose answer was not read to its end
+    /// is closed. The client's answer does not wait for it (`UpstreamBody::release`,
+    /// `FINISH_WAIT` at most).
     pub fn finish(self) {
-        let Body::Stream(mut stream) = self.body else {
-            return;
-        };
-        loop {
-            match stream.frame().now_or_never() {
-                Some(Some(Ok(_))) => continue,
-                Some(None | Some(Err(_))) => return,
-                None => break,
-            }
+        if let Body::Stream(stream) = self.body {
+            stream.release(FINISH_WAIT);
         }
-        tokio::spawn(async move {
-            let drained = async { while let Some(Ok(_)) = stream.frame().await {} };
-            let _ = tokio::time::timeout(FINISH_WAIT, drained).await;
-        });
     }
 
     /// Reads on where the stream broke off, if the upstream gave its events ids.
@@ -521,7 +508,7 @@ fn is_id(text: &str, id: i64) -> bool {
     text.parse::<i64>() == Ok(id)
 }
 
-async fn read_whole(body: Incoming) -> Result<Bytes, ExchangeError> {
+async fn read_whole(body: UpstreamBody) -> Result<Bytes, ExchangeError> {
     let limited = http_body_util::Limited::new(body, MAX_MESSAGE_BYTES);
     limited
         .collect()
@@ -530,7 +517,7 @@ async fn read_whole(body: Incoming) -> Result<Bytes, ExchangeError> {
         .map_err(|error| ExchangeError::Transport(format!("reading its answer: {error}")))
 }
 
-async fn status_error(response: http::Response<Incoming>) -> ExchangeError {
+async fn status_error(response: http::Response<UpstreamBody>) -> ExchangeError {
     let status = response.status().as_u16();
     let limited = http_body_util::Limited::new(response.into_body(), ERROR_BODY_PREVIEW * 4);
     let body = limited

@@ -7,14 +7,16 @@ use std::{sync::Arc, time::Duration};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Uri, header};
 use http_body_util::Full;
-use hyper::body::Incoming;
 
 use super::{Exchange, ExchangeError, Outgoing, RawLink};
 use crate::error::with_causes;
 use crate::{
     hook::{RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
-    upstream::{raw_client::RawClient, session_slot::SessionSlot},
+    upstream::{
+        raw_client::{RawClient, UpstreamBody},
+        session_slot::SessionSlot,
+    },
 };
 
 const JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
@@ -113,7 +115,7 @@ impl HttpRoute {
         outgoing: &Outgoing<'_>,
         session: Option<&HeaderValue>,
         sent: &mut RequestHeaders,
-    ) -> Result<http::Response<Incoming>, ExchangeError> {
+    ) -> Result<http::Response<UpstreamBody>, ExchangeError> {
         self.hook.prepare(sent).done().await?;
         let mut request = Request::new(Full::new(outgoing.body.clone()));
         *request.method_mut() = Method::POST;
@@ -149,7 +151,7 @@ impl HttpRoute {
         self.client
             .request(request)
             .await
-            .map_err(|error| ExchangeError::Transport(with_causes(&error)))
+            .map_err(|error| ExchangeError::Transport(with_causes(&*error)))
     }
 
     /// Opens the stream `last_event` belongs to again, to read on from there.
@@ -157,7 +159,7 @@ impl HttpRoute {
         &self,
         session: Option<&HeaderValue>,
         last_event: &str,
-    ) -> Result<http::Response<Incoming>, ExchangeError> {
+    ) -> Result<http::Response<UpstreamBody>, ExchangeError> {
         let mut headers = RequestHeaders::new();
         self.hook.prepare(&mut headers).done().await?;
         let mut request = Request::new(Full::new(Bytes::new()));
@@ -181,7 +183,7 @@ impl HttpRoute {
         self.client
             .request(request)
             .await
-            .map_err(|error| ExchangeError::Transport(with_causes(&error)))
+            .map_err(|error| ExchangeError::Transport(with_causes(&*error)))
     }
 }
 

@@ -1,58 +1,21 @@
-//! The raw path's HTTP client: pooled keep-alive connections, the platform's TLS trust.
+//! A connector for the pooled client that tells it only what it needs of each connection.
 
 use std::{
     pin::Pin,
-    sync::Arc,
     task::{Context, Poll},
-    time::Duration,
 };
 
-use bytes::Bytes;
 use futures::{TryFutureExt, future::MapOk};
 use http::Uri;
-use http_body_util::Full;
 use hyper::rt::{Read, ReadBufCursor, Write};
-use hyper_util::{
-    client::legacy::{
-        Client,
-        connect::{Connected, Connection, HttpConnector},
-    },
-    rt::TokioExecutor,
-};
+use hyper_util::client::legacy::connect::{Connected, Connection};
 use pin_project_lite::pin_project;
-
-type Tls = hyper_rustls::HttpsConnector<HttpConnector>;
-
-/// The pooled HTTP client of an upstream's raw path (keep-alive connections, no cap on them).
-pub type RawClient = Client<Quiet<Tls>, Full<Bytes>>;
-
-/// A raw client with the same TLS trust as the rest of Switchyard's HTTP (the platform's).
-pub fn raw_client(connect_timeout: Duration) -> Result<RawClient, String> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
-        .map_err(|error| error.to_string())?
-        .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(connect_timeout));
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new()).build(Quiet(connector)))
-}
 
 /// A connector whose connections tell the client only what it needs of them (HTTP/2 agreed,
 /// a proxy), not the addresses hyper_util would otherwise put into every response's
 /// extensions: nothing reads them, and that costs three allocations per answer.
 #[derive(Clone)]
-pub struct Quiet<C>(C);
+pub struct Quiet<C>(pub C);
 
 impl<C> tower::Service<Uri> for Quiet<C>
 where

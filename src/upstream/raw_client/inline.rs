@@ -1,0 +1,368 @@
+//! HTTP/1.1 connections to a plain-HTTP upstream, driven by the requests that use them.
+//!
+//! hyper's pooled client runs each connection as a task of its own: a request hands its
+//! message to that task, is woken with the answer's head, and wakes the task again for each
+//! piece of the body it reads, often while that task is still running on another thread,
+//! which makes the runtime wake a third. Here a request takes an idle connection, polls it
+//! from its own task while it waits for its answer and reads the body, and puts it back when
+//! the body has ended: no task per connection, and no wake from one task to another.
+//!
+//! An answer whose reader was done before its end arrived (an event stream, whose end comes
+//! after the answer's event) goes back with its connection, and is read to its end when the
+//! connection is next taken.
+
+use std::{
+    collections::VecDeque,
+    future::{Future, poll_fn},
+    pin::{Pin, pin},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering::SeqCst},
+    },
+    task::{Context, Poll, Wake, Waker},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use futures::task::AtomicWaker;
+use http::{HeaderValue, Request, Response, Uri, header};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::Full;
+use hyper::{body::Incoming, client::conn::http1};
+use hyper_util::{client::legacy::connect::HttpConnector, rt::TokioIo};
+use tokio::net::TcpStream;
+use tower::Service;
+
+use super::BoxError;
+
+/// The most idle connections kept; past it the longest idle is closed.
+const MAX_IDLE: usize = 512;
+/// How long a connection may stay idle before it is closed.
+const IDLE_FOR: Duration = Duration::from_secs(90);
+/// How many idle connections whose last answer is still ending are passed over before a
+/// request opens a connection of its own.
+const PASS_OVER: usize = 4;
+
+/// The idle connections to one upstream, and how to open another.
+pub struct Pool {
+    connector: HttpConnector,
+    /// The upstream's scheme and authority (where connections go).
+    target: Uri,
+    /// `Host`, for a request that does not name it.
+    host: HeaderValue,
+    /// The most recently used last: it is taken first, the longest idle dropped first.
+    idle: Mutex<VecDeque<Idle>>,
+}
+
+struct Idle {
+    link: Box<Link>,
+    /// The unread end of the connection's last answer.
+    rest: Option<Incoming>,
+    /// When it is closed if still unused (or its answer not ended).
+    until: Instant,
+}
+
+impl Pool {
+    /// A pool for `uri`'s authority (an `http` URI), connecting with `connector`.
+    pub fn new(connector: HttpConnector, uri: &Uri) -> Option<Self> {
+        let authority = uri.authority()?;
+        let target = Uri::builder()
+            .scheme("http")
+            .authority(authority.clone())
+            .path_and_query("/")
+            .build()
+            .ok()?;
+        let host = match authority.port_u16() {
+            Some(80) => HeaderValue::from_str(authority.host()),
+            _ => HeaderValue::from_str(authority.as_str()),
+        }
+        .ok()?;
+        Some(Self {
+            connector,
+            target,
+            host,
+            idle: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// Sends `request` (whose URI's path is the one used) on an idle connection, or a new
+    /// one. A request an idle connection turned out to be closed for goes on another.
+    pub async fn send(
+        self: &Arc<Self>,
+        mut request: Request<Full<Bytes>>,
+    ) -> Result<Response<Driven>, BoxError> {
+        let path = request.uri().path_and_query().cloned();
+        *request.uri_mut() = path.map_or_else(|| Uri::from_static("/"), Uri::from);
+        request
+            .headers_mut()
+            .entry(header::HOST)
+            .or_insert_with(|| self.host.clone());
+        // One future for all of it, not one per step: every step would hold the request.
+        loop {
+            let (mut link, reused) = match self.take() {
+                Some(link) => (link, true),
+                // Boxed: opening a connection is rare, and its states are large.
+                None => (Box::pin(self.connect()).await?, false),
+            };
+            let ready = poll_fn(|cx| link.drive(cx, |cx, sender| sender.poll_ready(cx))).await;
+            let unsent = if matches!(ready, Some(Ok(()))) {
+                // Handing the request over wakes the connection: it is polled next anyway.
+                link.wakes.polling.store(true, SeqCst);
+                let sent = link.sender.try_send_request(request);
+                link.wakes.polling.store(false, SeqCst);
+                let mut sent = pin!(sent);
+                match poll_fn(|cx| link.drive(cx, |cx, _| sent.as_mut().poll(cx))).await {
+                    Some(Ok(response)) => {
+                        let pool = self.clone();
+                        return Ok(response.map(|body| Driven {
+                            body,
+                            link: Some(link),
+                            pool,
+                        }));
+                    }
+                    Some(Err(mut error)) => match error.take_message() {
+                        Some(request) => request,
+                        None => return Err(error.into_error().into()),
+                    },
+                    None => return Err("the connection closed before the answer came".into()),
+                }
+            } else {
+                request
+            };
+            // The connection had closed before the request went: another one.
+            if !reused {
+                return Err("the connection closed before the request went".into());
+            }
+            request = unsent;
+        }
+    }
+
+    async fn connect(&self) -> Result<Box<Link>, BoxError> {
+        let io = self.connector.clone().call(self.target.clone()).await?;
+        let (sender, conn) = http1::Builder::new().handshake(io).await?;
+        Ok(Box::new(Link::new(sender, conn)))
+    }
+
+    /// The most recently used idle connection that is ready for a request.
+    fn take(&self) -> Option<Box<Link>> {
+        let now = Instant::now();
+        let mut passed = 0;
+        loop {
+            let mut idle = self.lock().pop_back()?;
+            if idle.until < now {
+                continue;
+            }
+            if let Some(mut rest) = idle.rest.take() {
+                match idle.link.read_rest(&mut rest) {
+                    Rest::Ended => {}
+                    Rest::Broken => continue,
+                    Rest::Coming => {
+                        idle.rest = Some(rest);
+                        self.lock().push_front(idle);
+                        passed += 1;
+                        if passed == PASS_OVER {
+                            return None;
+                        }
+                        continue;
+                    }
+                }
+            }
+            return Some(idle.link);
+        }
+    }
+
+    /// Keeps `link` for the next request, with the unread end of its answer (`rest`), for
+    /// `keep` at most.
+    fn put(&self, link: Box<Link>, rest: Option<Incoming>, keep: Duration) {
+        // The request that used it is done: a wake must not reach its task.
+        link.wakes.task.take();
+        let now = Instant::now();
+        let mut closed = Vec::new();
+        {
+            let mut idle = self.lock();
+            while idle
+                .front()
+                .is_some_and(|oldest| oldest.until < now || idle.len() >= MAX_IDLE)
+            {
+                closed.extend(idle.pop_front());
+            }
+            idle.push_back(Idle {
+                link,
+                rest,
+                until: now + keep,
+            });
+        }
+        // Their sockets are closed here, not under the lock.
+        drop(closed);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Idle>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+enum Rest {
+    Ended,
+    Coming,
+    Broken,
+}
+
+/// One connection: hyper's two halves of it, and the waker it is polled with.
+struct Link {
+    sender: http1::SendRequest<Full<Bytes>>,
+    /// `None` once it has ended (closed, or failed): dropped then, which hands requests it
+    /// had not sent back to their senders.
+    conn: Option<http1::Connection<TokioIo<TcpStream>, Full<Bytes>>>,
+    wakes: Arc<Wakes>,
+    /// `wakes` as a waker, made once.
+    waker: Waker,
+}
+
+/// The waker a connection and its answer are polled with. A wake that comes while the
+/// request's task is polling them (the body asking the connection for more, the connection
+/// handing over the answer) is noted, and they are polled again at once; only other wakes
+/// (the socket, from the runtime's driver) reach the task.
+#[derive(Default)]
+struct Wakes {
+    task: AtomicWaker,
+    polling: AtomicBool,
+    again: AtomicBool,
+}
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Noted first: a poll that ends after this reads it (see `Link::drive`).
+        self.again.store(true, SeqCst);
+        if !self.polling.load(SeqCst) {
+            self.task.wake();
+        }
+    }
+}
+
+impl Link {
+    fn new(
+        sender: http1::SendRequest<Full<Bytes>>,
+        conn: http1::Connection<TokioIo<TcpStream>, Full<Bytes>>,
+    ) -> Self {
+        let wakes = Arc::new(Wakes::default());
+        Self {
+            sender,
+            conn: Some(conn),
+            waker: Waker::from(wakes.clone()),
+            wakes,
+        }
+    }
+
+    /// Polls the connection, then `step`, until `step` is ready or nothing more can happen
+    /// before a wake from outside. `None` if the connection ended with `step` still waiting.
+    fn drive<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut step: impl FnMut(&mut Context<'_>, &mut http1::SendRequest<Full<Bytes>>) -> Poll<T>,
+    ) -> Poll<Option<T>> {
+        self.wakes.task.register(cx.waker());
+        let mut inner = Context::from_waker(&self.waker);
+        loop {
+            self.wakes.again.store(false, SeqCst);
+            self.wakes.polling.store(true, SeqCst);
+            if let Some(conn) = self.conn.as_mut()
+                && Pin::new(conn).poll(&mut inner).is_ready()
+            {
+                self.conn = None;
+            }
+            let polled = step(&mut inner, &mut self.sender);
+            self.wakes.polling.store(false, SeqCst);
+            if let Poll::Ready(out) = polled {
+                return Poll::Ready(Some(out));
+            }
+            // A wake while polling either is seen here or found `polling` false and woke
+            // the task: none is lost.
+            if !self.wakes.again.swap(false, SeqCst) {
+                return if self.conn.is_none() {
+                    Poll::Ready(None)
+                } else {
+                    Poll::Pending
+                };
+            }
+        }
+    }
+
+    /// Reads what has come of `rest`, without waiting for more.
+    fn read_rest(&mut self, rest: &mut Incoming) -> Rest {
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            match self.drive(&mut cx, |cx, _| Pin::new(&mut *rest).poll_frame(cx)) {
+                Poll::Ready(Some(Some(Ok(_)))) => continue,
+                Poll::Ready(Some(None)) => return Rest::Ended,
+                Poll::Ready(Some(Some(Err(_))) | None) => return Rest::Broken,
+                Poll::Pending => return Rest::Coming,
+            }
+        }
+    }
+}
+
+/// An answer's body, read by polling its connection too; the connection goes back to its
+/// pool when the body ends, and is closed if the body is dropped before (unless `park`ed).
+pub struct Driven {
+    body: Incoming,
+    link: Option<Box<Link>>,
+    pool: Arc<Pool>,
+}
+
+impl Driven {
+    /// The reader is done before the end: the connection goes back with what is left, read
+    /// when it is next taken, if it ends within `wait`.
+    pub fn park(self, wait: Duration) {
+        if let Some(link) = self.link {
+            self.pool.put(link, Some(self.body), wait);
+        }
+    }
+}
+
+impl Body for Driven {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        let Some(link) = this.link.as_mut() else {
+            return Pin::new(&mut this.body).poll_frame(cx).map_err(Into::into);
+        };
+        let body = &mut this.body;
+        match link.drive(cx, |cx, _| Pin::new(&mut *body).poll_frame(cx)) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Some(Ok(frame)))) => Poll::Ready(Some(Ok(frame))),
+            Poll::Ready(Some(None)) => {
+                if let Some(link) = this.link.take() {
+                    this.pool.put(link, None, IDLE_FOR);
+                }
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Some(Err(error)))) => {
+                this.link = None;
+                Poll::Ready(Some(Err(error.into())))
+            }
+            Poll::Ready(None) => {
+                this.link = None;
+                Poll::Ready(Some(Err(
+                    "the connection closed before the answer ended".into()
+                )))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

@@ -42,6 +42,8 @@ const IDLE_FOR: Duration = Duration::from_secs(90);
 /// How many idle connections whose last answer is still ending are passed over before a
 /// request opens a connection of its own.
 const PASS_OVER: usize = 4;
+/// The most frames of an answer's unread end read when its connection is taken.
+const REST_FRAMES: usize = 16;
 
 /// The idle connections to one upstream, and how to open another.
 pub struct Pool {
@@ -291,10 +293,12 @@ impl Link {
         }
     }
 
-    /// Reads what has come of `rest`, without waiting for more.
+    /// Reads what has come of `rest`, without waiting for more. An answer that still brings
+    /// frame after frame once its reader is done (`REST_FRAMES`) is not waited for: its
+    /// connection is closed rather than hold up the request that found it.
     fn read_rest(&mut self, rest: &mut Incoming) -> Rest {
         let mut cx = Context::from_waker(Waker::noop());
-        loop {
+        for _ in 0..REST_FRAMES {
             match self.drive(&mut cx, |cx, _| Pin::new(&mut *rest).poll_frame(cx)) {
                 Poll::Ready(Some(Some(Ok(_)))) => continue,
                 Poll::Ready(Some(None)) => return Rest::Ended,
@@ -302,6 +306,7 @@ impl Link {
                 Poll::Pending => return Rest::Coming,
             }
         }
+        Rest::Broken
     }
 }
 

@@ -23,16 +23,24 @@ use super::{RawClient, UpstreamBody};
 
 /// A server on 127.0.0.1 that counts the connections it accepted. `/json` answers JSON,
 /// `/close` the same and closes its connection, `/stream` an event whose stream ends 50 ms
-/// later, `/endless` an event and then nothing.
+/// later, `/endless` an event and then nothing, `/flood` events without end.
 async fn server() -> (Uri, Arc<AtomicUsize>) {
+    let (uri, accepted, _) = server_counting_ends().await;
+    (uri, accepted)
+}
+
+/// `server`, counting also the connections that ended.
+async fn server_counting_ends() -> (Uri, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let uri = format!("http://{}/mcp", listener.local_addr().unwrap());
     let accepted = Arc::new(AtomicUsize::new(0));
-    let counted = accepted.clone();
+    let ended = Arc::new(AtomicUsize::new(0));
+    let (counted, ends) = (accepted.clone(), ended.clone());
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             counted.fetch_add(1, Ordering::SeqCst);
+            let ends = ends.clone();
             tokio::spawn(async move {
                 let service = service_fn(|request: Request<hyper::body::Incoming>| async move {
                     Ok::<_, Infallible>(answer(request.uri().path()))
@@ -40,10 +48,11 @@ async fn server() -> (Uri, Arc<AtomicUsize>) {
                 let _ = http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
+                ends.fetch_add(1, Ordering::SeqCst);
             });
         }
     });
-    (uri.parse().unwrap(), accepted)
+    (uri.parse().unwrap(), accepted, ended)
 }
 
 fn answer(path: &str) -> Response<BoxBody<Bytes, Infallible>> {
@@ -55,6 +64,10 @@ fn answer(path: &str) -> Response<BoxBody<Bytes, Infallible>> {
                 Ok(Frame::data(Bytes::new()))
             });
             let events = futures::stream::iter([event()]).chain(end);
+            BoxBody::new(StreamBody::new(events))
+        }
+        "/flood" => {
+            let events = futures::stream::repeat_with(event);
             BoxBody::new(StreamBody::new(events))
         }
         "/endless" => {
@@ -145,6 +158,29 @@ async fn an_answer_whose_end_is_still_coming_leaves_its_connection_aside() {
     // Its end has not come: the next request opens a connection of its own.
     whole(get(&client, &uri, "/json").await).await;
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_answer_that_floods_on_after_its_reader_is_done_has_its_connection_closed() {
+    let (uri, accepted, ended) = server_counting_ends().await;
+    let client = client(&uri);
+    let mut body = get(&client, &uri, "/flood").await;
+    body.frame().await.unwrap().unwrap();
+    body.release(Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Taken again, it still brings frame after frame: it is closed, not kept aside.
+    assert_eq!(
+        whole(get(&client, &uri, "/json").await).await,
+        "{\"ok\":true}"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    for _ in 0..100 {
+        if ended.load(Ordering::SeqCst) == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the flooding connection was kept open");
 }
 
 #[tokio::test]

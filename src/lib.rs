@@ -64,10 +64,10 @@
 //! 5. `upstream::exchange` posts it on the upstream session rmcp's worker opened, over a
 //!    keep-alive connection, with the hook's headers (an OAuth token, renewed first if due). A
 //!    plain-HTTP upstream's connection is driven by the request's own task until its answer
-//!    has ended (`upstream::raw_client`); an HTTPS one's by hyper's pooled client. The answer comes back as JSON or an event stream; progress and log messages on the
-//!    way go straight to the client's outlet, and requests for the client (sampling,
-//!    elicitation, roots) go through rmcp's handler of the connection, which the relay points at
-//!    this request. Timeouts, the client's cancellation and an upstream outage end it, and the
+//!    has ended (`upstream::raw_client`); an HTTPS one's by hyper's pooled client. The answer
+//!    comes back as JSON or an event stream; progress and log messages on the way go straight
+//!    to the client's outlet, and requests for the client (sampling, elicitation, roots) go
+//!    through rmcp's handler of the connection, which the relay points at this request. Timeouts, the client's cancellation and an upstream outage end it, and the
 //!    upstream is told to cancel.
 //! 6. The answer goes back with the client's id put in front of the upstream's result bytes
 //!    (resource URIs mapped where the catalog prefixes them); an upstream error passes

@@ -1,8 +1,8 @@
 //! The pass-through routes, `/servers/{name}/mcp` on `[server] passthrough_listen`: one
 //! streamable-HTTP upstream proxied as it is (`proxy`), for clients that want one server at
 //! the lowest overhead. Requests go up over the upstream's own HTTP client (the raw path's),
-//! and its answers come back as they stream (`relayed`). Calls through it are counted by `[[quota]]`
-//! and audited as the MCP endpoint's are (`metered`).
+//! and its answers come back as they stream (`relayed`). Calls through it are counted by
+//! `[[quota]]` and audited as the MCP endpoint's are (`metered`).
 
 mod metered;
 mod proxy;

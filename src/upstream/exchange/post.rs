@@ -14,7 +14,7 @@ use crate::{
     hook::{RequestHeaders, RequestHook},
     protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
     upstream::{
-        raw_client::{RawClient, UpstreamBody},
+        raw_client::{RawClient, UpstreamBody, host_of},
         session_slot::SessionSlot,
     },
 };
@@ -187,39 +187,9 @@ impl HttpRoute {
     }
 }
 
-/// `Host` for requests to `uri`: its host, and its port unless the scheme's own.
-fn host_of(uri: &Uri) -> Option<HeaderValue> {
-    let authority = uri.authority()?;
-    let default_port = match uri.scheme_str() {
-        Some("https") => 443,
-        _ => 80,
-    };
-    let host = match authority.port_u16() {
-        Some(port) if port != default_port => format!("{}:{port}", authority.host()),
-        _ => authority.host().to_owned(),
-    };
-    HeaderValue::from_str(&host).ok()
-}
-
 fn www_authenticate(headers: &HeaderMap) -> Option<String> {
     headers
         .get(header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_host_names_the_port_unless_it_is_the_schemes_own() {
-        let host = |uri: &str| host_of(&uri.parse().unwrap()).unwrap();
-        assert_eq!(host("http://127.0.0.1:8080/mcp"), "127.0.0.1:8080");
-        assert_eq!(host("http://example.test/mcp"), "example.test");
-        assert_eq!(host("http://example.test:80/mcp"), "example.test");
-        assert_eq!(host("https://example.test:443/mcp"), "example.test");
-        assert_eq!(host("https://example.test:80/mcp"), "example.test:80");
-        assert_eq!(host("http://[::1]:9000/mcp"), "[::1]:9000");
-    }
 }

@@ -74,15 +74,10 @@ impl Pool {
             .path_and_query("/")
             .build()
             .ok()?;
-        let host = match authority.port_u16() {
-            Some(80) => HeaderValue::from_str(authority.host()),
-            _ => HeaderValue::from_str(authority.as_str()),
-        }
-        .ok()?;
         Some(Self {
             connector,
             target,
-            host,
+            host: super::host_of(uri)?,
             idle: Mutex::new(VecDeque::new()),
         })
     }

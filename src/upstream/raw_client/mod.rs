@@ -11,7 +11,7 @@ use std::{
 
 use bytes::Bytes;
 use futures::FutureExt;
-use http::{Request, Response, Uri};
+use http::{HeaderValue, Request, Response, Uri};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -90,6 +90,20 @@ impl RawClient {
                 .map(UpstreamBody::Pooled)),
         }
     }
+}
+
+/// `Host` for requests to `uri`: its host, and its port unless the scheme's own.
+pub fn host_of(uri: &Uri) -> Option<HeaderValue> {
+    let authority = uri.authority()?;
+    let default_port = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    let host = match authority.port_u16() {
+        Some(port) if port != default_port => format!("{}:{port}", authority.host()),
+        _ => authority.host().to_owned(),
+    };
+    HeaderValue::from_str(&host).ok()
 }
 
 /// The body of an upstream's answer.

@@ -19,7 +19,7 @@ use hyper::{body::Frame, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use super::{RawClient, UpstreamBody};
+use super::{RawClient, UpstreamBody, host_of};
 
 /// A server on 127.0.0.1 that counts the connections it accepted. `/json` answers JSON,
 /// `/close` the same and closes its connection, `/stream` an event whose stream ends 50 ms
@@ -215,4 +215,15 @@ fn an_https_upstream_goes_through_the_pooled_client() {
     let uri: Uri = "https://example.test/mcp".parse().unwrap();
     let client = RawClient::new(&uri, Duration::from_secs(5)).unwrap();
     assert!(client.inline.is_none());
+}
+
+#[test]
+fn the_host_names_the_port_unless_it_is_the_schemes_own() {
+    let host = |uri: &str| host_of(&uri.parse().unwrap()).unwrap();
+    assert_eq!(host("http://127.0.0.1:8080/mcp"), "127.0.0.1:8080");
+    assert_eq!(host("http://example.test/mcp"), "example.test");
+    assert_eq!(host("http://example.test:80/mcp"), "example.test");
+    assert_eq!(host("https://example.test:443/mcp"), "example.test");
+    assert_eq!(host("https://example.test:80/mcp"), "example.test:80");
+    assert_eq!(host("http://[::1]:9000/mcp"), "[::1]:9000");
 }

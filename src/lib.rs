@@ -34,7 +34,8 @@
 //! `demo` (the server the default configuration serves, also the fast upstream of the benches)
 //! and `import` (MCP clients' configurations read into one). The load generator of `switchyard bench` is a crate
 //! of its own (`crates/bench`), and so is the test support the official conformance suite runs
-//! against (`crates/conformance`).
+//! against (`crates/conformance`). Below everything, `allocator` is the binary's allocator
+//! (mimalloc) and `alloc_meter` the unit tests' (the system's, counting).
 //!
 //! # The life of a `tools/call`
 //!
@@ -104,6 +105,7 @@
 pub mod admin;
 #[cfg(test)]
 mod alloc_meter;
+pub mod allocator;
 pub mod approval;
 pub mod audit;
 pub mod auth;

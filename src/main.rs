@@ -6,7 +6,7 @@
 /// 32 concurrent, at 1-2 MiB more RSS. With huge pages it was 3 % faster still but held
 /// 10 MiB more from the start.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: switchyard::allocator::Mimalloc = switchyard::allocator::Mimalloc;
 
 fn main() -> std::process::ExitCode {
     switchyard::cli::main()

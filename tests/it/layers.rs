@@ -23,8 +23,8 @@ const LAYERS: &[&[&str]] = &[
     &["guardrail"],
     &["policy"],
     &["clock", "expiring", "meaning", "names", "principal", "text"],
-    // The unit tests' counting allocator.
-    &["alloc_meter"],
+    // The allocators: the unit tests' counting one, and the binary's.
+    &["alloc_meter", "allocator"],
 ];
 
 /// Beside the path: they may use anything, and only the command (`cli`, all the binary calls)
@@ -273,8 +273,8 @@ fn the_layout_table_of_lib_rs_is_the_layers_tested_here() {
     let lib =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
     let table = layout_table(&lib);
-    // The first layer is beside the path (the table's prose names it), the last the unit
-    // tests' allocator.
+    // The first layer is beside the path (the table's prose names it), the last the
+    // allocators.
     let tested: Vec<Vec<String>> = LAYERS[1..LAYERS.len() - 1]
         .iter()
         .map(|layer| layer.iter().map(|m| (*m).to_owned()).collect())

@@ -10,13 +10,17 @@
 //! An answer whose reader was done before its end arrived (an event stream, whose end comes
 //! after the answer's event) goes back with its connection, and is read to its end when the
 //! connection is next taken.
+//!
+//! While any connection is idle, a sweep looks them over now and then: it closes those idle
+//! past their time and those the upstream closed, which would otherwise wait, half closed,
+//! for the next request.
 
 use std::{
     collections::VecDeque,
     future::{Future, poll_fn},
     pin::{Pin, pin},
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex, PoisonError, Weak,
         atomic::{AtomicBool, Ordering::SeqCst},
     },
     task::{Context, Poll, Wake, Waker},
@@ -44,6 +48,12 @@ const IDLE_FOR: Duration = Duration::from_secs(90);
 const PASS_OVER: usize = 4;
 /// The most frames of an answer's unread end read when its connection is taken.
 const REST_FRAMES: usize = 16;
+/// How often idle connections are looked over while there are any.
+const SWEEP_EVERY: Duration = if cfg!(test) {
+    Duration::from_millis(50)
+} else {
+    Duration::from_secs(10)
+};
 
 /// The idle connections to one upstream, and how to open another.
 pub struct Pool {
@@ -54,6 +64,8 @@ pub struct Pool {
     host: HeaderValue,
     /// The most recently used last: it is taken first, the longest idle dropped first.
     idle: Mutex<VecDeque<Idle>>,
+    /// Whether a sweep is due (set and cleared under `idle`'s lock).
+    sweeping: AtomicBool,
 }
 
 struct Idle {
@@ -79,6 +91,7 @@ impl Pool {
             target,
             host: super::host_of(uri)?,
             idle: Mutex::new(VecDeque::new()),
+            sweeping: AtomicBool::new(false),
         })
     }
 
@@ -170,7 +183,7 @@ impl Pool {
 
     /// Keeps `link` for the next request, with the unread end of its answer (`rest`), for
     /// `keep` at most.
-    fn put(&self, link: Box<Link>, rest: Option<Incoming>, keep: Duration) {
+    fn put(self: &Arc<Self>, link: Box<Link>, rest: Option<Incoming>, keep: Duration) {
         // The request that used it is done: a wake must not reach its task.
         link.wakes.task.take();
         let now = Instant::now();
@@ -188,13 +201,85 @@ impl Pool {
                 rest,
                 until: now + keep,
             });
+            // Read and set under the lock, as the sweep clears it: no swap needed.
+            if !self.sweeping.load(SeqCst)
+                && let Ok(runtime) = tokio::runtime::Handle::try_current()
+            {
+                self.sweeping.store(true, SeqCst);
+                drop(runtime.spawn(sweep(Arc::downgrade(self))));
+            }
         }
         // Their sockets are closed here, not under the lock.
         drop(closed);
     }
 
+    /// Closes the idle connections past their time and those that have ended, reads what
+    /// has come of answers' ends, and says whether any connection is still idle (when none
+    /// is, the sweep is no longer due).
+    fn sweep_once(&self) -> bool {
+        let now = Instant::now();
+        let mut closed = Vec::new();
+        let any = {
+            let mut idle = self.lock();
+            let mut kept = VecDeque::with_capacity(idle.len());
+            for mut entry in idle.drain(..) {
+                if entry.until >= now && entry.is_open() {
+                    kept.push_back(entry);
+                } else {
+                    closed.push(entry);
+                }
+            }
+            *idle = kept;
+            let any = !idle.is_empty();
+            self.sweeping.store(any, SeqCst);
+            any
+        };
+        drop(closed);
+        any
+    }
+
+    /// How many connections are idle, and whether a sweep is due.
+    #[cfg(test)]
+    pub(super) fn idle_state(&self) -> (usize, bool) {
+        let idle = self.lock();
+        (idle.len(), self.sweeping.load(SeqCst))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Idle>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Sweeps `pool`'s idle connections every `SWEEP_EVERY` until none is left, or the pool is
+/// gone (its upstream removed or replaced by a reload).
+async fn sweep(pool: Weak<Pool>) {
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        match pool.upgrade() {
+            Some(pool) if pool.sweep_once() => {}
+            _ => return,
+        }
+    }
+}
+
+impl Idle {
+    /// Whether its connection is still open, with its answer's end read as far as it has
+    /// come; read without waiting, as `Pool::take` reads it.
+    fn is_open(&mut self) -> bool {
+        if let Some(mut rest) = self.rest.take() {
+            match self.link.read_rest(&mut rest) {
+                Rest::Ended => {}
+                Rest::Coming => self.rest = Some(rest),
+                Rest::Broken => return false,
+            }
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let ready = self.link.drive(&mut cx, |cx, sender| match self.rest {
+            // Its answer is still ending: the sender is busy until then.
+            Some(_) => Poll::Ready(Ok(())),
+            None => sender.poll_ready(cx),
+        });
+        matches!(ready, Poll::Ready(Some(Ok(())))) && self.link.conn.is_some()
     }
 }
 

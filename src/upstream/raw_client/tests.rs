@@ -1,6 +1,6 @@
 //! The raw client against a real HTTP/1.1 server: connections kept and used again, one the
-//! server closed replaced, an answer's late end read at the next use, and an answer given up
-//! before its end closing its connection.
+//! server closed replaced, an answer's late end read at the next use, an answer given up
+//! before its end closing its connection, and the sweep of idle connections.
 
 use std::{
     convert::Infallible,
@@ -16,7 +16,7 @@ use futures::StreamExt;
 use http::{Request, Response, Uri};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::{body::Frame, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use super::{RawClient, UpstreamBody, host_of};
@@ -208,6 +208,80 @@ async fn concurrent_requests_each_get_a_connection_and_leave_it_for_the_next() {
         whole(get(&client, &uri, "/json").await).await;
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 4);
+}
+
+/// A server on 127.0.0.1 that answers JSON and closes a connection idle for 100 ms.
+async fn server_closing_idle() -> (Uri, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let service = service_fn(|request: Request<hyper::body::Incoming>| async move {
+                    Ok::<_, Infallible>(answer(request.uri().path()))
+                });
+                let _ = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(Duration::from_millis(100))
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (uri.parse().unwrap(), accepted)
+}
+
+/// Waits up to 2 s for `client`'s pool to hold `idle` connections and have a sweep due or
+/// not (`sweeping`).
+async fn until_idle(client: &RawClient, idle: usize, sweeping: bool) {
+    let pool = client.inline.as_ref().unwrap();
+    for _ in 0..200 {
+        if pool.idle_state() == (idle, sweeping) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("idle connections, sweep due: {:?}", pool.idle_state());
+}
+
+#[tokio::test]
+async fn the_sweep_closes_idle_connections_the_upstream_closed_and_then_stops() {
+    let (uri, accepted) = server_closing_idle().await;
+    let client = client(&uri);
+    whole(get(&client, &uri, "/json").await).await;
+    let pool = client.inline.as_ref().unwrap();
+    assert_eq!(pool.idle_state(), (1, true));
+    // The server closes it after 100 ms; a sweep finds it closed, and none is due after.
+    until_idle(&client, 0, false).await;
+    assert_eq!(
+        whole(get(&client, &uri, "/json").await).await,
+        "{\"ok\":true}"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(pool.idle_state(), (1, true), "the sweep is due again");
+}
+
+#[tokio::test]
+async fn the_sweep_keeps_open_connections_and_closes_one_parked_past_its_wait() {
+    let (uri, accepted) = server().await;
+    let client = client(&uri);
+    whole(get(&client, &uri, "/json").await).await;
+    // Several sweeps go by: the connection stays, and serves the next request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(client.inline.as_ref().unwrap().idle_state(), (1, true));
+    whole(get(&client, &uri, "/json").await).await;
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    // An answer still coming, parked for 100 ms: no request comes, and the sweep closes it.
+    let mut body = get(&client, &uri, "/endless").await;
+    body.frame().await.unwrap().unwrap();
+    body.release(Duration::from_millis(100));
+    assert_eq!(client.inline.as_ref().unwrap().idle_state(), (1, true));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_idle(&client, 0, false).await;
 }
 
 #[test]

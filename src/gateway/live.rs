@@ -154,7 +154,9 @@ impl Live {
     }
 
     /// The error for a tool or prompt name that is not in `view`: if its prefix names an
-    /// upstream the view shows that is down, say so; otherwise the name is unknown.
+    /// upstream the view shows that is down, say so, and also if it is ready but the view was
+    /// made before its lists came back (the next catalog, being built, has them); otherwise
+    /// the name is unknown.
     fn missing_name(
         &self,
         view: &Catalog,
@@ -169,6 +171,12 @@ impl Live {
         match owner {
             Some(upstream) if upstream.health().status().state != UpstreamState::Ready => {
                 super::unavailable(upstream)
+            }
+            Some(upstream) if !view.upstreams().contains(upstream.name()) => {
+                GatewayError::Unavailable {
+                    upstream: upstream.name().clone(),
+                    reason: "it is back, and its tools are being added to the catalog again".into(),
+                }
             }
             _ => unknown(name.to_owned()),
         }

@@ -162,22 +162,17 @@ impl Pool {
             if idle.until < now {
                 continue;
             }
-            if let Some(mut rest) = idle.rest.take() {
-                match idle.link.read_rest(&mut rest) {
-                    Rest::Ended => {}
-                    Rest::Broken => continue,
-                    Rest::Coming => {
-                        idle.rest = Some(rest);
-                        self.lock().push_front(idle);
-                        passed += 1;
-                        if passed == PASS_OVER {
-                            return None;
-                        }
-                        continue;
+            match idle.read_rest() {
+                Rest::Ended => return Some(idle.link),
+                Rest::Broken => {}
+                Rest::Coming => {
+                    self.lock().push_front(idle);
+                    passed += 1;
+                    if passed == PASS_OVER {
+                        return None;
                     }
                 }
             }
-            return Some(idle.link);
         }
     }
 
@@ -263,23 +258,32 @@ async fn sweep(pool: Weak<Pool>) {
 }
 
 impl Idle {
+    /// Reads what has come of its answer's unread end, without waiting, and keeps what is
+    /// still coming; `Ended` when nothing is left of it.
+    fn read_rest(&mut self) -> Rest {
+        let Some(mut rest) = self.rest.take() else {
+            return Rest::Ended;
+        };
+        let read = self.link.read_rest(&mut rest);
+        if matches!(read, Rest::Coming) {
+            self.rest = Some(rest);
+        }
+        read
+    }
+
     /// Whether its connection is still open, with its answer's end read as far as it has
-    /// come; read without waiting, as `Pool::take` reads it.
+    /// come.
     fn is_open(&mut self) -> bool {
-        if let Some(mut rest) = self.rest.take() {
-            match self.link.read_rest(&mut rest) {
-                Rest::Ended => {}
-                Rest::Coming => self.rest = Some(rest),
-                Rest::Broken => return false,
+        match self.read_rest() {
+            Rest::Broken => false,
+            // Reading it polled the connection, and found it open.
+            Rest::Coming => true,
+            Rest::Ended => {
+                let mut cx = Context::from_waker(Waker::noop());
+                let ready = (self.link).drive(&mut cx, |cx, sender| sender.poll_ready(cx));
+                matches!(ready, Poll::Ready(Some(Ok(())))) && self.link.conn.is_some()
             }
         }
-        let mut cx = Context::from_waker(Waker::noop());
-        let ready = self.link.drive(&mut cx, |cx, sender| match self.rest {
-            // Its answer is still ending: the sender is busy until then.
-            Some(_) => Poll::Ready(Ok(())),
-            None => sender.poll_ready(cx),
-        });
-        matches!(ready, Poll::Ready(Some(Ok(())))) && self.link.conn.is_some()
     }
 }
 

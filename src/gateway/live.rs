@@ -154,9 +154,9 @@ impl Live {
     }
 
     /// The error for a tool or prompt name that is not in `view`: if its prefix names an
-    /// upstream the view shows that is down, say so, and also if it is ready but the view was
-    /// made before its lists came back (the next catalog, being built, has them); otherwise
-    /// the name is unknown.
+    /// upstream the view shows that is down, say so, and also if it is ready but the view has
+    /// none of its lists (made while it was down, before the catalog built after it came back);
+    /// otherwise the name is unknown.
     fn missing_name(
         &self,
         view: &Catalog,
@@ -175,7 +175,7 @@ impl Live {
             Some(upstream) if !view.upstreams().contains(upstream.name()) => {
                 GatewayError::Unavailable {
                     upstream: upstream.name().clone(),
-                    reason: "it is back, and its tools are being added to the catalog again".into(),
+                    reason: "it is ready, but its tools are not in the catalog yet".into(),
                 }
             }
             _ => unknown(name.to_owned()),

@@ -18,8 +18,10 @@ mod params;
 mod part;
 mod search;
 mod semantic;
+mod synonyms;
 mod template;
 mod view;
+mod words;
 
 use std::{
     collections::HashMap,

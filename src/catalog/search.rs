@@ -3,8 +3,8 @@
 //! snapshot is indexed once. A tool is one document whose fields
 //! weigh differently: its name (split on `_`, `-`, `.` and camelCase, the prefix too), its
 //! title, its upstream's name, its description, and its parameters' names and descriptions.
-//! Words are lowercased, common English words dropped and plural and verb endings taken off,
-//! so that "listing files" finds `list_file`.
+//! Its words are those `words` keeps, so that "listing files" finds `list_file`; a query also
+//! looks, weighing less, for the words that mean what its own do (`synonyms`).
 
 use std::collections::HashMap;
 
@@ -12,7 +12,9 @@ use super::{
     Catalog, ListedTool, SearchModel,
     listed::parameters,
     semantic::{CANDIDATES, best, fuse},
+    synonyms::expand,
     view::Lens,
+    words::words,
 };
 
 /// The most tools a catalog may have for an unknown name's closest tools to be looked up
@@ -93,29 +95,39 @@ impl SearchIndex {
     }
 
     /// The positions of the `limit` tools that match `query` best, best first, with their
-    /// scores; tools that share no word with it are not returned.
+    /// scores; tools that share no word with it, or with what it means (`synonyms`), are not
+    /// returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(usize, f32)> {
-        let mut query_words = words(query);
-        query_words.sort_unstable();
-        query_words.dedup();
         let total = self.lengths.len() as f32;
-        // Scores by position, and the positions scored (fewer than all, usually).
+        // Scores by position, and the positions scored (fewer than all, usually); for the
+        // query word at hand, each position's best among the word and its synonyms.
         let mut scores = vec![0f32; self.lengths.len()];
         let mut touched: Vec<u32> = Vec::new();
-        for word in &query_words {
-            let Some(posting) = self.postings.get(word.as_str()) else {
-                continue;
-            };
-            let found_in = posting.len() as f32;
-            let idf = ((total - found_in + 0.5) / (found_in + 0.5) + 1.0).ln();
-            for &(position, count) in posting {
-                let length = self.lengths[position as usize];
-                let norm = K1 * (1.0 - B + B * length / self.average);
+        let mut best_of_word = vec![0f32; self.lengths.len()];
+        let mut touched_by_word: Vec<u32> = Vec::new();
+        for terms in expand(&words(query)) {
+            for (word, weight) in terms {
+                let Some(posting) = self.postings.get(word.as_str()) else {
+                    continue;
+                };
+                let found_in = posting.len() as f32;
+                let idf = weight * ((total - found_in + 0.5) / (found_in + 0.5) + 1.0).ln();
+                for &(position, count) in posting {
+                    let length = self.lengths[position as usize];
+                    let norm = K1 * (1.0 - B + B * length / self.average);
+                    let best = &mut best_of_word[position as usize];
+                    if *best == 0.0 {
+                        touched_by_word.push(position);
+                    }
+                    *best = best.max(idf * count * (K1 + 1.0) / (count + norm));
+                }
+            }
+            for position in touched_by_word.drain(..) {
                 let score = &mut scores[position as usize];
                 if *score == 0.0 {
                     touched.push(position);
                 }
-                *score += idf * count * (K1 + 1.0) / (count + norm);
+                *score += std::mem::take(&mut best_of_word[position as usize]);
             }
         }
         let ranked = touched
@@ -210,81 +222,6 @@ impl Catalog {
     }
 }
 
-/// The words of `text` as they are indexed: split at anything but letters and digits and at
-/// camelCase humps, lowercased, without common words, with endings taken off.
-pub fn words(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut previous: Option<char> = None;
-    let flush = |current: &mut String, words: &mut Vec<String>| {
-        if !current.is_empty() {
-            let word = std::mem::take(current);
-            if !STOP_WORDS.contains(&word.as_str()) {
-                words.push(stem(&word));
-            }
-        }
-    };
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            flush(&mut current, &mut words);
-            previous = None;
-            continue;
-        }
-        let hump = previous.is_some_and(|p| {
-            (p.is_lowercase() && c.is_uppercase())
-                || (p.is_alphabetic() && c.is_numeric())
-                || (p.is_numeric() && c.is_alphabetic())
-        });
-        if hump {
-            flush(&mut current, &mut words);
-        }
-        current.extend(c.to_lowercase());
-        previous = Some(c);
-    }
-    flush(&mut current, &mut words);
-    words
-}
-
-/// `word` without a plural or verb ending (a light stemmer: enough for tool vocabulary).
-fn stem(word: &str) -> String {
-    let n = word.len();
-    if n <= 3 || !word.is_ascii() {
-        return word.to_owned();
-    }
-    for (ending, replacement, keep) in [
-        ("ies", "y", 2),
-        ("sses", "ss", 2),
-        ("ing", "", 3),
-        ("ed", "", 3),
-        ("es", "", 3),
-        ("s", "", 3),
-    ] {
-        if let Some(stem) = word.strip_suffix(ending)
-            && stem.len() >= keep
-            && !(ending == "s" && (stem.ends_with('s') || stem.ends_with('u')))
-            && (ending != "es" || ends_in_sibilant(stem))
-        {
-            return format!("{stem}{replacement}");
-        }
-    }
-    word.to_owned()
-}
-
-/// Whether a plural of `stem` takes `-es` (boxes, matches, pushes, passes).
-fn ends_in_sibilant(stem: &str) -> bool {
-    ["x", "ch", "sh", "ss", "z"]
-        .iter()
-        .any(|ending| stem.ends_with(ending))
-}
-
-/// Words too common to tell tools apart.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "has", "have",
-    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that",
-    "the", "their", "them", "then", "there", "these", "this", "to", "use", "was", "we", "what",
-    "when", "where", "which", "who", "will", "with", "you", "your",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,28 +234,6 @@ mod tests {
             description: Some(description),
             parameters: Vec::new(),
         }
-    }
-
-    #[test]
-    fn names_split_on_separators_humps_and_digits() {
-        assert_eq!(
-            words("fs__readFile list-dirs get_issue2 HTTPServer"),
-            [
-                "fs",
-                "read",
-                "file",
-                "list",
-                "dir",
-                "get",
-                "issue",
-                "2",
-                "httpserver"
-            ]
-        );
-        assert_eq!(
-            words("Searches the boxes, matching queries"),
-            ["search", "box", "match", "query"]
-        );
     }
 
     #[test]
@@ -336,5 +251,20 @@ mod tests {
         assert_eq!(index.search("download a web page url", 3)[0].0, 2);
         assert!(index.search("weather", 3).is_empty());
         assert_eq!(index.search("file", 1).len(), 1);
+    }
+
+    #[test]
+    fn synonyms_find_a_tool_but_do_not_add_up_past_its_own_words() {
+        let index = SearchIndex::build([
+            document("fs__get", "Fetch, retrieve, read, view or display anything"),
+            document("fs__show", "Show a file"),
+            document("fs__list_directory", "List the files in a directory"),
+        ]);
+        // Five words meaning "show" weigh less than the word itself.
+        let found = index.search("show", 3);
+        assert_eq!(found[0].0, 1);
+        assert!(found.iter().any(|(position, _)| *position == 0));
+        // A word the tools do not use finds them by the words they do.
+        assert_eq!(index.search("folder", 3)[0].0, 2);
     }
 }

@@ -26,8 +26,9 @@ pub const CANDIDATES: usize = 200;
 /// Reciprocal rank fusion: a tool at rank `r` (from 0) of a ranking scores
 /// `weight / (FUSION_K + r + 1)`.
 const FUSION_K: f32 = 5.0;
-/// The semantic ranking's weight against the lexical one's (1).
-const SEMANTIC_WEIGHT: f32 = 1.5;
+/// The semantic ranking's weight against the lexical one's (1): equal, chosen on the tuning
+/// half of the search evaluation once queries were expanded with synonyms.
+const SEMANTIC_WEIGHT: f32 = 1.0;
 /// Below this cosine a tool is not a semantic match at all (unrelated texts score about 0.1).
 const MIN_SIMILARITY: f32 = 0.2;
 /// How many vectors of texts a snapshot no longer lists the model keeps, beyond as many again
@@ -184,8 +185,8 @@ mod tests {
     #[test]
     fn both_rankings_count_and_agreement_wins() {
         let lexical = [(1, 9.0), (2, 5.0), (3, 1.0)];
-        let semantic = [(4, 0.8), (2, 0.7), (1, 0.3)];
-        // 2 is second in both; 1 first in one and third in the other; 4 first in one.
+        let semantic = [(4, 0.8), (2, 0.7), (5, 0.5), (1, 0.3)];
+        // 2 is second in both; 1 first in one and fourth in the other; 4 first in one.
         assert_eq!(fuse(&lexical, &semantic, 3), [2, 1, 4]);
         assert_eq!(fuse(&lexical, &[], 2), [1, 2]);
         assert_eq!(fuse(&[], &semantic, 1), [4]);

@@ -228,14 +228,11 @@ fn everyday() -> (Vec<Value>, [(&'static str, &'static str); 3]) {
     ];
     let queries = [
         (
-            "keep this web page so I come back to it",
+            "stash this article so I can revisit it on the weekend",
             "daily__add_bookmark",
         ),
-        (
-            "how much are 20 euros in dollars",
-            "daily__convert_currency",
-        ),
-        ("will it rain in Paris tomorrow", "daily__get_forecast"),
+        ("what are 20 euros worth in yen", "daily__convert_currency"),
+        ("will Paris be drizzly tomorrow", "daily__get_forecast"),
     ];
     (tools, queries)
 }

@@ -296,10 +296,11 @@ fn search_finds_the_tool_a_person_means() {
     assert_floors(halves, [TUNING_FLOORS, HELD_OUT_FLOORS], "words alone");
 }
 
-/// Recall@5 and MRR that each half keeps (measured, less a little: 0.43 and 0.35 on the
-/// tuning half, 0.47 and 0.37 held out, with BM25 alone).
-const TUNING_FLOORS: [f64; 2] = [0.41, 0.33];
-const HELD_OUT_FLOORS: [f64; 2] = [0.45, 0.35];
+/// Recall@5 and MRR that each half keeps (measured, less a little: 0.52 and 0.41 on the
+/// tuning half, 0.50 and 0.40 held out, with BM25 and the synonym table; 0.43 and 0.35, 0.47
+/// and 0.37 without the table).
+const TUNING_FLOORS: [f64; 2] = [0.50, 0.39];
+const HELD_OUT_FLOORS: [f64; 2] = [0.48, 0.38];
 
 /// With a sentence encoder (`[catalog] search_model`; the one of
 /// `tests/search-model/requirements.txt`), search finds by meaning what shares no word with
@@ -327,7 +328,7 @@ fn search_by_meaning_finds_what_words_miss() {
         .enumerate()
     {
         assert!(
-            both.recall_at_5() >= words.recall_at_5() + 0.15,
+            both.recall_at_5() >= words.recall_at_5() + MEANING_FINDS_MORE_PARAPHRASES,
             "half {half}: paraphrases found at 5 by words {:.2}, with meaning {:.2}",
             words.recall_at_5(),
             both.recall_at_5()
@@ -375,10 +376,15 @@ fn search_by_meaning_finds_what_words_miss() {
     assert_eq!(fresh.known_count(), 0);
 }
 
-/// What each half keeps with the model (measured, less a little: 0.55 and 0.43 on the tuning
-/// half, 0.61 and 0.47 held out, with all-MiniLM-L6-v2).
-const FUSED_TUNING_FLOORS: [f64; 2] = [0.53, 0.41];
-const FUSED_HELD_OUT_FLOORS: [f64; 2] = [0.59, 0.45];
+/// What each half keeps with the model (measured, less a little: 0.59 and 0.47 on the tuning
+/// half, 0.62 and 0.49 held out, with all-MiniLM-L6-v2).
+const FUSED_TUNING_FLOORS: [f64; 2] = [0.57, 0.45];
+const FUSED_HELD_OUT_FLOORS: [f64; 2] = [0.60, 0.47];
+
+/// How many more of the paraphrases (no word in common with their tool's text) the model
+/// finds at 5 than words do, in each half (measured: 0.14 on the tuning half, whose misses the
+/// synonym table was written from, and 0.15 held out; 0.22 and 0.18 before the table).
+const MEANING_FINDS_MORE_PARAPHRASES: f64 = 0.12;
 
 /// The older queries, each written from its tool's text and naming it alone.
 #[test]
@@ -412,7 +418,7 @@ fn search_finds_tools_by_what_their_text_says() {
     );
 }
 
-/// What the older queries keep (measured, less a little: 0.964 and 0.834 among the 61
-/// servers' tools; 0.991 and 0.940 among the first 16 servers' alone, where fewer tools
-/// of other servers do the same).
-const DESCRIPTIVE_FLOORS: [f64; 2] = [0.95, 0.82];
+/// What the older queries keep (measured, less a little: 0.97 and 0.85 among the 61 servers'
+/// tools, 0.964 and 0.834 before the synonym table; 0.991 and 0.940 among the first 16
+/// servers' alone, where fewer tools of other servers do the same).
+const DESCRIPTIVE_FLOORS: [f64; 2] = [0.95, 0.83];

@@ -129,9 +129,10 @@ async fn compare(suite: Suite) {
             format!("{scenario} / {id}: {why}")
         })
         .collect();
+    // The lost checks come last, where a log that keeps only the end of a message has them.
     assert!(
         lost.is_empty(),
-        "checks that pass directly but not through Switchyard:\n{}\n{through_summary}",
+        "{through_summary}\nchecks that pass directly but not through Switchyard:\n{}",
         lost.join("\n")
     );
     assert!(

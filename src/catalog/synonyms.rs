@@ -65,14 +65,14 @@ impl Table {
     /// phrase starting there belongs to (weighing `EXPANDED`), each once.
     fn expand(&self, query: &[String]) -> Vec<Vec<(String, f32)>> {
         let mut slots: Vec<Vec<(String, f32)>> = Vec::with_capacity(query.len());
+        // A word's slot, found in constant time: a query may be long.
+        let mut slot_of: HashMap<&str, usize> = HashMap::with_capacity(query.len());
         for (at, word) in query.iter().enumerate() {
-            let slot = match slots.iter().position(|slot| slot[0].0 == *word) {
-                Some(known) => &mut slots[known],
-                None => {
-                    slots.push(vec![(word.clone(), 1.0)]);
-                    slots.last_mut().expect("just pushed")
-                }
-            };
+            let known = *slot_of.entry(word).or_insert_with(|| {
+                slots.push(vec![(word.clone(), 1.0)]);
+                slots.len() - 1
+            });
+            let slot = &mut slots[known];
             for &(group, position) in self.by_first.get(word).into_iter().flatten() {
                 let members = &self.groups[group];
                 if !query[at..].starts_with(&members[position]) {

@@ -347,8 +347,19 @@ async fn search_by_meaning_finds_tools_that_share_no_word_with_the_query() {
         .unwrap();
     assert!(!names(&his).contains(&bookmark.to_owned()), "{his:?}");
 
-    // A query of 200 KB is read for its first words only, and answered.
-    let long = "will it rain in Paris tomorrow ".repeat(7_000);
+    // A query of 200 KB is read for its first words only by the model, and answered; by
+    // words, each of its 30,000 distinct words (no tool's) is looked up once.
+    let word = |mut n: usize| {
+        let mut word = String::from(" qz");
+        loop {
+            word.push(char::from(b'a' + (n % 26) as u8));
+            n /= 26;
+            if n == 0 {
+                break word;
+            }
+        }
+    };
+    let long = format!("{rain} ").repeat(20) + &(0..30_000).map(word).collect::<String>();
     let found = alice
         .call_tool(call("search_tools", json!({"query": long, "limit": 3})))
         .await

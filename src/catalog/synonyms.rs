@@ -13,7 +13,7 @@ pub const EXPANDED: f32 = 0.6;
 /// The groups of `synonyms.txt`, each member as the index's words.
 struct Table {
     groups: Vec<Vec<Vec<String>>>,
-    /// A member's first word → (its words, its group).
+    /// A member's first word → (its group, its place in the group).
     by_first: HashMap<String, Vec<(usize, usize)>>,
 }
 
@@ -61,8 +61,8 @@ impl Table {
     }
 
     /// For each distinct word of `query`, what a search looks for in its place: the word
-    /// itself (weighing 1), then the words of the other members of every group that a word or
-    /// phrase starting there belongs to (weighing `EXPANDED`), each once.
+    /// itself (weighing 1), then the words of every group that a word or phrase starting there
+    /// belongs to (weighing `EXPANDED`), each once.
     fn expand(&self, query: &[String]) -> Vec<Vec<(String, f32)>> {
         let mut slots: Vec<Vec<(String, f32)>> = Vec::with_capacity(query.len());
         // A word's slot, found in constant time: a query may be long.

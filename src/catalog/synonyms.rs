@@ -157,6 +157,45 @@ mod tests {
         );
     }
 
+    /// Each group bridges to the tools: one of its members at least is said in the words of
+    /// the real servers' recorded tools (names, titles, descriptions, parameters), so that no
+    /// group only links words no tool uses.
+    #[test]
+    fn every_group_reaches_words_that_real_tools_use() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures");
+        let mut used = std::collections::HashSet::new();
+        let mut add = |text: Option<&str>| used.extend(words(text.unwrap_or_default()));
+        for dir in ["recorded", "recorded-more"] {
+            for entry in std::fs::read_dir(format!("{fixtures}/{dir}")).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|extension| extension != "json") {
+                    continue;
+                }
+                let recorded: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                for tool in recorded["tools"].as_array().unwrap() {
+                    for field in ["name", "title", "description"] {
+                        add(tool[field].as_str());
+                    }
+                    let properties = tool["inputSchema"]["properties"].as_object();
+                    for (name, property) in properties.into_iter().flatten() {
+                        add(Some(name));
+                        add(property["description"].as_str());
+                    }
+                }
+            }
+        }
+        assert!(used.len() > 1_000, "{} words", used.len());
+        for group in &TABLE.groups {
+            assert!(
+                group
+                    .iter()
+                    .any(|member| member.iter().all(|word| used.contains(word))),
+                "no recorded tool uses any of {group:?}"
+            );
+        }
+    }
+
     #[test]
     fn malformed_tables_are_refused_with_their_line() {
         let error = Table::parse("# groups\nfolder, directory\nthe, of\n")

@@ -11,6 +11,7 @@ mod health;
 mod mcp;
 mod oauth;
 mod pages;
+mod repoll;
 mod serve;
 
 use std::{future::Future, sync::Arc};

@@ -22,12 +22,16 @@ use std::{
 use axum::{Router, body::Body};
 use hyper::{Request, body::Incoming};
 use hyper_util::{
-    rt::{TokioExecutor, TokioIo, TokioTimer},
+    rt::{TokioIo, TokioTimer},
     server::conn::auto,
 };
 use tokio::net::TcpListener;
 
-use super::{McpEndpoint, graceful::Graceful};
+use super::{
+    McpEndpoint,
+    graceful::Graceful,
+    repoll::{Repolled, RepolledTasks},
+};
 use tower::ServiceExt;
 
 /// The most a request's headers may take, in bytes.
@@ -150,7 +154,7 @@ pub async fn serve_connections<S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(RepolledTasks);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -184,7 +188,8 @@ pub async fn serve_connections<S, B>(
                 closing: closing.clone(),
             },
         );
-        let served = graceful.watch(served.into_owned());
+        // Polled again in place when it wakes itself, rather than yielding (`repoll`).
+        let served = Repolled::new(graceful.watch(served.into_owned()));
         tokio::spawn(async move {
             // A client that goes away, or is cut off, is no error of the gateway's.
             let _ = served.await;

@@ -1,0 +1,216 @@
+//! A connection's future polled again in place when it wakes itself.
+//!
+//! Serving one request, a connection's task wakes itself several times while it runs: hyper
+//! hands the request's body to the service through a channel the same task reads, the
+//! upstream's connection (driven by the call, `upstream::raw_client`) is woken by the request
+//! sent on it, the answer's body by the bytes that connection reads. Tokio takes a wake that
+//! comes while the task runs for a yield: the task goes to the back of the queue, and an idle
+//! worker thread is woken (a futex call, and a thread that finds nothing to do) in case it can
+//! take the work. At one call at a time that was two thread wake-ups per call.
+//!
+//! `Repolled` gives the future a waker of its own. A wake that comes while the future is being
+//! polled only asks for one more poll, which follows at once in the same turn; any other wake
+//! goes to the task's waker as before. The polls in a row are bounded (`REPOLLS`): past them
+//! the task yields as it would have, so a connection that keeps waking itself cannot hold a
+//! worker from the others.
+
+use std::{
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering::SeqCst},
+    },
+    task::{Context, Poll, Wake, Waker},
+};
+
+use futures::task::AtomicWaker;
+use pin_project_lite::pin_project;
+
+/// The polls in a row a future that wakes itself gets before its task yields.
+const REPOLLS: usize = 16;
+
+pin_project! {
+    /// `future`, polled again at once when it wakes itself while being polled.
+    pub struct Repolled<F> {
+        #[pin]
+        future: F,
+        wakes: Arc<Wakes>,
+        // The waker the future is polled with, made once: what it registers stays the same.
+        waker: Waker,
+    }
+}
+
+/// What the future's waker does.
+#[derive(Default)]
+struct Wakes {
+    /// While the future is being polled.
+    polling: AtomicBool,
+    /// Woken while being polled: poll again.
+    again: AtomicBool,
+    /// The waker of the task that polls it.
+    task: AtomicWaker,
+}
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.polling.load(SeqCst) {
+            self.again.store(true, SeqCst);
+            // Still being polled: the poller sees `again` after it stops (it clears `polling`
+            // first, then reads `again`). Otherwise it may have read `again` already, and the
+            // task is woken as any other wake would.
+            if self.polling.load(SeqCst) {
+                return;
+            }
+        }
+        self.task.wake();
+    }
+}
+
+impl<F: Future> Repolled<F> {
+    pub fn new(future: F) -> Self {
+        let wakes = Arc::new(Wakes::default());
+        Self {
+            future,
+            waker: Waker::from(wakes.clone()),
+            wakes,
+        }
+    }
+}
+
+/// hyper's executor for the tasks a connection spawns (an HTTP/2 connection's requests, each
+/// a task of its own), each `Repolled` as the connections are.
+#[derive(Clone, Copy, Default)]
+pub struct RepolledTasks;
+
+impl<F> hyper::rt::Executor<F> for RepolledTasks
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        tokio::spawn(Repolled::new(future));
+    }
+}
+
+impl<F: Future> Future for Repolled<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        this.wakes.task.register(cx.waker());
+        let mut inner = Context::from_waker(this.waker);
+        for _ in 0..REPOLLS {
+            this.wakes.polling.store(true, SeqCst);
+            let polled = this.future.as_mut().poll(&mut inner);
+            this.wakes.polling.store(false, SeqCst);
+            if polled.is_ready() {
+                return polled;
+            }
+            if !this.wakes.again.swap(false, SeqCst) {
+                return Poll::Pending;
+            }
+        }
+        // Still waking itself: let the others run first.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        sync::atomic::{AtomicUsize, Ordering::Relaxed},
+        task::Poll,
+    };
+
+    use super::*;
+
+    /// Counts the wakes of the task that polls it.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Wakes itself `times` times while polled, then is ready with its polls.
+    fn waking_itself(times: usize) -> impl Future<Output = usize> {
+        let mut polls = 0;
+        std::future::poll_fn(move |cx| {
+            polls += 1;
+            if polls > times {
+                return Poll::Ready(polls);
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+    }
+
+    #[test]
+    fn a_future_that_wakes_itself_is_polled_again_without_its_task_being_woken() {
+        let task = Arc::new(Counting::default());
+        let waker = Waker::from(task.clone());
+        let mut future = std::pin::pin!(Repolled::new(waking_itself(3)));
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(polled, Poll::Ready(4));
+        assert_eq!(task.0.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn one_that_keeps_waking_itself_yields_to_its_task_after_a_bound() {
+        let task = Arc::new(Counting::default());
+        let waker = Waker::from(task.clone());
+        let mut future = std::pin::pin!(Repolled::new(waking_itself(REPOLLS + 5)));
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(polled, Poll::Pending);
+        assert_eq!(
+            task.0.load(Relaxed),
+            1,
+            "the task is woken to poll it again"
+        );
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(polled, Poll::Ready(REPOLLS + 6));
+    }
+
+    #[test]
+    fn a_wake_from_elsewhere_wakes_the_task() {
+        let task = Arc::new(Counting::default());
+        let waker = Waker::from(task.clone());
+        let (sender, receiver) = tokio::sync::oneshot::channel::<u8>();
+        let mut future = std::pin::pin!(Repolled::new(receiver));
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert!(polled.is_pending());
+        sender.send(7).unwrap();
+        assert_eq!(task.0.load(Relaxed), 1);
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(polled, Poll::Ready(Ok(7)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn wakes_from_other_threads_while_it_is_polled_are_not_lost() {
+        // A channel fed from another thread as fast as it can, read through `Repolled`: every
+        // message arrives, whichever moment of a poll its wake falls in.
+        let (sender, mut receiver) = tokio::sync::mpsc::channel::<u32>(1);
+        let feeder = tokio::spawn(async move {
+            for n in 0..20_000 {
+                sender.send(n).await.unwrap();
+            }
+        });
+        let sum = Repolled::new(async move {
+            let mut sum = 0u64;
+            while let Some(n) = receiver.recv().await {
+                sum += u64::from(n);
+            }
+            sum
+        })
+        .await;
+        feeder.await.unwrap();
+        assert_eq!(sum, (0..20_000u64).sum::<u64>());
+    }
+}

@@ -205,7 +205,8 @@ impl Serving<'_> {
         };
         let kind = match fast {
             Fast::List(kind) => return self.list(kind),
-            Fast::Task(method) => return self.task(&call, method, started).await,
+            // Boxed: the requests about tasks are few, and their future is large.
+            Fast::Task(method) => return Box::pin(self.task(&call, method, started)).await,
             Fast::Routed(kind) => kind,
         };
         if let Some(answer) = self.gateway_tool(kind, &call).await {

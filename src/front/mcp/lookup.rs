@@ -56,7 +56,8 @@ impl Endpoint {
             .filter(|ticket| ticket.belongs_to(principal, endpoint))
             .ok_or_else(not_found)?;
         match store.session_alive(&session_hash(id)).await {
-            Ok(true) => Ok(self.adopt(id, ticket, caller.clone()).await),
+            // Boxed: rare, and what a request's future holds it holds for every request.
+            Ok(true) => Ok(Box::pin(self.adopt(id, ticket, caller.clone())).await),
             Ok(false) => Err(not_found()),
             Err(error) => Err(Box::new(reply::refusal_retry(
                 StatusCode::SERVICE_UNAVAILABLE,

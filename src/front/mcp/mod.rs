@@ -344,8 +344,9 @@ impl Endpoint {
         };
         let response = match *request.method() {
             Method::POST => self.post(request, (settings, live), caller).await,
-            Method::GET => self.get(request, &caller).await,
-            Method::DELETE => self.delete(request, &caller).await,
+            // Boxed, so that a POST's future does not hold room for theirs.
+            Method::GET => Box::pin(self.get(request, &caller)).await,
+            Method::DELETE => Box::pin(self.delete(request, &caller)).await,
             _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
         };
         limits::hold_until_sent(response, held)

@@ -133,7 +133,8 @@ impl Endpoint {
                     let capabilities = request.params().and_then(|p| p.get("capabilities"));
                     let tasks =
                         TaskSupport::declared_in(capabilities.and_then(Fields::of).as_ref());
-                    self.open_session(request.id(), (params, tasks), (caller, live), json)
+                    // Boxed: once per session, and large.
+                    Box::pin(self.open_session(request.id(), (params, tasks), (caller, live), json))
                         .await
                 }
                 (Ok(request), None) if request.method() == "server/discover" => {

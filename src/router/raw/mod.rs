@@ -70,8 +70,10 @@ impl<S: ConnectionSource> Call<'_, S> {
         let result = async {
             match self.task_mode(target).await {
                 Ok(TaskMode::Plain) => self.forward(target, &forwarded).await,
-                Ok(TaskMode::Bridged) => self.bridged(target, &forwarded).await,
-                Ok(TaskMode::Translated) => self.translated(target, &forwarded).await,
+                // Boxed: calls run as tasks for their client are few, and their futures
+                // large; every call's future would hold room for them.
+                Ok(TaskMode::Bridged) => Box::pin(self.bridged(target, &forwarded)).await,
+                Ok(TaskMode::Translated) => Box::pin(self.translated(target, &forwarded)).await,
                 Err(error) => Err(error),
             }
         }

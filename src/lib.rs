@@ -39,7 +39,8 @@
 //!
 //! # The life of a `tools/call`
 //!
-//! 1. `front`: hyper accepts the POST and hands it to `McpEndpoint`, which checks Host and
+//! 1. `front`: hyper accepts the POST (on a connection whose task is polled again in place
+//!    when it wakes itself, `front::repoll`) and hands it to `McpEndpoint`, which checks Host and
 //!    Origin, authenticates the caller, checks what the client accepts and sends, reads the
 //!    body (within its limit), and reads it once (`wire::Parsed`: the JSON-RPC envelope and the
 //!    top-level fields of `params` and `_meta`, borrowed slices of the body, no typed model).

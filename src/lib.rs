@@ -24,7 +24,7 @@
 //! | `config`, `events`, `hook`, `metrics`, `protocol`, `wire` | configuration (parse → validate → runtime types), what operators are told as it happens, the per-request header hook, Prometheus metrics, protocol facts, JSON-RPC, SSE and media types on the wire |
 //! | `guardrail`  | guardrails: secrets and personal data found in tool results or call arguments, and what is done about them; the policy hooks asked about calls (HTTP) |
 //! | `policy`     | who may see what: rules, virtual endpoints, name patterns |
-//! | `clock`, `expiring`, `meaning`, `names`, `principal`, `text` | Unix time, entries that expire, the sentence encoder of tool search and the vectors it made, identifier newtypes, whom a request is for, text from elsewhere made safe to show |
+//! | `clock`, `expiring`, `meaning`, `names`, `principal`, `text`, `wake` | Unix time, entries that expire, the sentence encoder of tool search and the vectors it made, identifier newtypes, whom a request is for, text from elsewhere made safe to show, the waker of a future polled again in place when it wakes itself |
 //!
 //! Beside the path, and above it (they may use any of it): `passthrough`
 //! (`/servers/{name}/mcp`: one upstream proxied as it is over its pooled HTTP client, under
@@ -144,6 +144,7 @@ pub mod store;
 pub mod telemetry;
 pub mod text;
 pub mod upstream;
+pub mod wake;
 pub mod wire;
 
 pub use gateway::Gateway;

@@ -8,23 +8,20 @@
 //! worker thread is woken (a futex call, and a thread that finds nothing to do) in case it can
 //! take the work. At one call at a time that was two thread wake-ups per call.
 //!
-//! `Repolled` gives the future a waker of its own. A wake that comes while the future is being
-//! polled only asks for one more poll, which follows at once in the same turn; any other wake
-//! goes to the task's waker as before. The polls in a row are bounded (`REPOLLS`): past them
+//! `Repolled` polls the future with a waker of its own (`wake::NotedWakes`). A wake that comes
+//! while the future is being polled only asks for one more poll, which follows at once in the
+//! same turn; any other wake goes to the task's waker as before. The polls in a row are bounded (`REPOLLS`): past them
 //! the task yields as it would have, so a connection that keeps waking itself cannot hold a
 //! worker from the others.
 
 use std::{
     pin::Pin,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering::SeqCst},
-    },
-    task::{Context, Poll, Wake, Waker},
+    task::{Context, Poll},
 };
 
-use futures::task::AtomicWaker;
 use pin_project_lite::pin_project;
+
+use crate::wake::NotedWakes;
 
 /// The polls in a row a future that wakes itself gets before its task yields.
 const REPOLLS: usize = 16;
@@ -34,49 +31,15 @@ pin_project! {
     pub struct Repolled<F> {
         #[pin]
         future: F,
-        wakes: Arc<Wakes>,
-        // The waker the future is polled with, made once: what it registers stays the same.
-        waker: Waker,
-    }
-}
-
-/// What the future's waker does.
-#[derive(Default)]
-struct Wakes {
-    /// While the future is being polled.
-    polling: AtomicBool,
-    /// Woken while being polled: poll again.
-    again: AtomicBool,
-    /// The waker of the task that polls it.
-    task: AtomicWaker,
-}
-
-impl Wake for Wakes {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if self.polling.load(SeqCst) {
-            self.again.store(true, SeqCst);
-            // Still being polled: the poller sees `again` after it stops (it clears `polling`
-            // first, then reads `again`). Otherwise it may have read `again` already, and the
-            // task is woken as any other wake would.
-            if self.polling.load(SeqCst) {
-                return;
-            }
-        }
-        self.task.wake();
+        wakes: NotedWakes,
     }
 }
 
 impl<F: Future> Repolled<F> {
     pub fn new(future: F) -> Self {
-        let wakes = Arc::new(Wakes::default());
         Self {
             future,
-            waker: Waker::from(wakes.clone()),
-            wakes,
+            wakes: NotedWakes::default(),
         }
     }
 }
@@ -101,17 +64,11 @@ impl<F: Future> Future for Repolled<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let mut this = self.project();
-        this.wakes.task.register(cx.waker());
-        let mut inner = Context::from_waker(this.waker);
+        this.wakes.register(cx.waker());
         for _ in 0..REPOLLS {
-            this.wakes.polling.store(true, SeqCst);
-            let polled = this.future.as_mut().poll(&mut inner);
-            this.wakes.polling.store(false, SeqCst);
-            if polled.is_ready() {
+            let (polled, again) = this.wakes.round(|inner| this.future.as_mut().poll(inner));
+            if polled.is_ready() || !again {
                 return polled;
-            }
-            if !this.wakes.again.swap(false, SeqCst) {
-                return Poll::Pending;
             }
         }
         // Still waking itself: let the others run first.
@@ -123,8 +80,11 @@ impl<F: Future> Future for Repolled<F> {
 #[cfg(test)]
 mod tests {
     use std::{
-        sync::atomic::{AtomicUsize, Ordering::Relaxed},
-        task::Poll,
+        sync::{
+            Arc,
+            atomic::{AtomicUsize, Ordering::Relaxed},
+        },
+        task::{Poll, Wake, Waker},
     };
 
     use super::*;

@@ -23,12 +23,11 @@ use std::{
         Arc, Mutex, PoisonError, Weak,
         atomic::{AtomicBool, Ordering::SeqCst},
     },
-    task::{Context, Poll, Wake, Waker},
+    task::{Context, Poll, Waker},
     time::{Duration, Instant},
 };
 
 use bytes::Bytes;
-use futures::task::AtomicWaker;
 use http::{HeaderValue, Request, Response, Uri, header};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
@@ -38,6 +37,7 @@ use tokio::net::TcpStream;
 use tower::Service;
 
 use super::BoxError;
+use crate::wake::NotedWakes;
 
 /// The most idle connections kept; past it the longest idle is closed.
 const MAX_IDLE: usize = 512;
@@ -117,9 +117,7 @@ impl Pool {
             let ready = poll_fn(|cx| link.drive(cx, |cx, sender| sender.poll_ready(cx))).await;
             let unsent = if matches!(ready, Some(Ok(()))) {
                 // Handing the request over wakes the connection: it is polled next anyway.
-                link.wakes.polling.store(true, SeqCst);
-                let sent = link.sender.try_send_request(request);
-                link.wakes.polling.store(false, SeqCst);
+                let (sent, _) = link.wakes.round(|_| link.sender.try_send_request(request));
                 let mut sent = pin!(sent);
                 match poll_fn(|cx| link.drive(cx, |cx, _| sent.as_mut().poll(cx))).await {
                     Some(Ok(response)) => {
@@ -180,7 +178,7 @@ impl Pool {
     /// `keep` at most.
     fn put(self: &Arc<Self>, link: Box<Link>, rest: Option<Incoming>, keep: Duration) {
         // The request that used it is done: a wake must not reach its task.
-        link.wakes.task.take();
+        link.wakes.forget();
         let now = Instant::now();
         let mut closed = Vec::new();
         {
@@ -299,34 +297,11 @@ struct Link {
     /// `None` once it has ended (closed, or failed): dropped then, which hands requests it
     /// had not sent back to their senders.
     conn: Option<http1::Connection<TokioIo<TcpStream>, Full<Bytes>>>,
-    wakes: Arc<Wakes>,
-    /// `wakes` as a waker, made once.
-    waker: Waker,
-}
-
-/// The waker a connection and its answer are polled with. A wake that comes while the
-/// request's task is polling them (the body asking the connection for more, the connection
-/// handing over the answer) is noted, and they are polled again at once; only other wakes
-/// (the socket, from the runtime's driver) reach the task.
-#[derive(Default)]
-struct Wakes {
-    task: AtomicWaker,
-    polling: AtomicBool,
-    again: AtomicBool,
-}
-
-impl Wake for Wakes {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        // Noted first: a poll that ends after this reads it (see `Link::drive`).
-        self.again.store(true, SeqCst);
-        if !self.polling.load(SeqCst) {
-            self.task.wake();
-        }
-    }
+    /// The waker they are polled with: a wake that comes while the request's task is polling
+    /// them (the body asking the connection for more, the connection handing over the answer)
+    /// has them polled again at once; only other wakes (the socket, from the runtime's
+    /// driver) reach the task.
+    wakes: NotedWakes,
 }
 
 impl Link {
@@ -334,12 +309,10 @@ impl Link {
         sender: http1::SendRequest<Full<Bytes>>,
         conn: http1::Connection<TokioIo<TcpStream>, Full<Bytes>>,
     ) -> Self {
-        let wakes = Arc::new(Wakes::default());
         Self {
             sender,
             conn: Some(conn),
-            waker: Waker::from(wakes.clone()),
-            wakes,
+            wakes: NotedWakes::default(),
         }
     }
 
@@ -350,24 +323,21 @@ impl Link {
         cx: &mut Context<'_>,
         mut step: impl FnMut(&mut Context<'_>, &mut http1::SendRequest<Full<Bytes>>) -> Poll<T>,
     ) -> Poll<Option<T>> {
-        self.wakes.task.register(cx.waker());
-        let mut inner = Context::from_waker(&self.waker);
+        self.wakes.register(cx.waker());
         loop {
-            self.wakes.again.store(false, SeqCst);
-            self.wakes.polling.store(true, SeqCst);
-            if let Some(conn) = self.conn.as_mut()
-                && Pin::new(conn).poll(&mut inner).is_ready()
-            {
-                self.conn = None;
-            }
-            let polled = step(&mut inner, &mut self.sender);
-            self.wakes.polling.store(false, SeqCst);
+            let (conn, sender) = (&mut self.conn, &mut self.sender);
+            let (polled, again) = self.wakes.round(|inner| {
+                if let Some(live) = conn.as_mut()
+                    && Pin::new(live).poll(inner).is_ready()
+                {
+                    *conn = None;
+                }
+                step(inner, sender)
+            });
             if let Poll::Ready(out) = polled {
                 return Poll::Ready(Some(out));
             }
-            // A wake while polling either is seen here or found `polling` false and woke
-            // the task: none is lost.
-            if !self.wakes.again.swap(false, SeqCst) {
+            if !again {
                 return if self.conn.is_none() {
                     Poll::Ready(None)
                 } else {

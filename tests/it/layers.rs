@@ -22,7 +22,15 @@ const LAYERS: &[&[&str]] = &[
     &["config", "events", "hook", "metrics", "protocol", "wire"],
     &["guardrail"],
     &["policy"],
-    &["clock", "expiring", "meaning", "names", "principal", "text"],
+    &[
+        "clock",
+        "expiring",
+        "meaning",
+        "names",
+        "principal",
+        "text",
+        "wake",
+    ],
     // The allocators: the unit tests' counting one, and the binary's.
     &["alloc_meter", "allocator"],
 ];

@@ -1,18 +1,12 @@
 //! A connection's future polled again in place when it wakes itself.
 //!
-//! Serving one request, a connection's task wakes itself several times while it runs: hyper
-//! hands the request's body to the service through a channel the same task reads, the
-//! upstream's connection (driven by the call, `upstream::raw_client`) is woken by the request
-//! sent on it, the answer's body by the bytes that connection reads. Tokio takes a wake that
-//! comes while the task runs for a yield: the task goes to the back of the queue, and an idle
-//! worker thread is woken (a futex call, and a thread that finds nothing to do) in case it can
-//! take the work. At one call at a time that was two thread wake-ups per call.
-//!
-//! `Repolled` polls the future with a waker of its own (`wake::NotedWakes`). A wake that comes
-//! while the future is being polled only asks for one more poll, which follows at once in the
-//! same turn; any other wake goes to the task's waker as before. The polls in a row are bounded (`REPOLLS`): past them
-//! the task yields as it would have, so a connection that keeps waking itself cannot hold a
-//! worker from the others.
+//! Serving one request, a connection's task wakes itself several times while it runs, and
+//! tokio takes each such wake for a yield that also wakes an idle worker thread (`wake` says
+//! why, and how it is avoided). `Repolled` polls the connection with a waker of its own
+//! (`wake::NotedWakes`): a wake during a poll asks for one more, which follows at once; any
+//! other wake goes to the task's waker as before. The polls in a row are bounded
+//! (`REPOLLS`): past them the task yields as it would have, so a connection that keeps waking
+//! itself cannot hold a worker from the others.
 
 use std::{
     pin::Pin,

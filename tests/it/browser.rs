@@ -298,7 +298,18 @@ async fn the_status_page_switches_upstreams_and_hears_changes_made_elsewhere() {
     // and the status is not read again while no state changes.
     let status_reads = "return performance.getEntriesByType('resource')\
                         .filter((e) => e.name.endsWith('/api/status')).length;";
-    let before = browser.eval(status_reads).await;
+    // Switching `demo` on sends several events (its states, its catalog, the reload of the
+    // file it was written to), each followed by a read of the status: count from when they
+    // have stopped coming.
+    let mut before = browser.eval(status_reads).await;
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = browser.eval(status_reads).await;
+        if now == before {
+            break;
+        }
+        before = now;
+    }
     let _client = gw.client().await;
     let sessions = "return document.getElementById('t-sessions').textContent;";
     let mut shown = Value::Null;

@@ -45,7 +45,7 @@ use lists::PreparedList;
 pub use naming::NameScheme;
 pub use needs::Features;
 pub use page::{Cursor, ListKind};
-pub use params::ParamHeader;
+pub use params::{ParamHeader, header_values};
 pub use part::UpstreamCatalog;
 pub use semantic::nearest as nearest_by_meaning;
 use template::TemplatePattern;

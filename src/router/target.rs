@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use crate::{
-    catalog::{ArgumentCheck, ArgumentError, NameScheme, ParamHeader, TaskSupport},
+    catalog::{self, ArgumentCheck, ArgumentError, NameScheme, ParamHeader, TaskSupport},
     error::GatewayError,
     protocol::Era,
     request::Request,
     upstream::Upstream,
-    wire,
+    wire::{self, Fields},
 };
 
 /// Which routed request.
@@ -146,13 +146,18 @@ impl Target {
         })
     }
 
-    /// Whether the request can take the raw path: the upstream has one, it needs no one to
-    /// answer an `input_required` for a session client, and no `Mcp-Param-*` headers are
-    /// asked for (see `raw`).
+    /// Whether the request can take the raw path: the upstream has one, and it needs no one
+    /// to answer an `input_required` for a session client (see `raw`).
     pub fn takes_raw(&self, era: Era) -> bool {
-        self.upstream.has_raw_path()
-            && !(era == Era::Legacy && self.upstream.speaks_only_modern())
-            && (self.param_headers.is_none() || self.task_support != TaskSupport::Forbidden)
+        self.upstream.has_raw_path() && !(era == Era::Legacy && self.upstream.speaks_only_modern())
+    }
+
+    /// The `Mcp-Param-*` headers of a call of this tool with `params` (none for a tool whose
+    /// schema asks for none).
+    pub fn param_values(&self, params: &Fields) -> Vec<(http::HeaderName, http::HeaderValue)> {
+        (self.param_headers.as_deref())
+            .map(|annotated| catalog::header_values(annotated, params))
+            .unwrap_or_default()
     }
 
     /// The tool, as the upstream knows it, for a tool call.

@@ -90,7 +90,8 @@ impl Upstream {
         match self.open_shared(Era::Modern).await {
             Ok(modern) => {
                 self.set_era_support(EraSupport::Both);
-                // Listing once teaches rmcp's transport the tools' `x-mcp-header` parameters.
+                // Listing once teaches rmcp's transport the tools' `x-mcp-header` parameters,
+                // for the calls that go the typed way (the raw path writes them itself).
                 let timeout = self.config.policy.discovery_timeout;
                 let _ = tokio::time::timeout(timeout, modern.peer().list_tools(None)).await;
                 let modern = Arc::new(modern);

@@ -144,3 +144,36 @@ fn credentials_and_transport_headers_cannot_be_forwarded() {
         assert!(error.contains(expected), "{expected}\nnot in\n{error}");
     }
 }
+
+/// A tool whose schema asks for an `Mcp-Param-*` header (SEP-2243) gets it from the gateway,
+/// written from the call's arguments: for a session client, which sends none, and for a
+/// 2026-07-28 one; plain, or in the Base64 form where the text could not travel as it is. A
+/// line break in an argument cannot add a header. The upstream, rmcp's server, refuses a call
+/// whose header is missing or differs from the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotated_arguments_reach_a_2026_07_28_upstream_as_their_headers() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(switchyard_conformance::serve(listener));
+    let gw = GatewayBuilder::new()
+        .section("[catalog]\nprefix_mode = \"always\"")
+        .http("fixture", &url)
+        .start()
+        .await;
+    let modern = gw.modern_client().await;
+    // rmcp's client sends the headers of the tools it has listed.
+    modern.list_all_tools().await.unwrap();
+    let clients = [
+        ("a session client", gw.client().await),
+        ("a 2026-07-28 client", modern),
+    ];
+    for region in ["eu-west-1", "Zürich", " padded ", "eu\r\nX-Injected: 1"] {
+        for (who, client) in &clients {
+            let arguments = json!({ "region": region });
+            let result = crate::harness::call(client, "fixture__test_x_mcp_header", arguments)
+                .await
+                .unwrap_or_else(|error| panic!("{region:?} from {who}: {error}"));
+            assert_eq!(text(&result), format!("Region: {region}"));
+        }
+    }
+}

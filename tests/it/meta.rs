@@ -35,8 +35,8 @@ fn assert_passed(got: &Value, sent: &Value, how: &str) {
     assert_eq!(Value::Object(got), Value::Object(sent), "{how}");
 }
 
-/// A tool that takes the raw path, and one whose schema asks for an `Mcp-Param-*` header,
-/// which takes the typed one.
+/// A plain tool, and one whose schema asks for an `Mcp-Param-*` header. Over streamable HTTP
+/// both take the raw path; over legacy SSE and stdio, the typed one.
 fn tools() -> Value {
     json!({"tools": [
         {"name": "plain", "inputSchema": {"type": "object"}},

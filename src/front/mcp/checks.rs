@@ -2,13 +2,11 @@
 //! `MCP-Protocol-Version` header, and the SEP-2243 headers (`Mcp-Method`, `Mcp-Name`,
 //! `Mcp-Param-*`) that must agree with the body for 2026-07-28 requests.
 
-use base64::{Engine, engine::general_purpose::STANDARD};
 use http::{HeaderMap, header};
-use serde_json::value::RawValue;
 
 use crate::{
     catalog::ParamHeader,
-    protocol::{MCP_PROTOCOL_VERSION, is_known_version},
+    protocol::{MCP_PROTOCOL_VERSION, is_known_version, read_header_text},
     wire::{Fields, string},
 };
 
@@ -121,7 +119,7 @@ pub fn standard_headers(
     if let Some(expected) = expected {
         let sent = single(headers, "mcp-name")?
             .ok_or_else(|| format!("missing required Mcp-Name header for `{method}`"))?;
-        let sent = decode(sent).ok_or("Mcp-Name header is not valid Base64")?;
+        let sent = read_header_text(sent).ok_or("Mcp-Name header is not valid Base64")?;
         if sent != expected {
             return Err(format!(
                 "Mcp-Name header `{sent}` does not match body value `{expected}`"
@@ -133,8 +131,7 @@ pub fn standard_headers(
     };
     let arguments = params.and_then(|params| params.get("arguments"));
     for param in annotated {
-        let argument = arguments.and_then(|arguments| value_at(arguments, &param.path));
-        let value = argument.and_then(primitive_text);
+        let value = arguments.and_then(|arguments| param.text_in(arguments));
         let prop = param.path.join(".");
         let header = &param.header;
         match (single(headers, header)?, value) {
@@ -146,8 +143,8 @@ pub fn standard_headers(
             }
             (None, Some(_)) => return Err(format!("missing {header} header for `{prop}`")),
             (Some(sent), Some(value)) => {
-                let sent =
-                    decode(sent).ok_or_else(|| format!("{header} header is not valid Base64"))?;
+                let sent = read_header_text(sent)
+                    .ok_or_else(|| format!("{header} header is not valid Base64"))?;
                 if sent != value {
                     return Err(format!(
                         "{header} header `{sent}` does not match body value `{value}`"
@@ -174,40 +171,10 @@ fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Str
         .map_err(|_| format!("{name} header contains invalid characters"))
 }
 
-/// A header value, with the `=?base64?…?=` form decoded (standard alphabet, padded, UTF-8).
-fn decode(value: &str) -> Option<String> {
-    match value
-        .strip_prefix("=?base64?")
-        .and_then(|inner| inner.strip_suffix("?="))
-    {
-        Some(inner) => String::from_utf8(STANDARD.decode(inner).ok()?).ok(),
-        None => Some(value.to_owned()),
-    }
-}
-
-/// The value at `path` in the arguments object.
-fn value_at<'a>(arguments: &'a RawValue, path: &[String]) -> Option<&'a RawValue> {
-    let mut value = arguments;
-    for key in path {
-        value = Fields::of(value)?.get(key)?;
-    }
-    Some(value)
-}
-
-/// A primitive argument as a header carries it: strings as they are, numbers and booleans as
-/// written in JSON; `None` for null, objects and arrays.
-fn primitive_text(value: &RawValue) -> Option<String> {
-    match serde_json::from_str::<serde_json::Value>(value.get()).ok()? {
-        serde_json::Value::String(text) => Some(text),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use http::HeaderValue;
+    use serde_json::value::RawValue;
 
     use super::*;
 
@@ -294,6 +261,7 @@ mod tests {
         let annotated = [ParamHeader {
             path: vec!["region".into()],
             header: "Mcp-Param-Region".into(),
+            name: http::HeaderName::from_static("mcp-param-region"),
         }];
         let check = |body: &str, pairs: &[(&str, &str)]| {
             let body = params(body);

@@ -6,10 +6,12 @@
 //! progress and log messages straight to the client, requests for the client through rmcp's
 //! handler of the connection, which the relay points at this request.
 //!
+//! Towards a 2026-07-28 upstream, the `Mcp-Param-*` headers a tool's schema asks for are
+//! written from the call's arguments, whichever era the client speaks.
+//!
 //! Requests that need more than relaying go the typed way: to a server that speaks only
 //! 2026-07-28 for a session client (its `input_required` must be answered by asking the
-//! client), to other transports, and calls of tools whose schema asks for `Mcp-Param-*`
-//! headers.
+//! client), and to other transports.
 
 // Logging is deprecated by SEP-2577 but still relayed on the legacy protocol.
 #![allow(deprecated)]
@@ -153,11 +155,13 @@ impl<S: ConnectionSource> Call<'_, S> {
                 &[],
             )
         };
+        let annotated = target.param_values(params);
         let request = RawRequest {
             upstream,
             method: target.kind.method(),
             name: &target.original,
             write: &write,
+            params: &annotated,
             task: None,
         };
         let (answer, connection) = self.exchange(&request, forwarded, &mut timer).await?;
@@ -200,6 +204,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 name: request.name,
                 body: (request.write)(number, rewrite),
                 forwarded,
+                params: request.params,
                 session: request.task.and_then(|task| task.session),
             };
             let request_id = RequestId::Number(number);
@@ -299,6 +304,9 @@ pub(in crate::router) struct RawRequest<'r> {
     pub name: &'r str,
     /// Writes the request, given its upstream id and how its `_meta` must change.
     pub write: &'r (dyn Fn(i64, Rewrite) -> Bytes + Sync),
+    /// The `Mcp-Param-*` headers of a tool call's annotated arguments (sent to 2026-07-28
+    /// upstreams).
+    pub params: &'r [(http::HeaderName, http::HeaderValue)],
     /// The task the request is about, if it is one of the task methods.
     pub task: Option<TaskBound<'r>>,
 }

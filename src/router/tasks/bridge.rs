@@ -73,6 +73,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: "tasks/result",
             name: &created.task,
             write: &write_result,
+            params: &[],
             task: None,
         };
         let mut wait_timer = Timer::for_task(upstream);

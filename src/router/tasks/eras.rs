@@ -105,6 +105,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: "tasks/result",
             name: &handle.task,
             write: &write,
+            params: &[],
             task: Some(self.bound(handle)),
         };
         let mut timer = Timer::for_task(upstream);

@@ -70,6 +70,7 @@ impl<S: ConnectionSource> Call<'_, S> {
                 method: "tasks/list",
                 name: "",
                 write: &write,
+                params: &[],
                 task: None,
             };
             let mut timer = Timer::start(&upstream, None);

@@ -158,6 +158,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: method.method(),
             name: &handle.task,
             write: &write,
+            params: &[],
             task: Some(self.bound(&handle)),
         };
         let forwarded = upstream.config().forwarded(&self.request.headers);
@@ -355,6 +356,7 @@ impl<S: ConnectionSource> Call<'_, S> {
             method: Routed::Tool.method(),
             name: &target.original,
             write: &write,
+            params: &target.param_values(params),
             task: None,
         };
         let (answer, connection) = self.exchange(&request, forwarded, timer).await?;

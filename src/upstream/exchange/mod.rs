@@ -121,6 +121,9 @@ pub struct Outgoing<'a> {
     pub body: Bytes,
     /// Headers of the client's request the upstream's rules pass on.
     pub forwarded: &'a [(HeaderName, HeaderValue)],
+    /// For 2026-07-28 upstreams: the `Mcp-Param-*` headers of a tool call's annotated
+    /// arguments (see `catalog::header_values`).
+    pub params: &'a [(HeaderName, HeaderValue)],
     /// The upstream session to send it in, if not the connection's own: a task lives in the
     /// session that created it, whichever replica or connection asks after it.
     pub session: Option<&'a str>,
@@ -246,6 +249,7 @@ impl RawLink {
             name: "",
             body,
             forwarded: &[],
+            params: &[],
             session: None,
         };
         let mut exchange = self.start(&outgoing).await?;

@@ -12,7 +12,9 @@ use super::{Exchange, ExchangeError, Outgoing, RawLink};
 use crate::error::with_causes;
 use crate::{
     hook::{RequestHeaders, RequestHook},
-    protocol::{Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID},
+    protocol::{
+        Era, LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, header_text,
+    },
     upstream::{
         raw_client::{RawClient, UpstreamBody, host_of},
         session_slot::SessionSlot,
@@ -144,8 +146,10 @@ impl HttpRoute {
             if let Ok(method) = HeaderValue::from_str(outgoing.method) {
                 headers.insert(MCP_METHOD, method);
             }
-            if let Ok(name) = HeaderValue::from_str(outgoing.name) {
-                headers.insert(MCP_NAME, name);
+            headers.insert(MCP_NAME, header_text(outgoing.name));
+            // Written from the arguments, over any the client's were forwarded as.
+            for (name, value) in outgoing.params {
+                headers.insert(name.clone(), value.clone());
             }
         }
         self.client

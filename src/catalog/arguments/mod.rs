@@ -6,21 +6,25 @@
 //! arguments, makes its tool an invalid definition, left out of the catalog. Remote `$ref`s are
 //! never fetched: a schema must be whole.
 //!
-//! A check is a cheap valid-or-not pass; only arguments found invalid are looked at again to
-//! say what is wrong, and only when that too fits the budget. Arguments whose shape would make
+//! Most schemas ask only for the types of the arguments' top-level values: for those, arguments
+//! are checked as they came, at a glance (`shallow`). Others, and arguments a glance cannot
+//! pass, are read and checked whole. A check is a cheap valid-or-not pass; only arguments found
+//! invalid are looked at again to say what is wrong, and only when that too fits the budget. Arguments whose shape would make
 //! either pass cost more are refused before anything runs.
 
 mod cost;
 mod graph;
+mod shallow;
 
 use std::{fmt, sync::Arc};
 
 use rmcp::model::JsonObject;
-use serde_json::Value;
+use serde_json::{Value, value::RawValue};
 
 use self::{
     cost::{Cost, Profile},
     graph::Graph,
+    shallow::Shallow,
 };
 
 /// Subschema evaluations any check may spend, whatever the arguments' size.
@@ -41,6 +45,8 @@ pub const SHALLOWEST_USEFUL_DEPTH: usize = 4;
 pub struct ArgumentCheck {
     validator: jsonschema::Validator,
     profile: Profile,
+    /// The schema's check at a glance, if it is of that kind.
+    shallow: Option<Shallow>,
 }
 
 /// The most problems named for one call's arguments.
@@ -100,7 +106,21 @@ impl ArgumentCheck {
                 if depth == 1 { "" } else { "s" }
             )));
         }
-        Ok(Arc::new(Self { validator, profile }))
+        let shallow = Shallow::of(schema.as_object().expect("compiled from an object"));
+        Ok(Arc::new(Self {
+            validator,
+            profile,
+            shallow,
+        }))
+    }
+
+    /// Whether `arguments`, as they came (absent: none were given), certainly match the
+    /// schema, told at a glance where its kind allows (see `shallow`). `false` leaves it to
+    /// `check`, which reads them whole.
+    pub fn passes_at_once(&self, arguments: Option<&RawValue>) -> bool {
+        self.shallow
+            .as_ref()
+            .is_some_and(|shallow| shallow.passes(arguments))
     }
 
     /// Checks `arguments` (absent: none were given, as `{}`). Each failure (up to

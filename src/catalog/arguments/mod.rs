@@ -9,8 +9,8 @@
 //! Most schemas ask only for the types of the arguments' top-level values: for those, arguments
 //! are checked as they came, at a glance (`shallow`). Others, and arguments a glance cannot
 //! pass, are read and checked whole. A check is a cheap valid-or-not pass; only arguments found
-//! invalid are looked at again to say what is wrong, and only when that too fits the budget. Arguments whose shape would make
-//! either pass cost more are refused before anything runs.
+//! invalid are looked at again to say what is wrong, and only when that too fits the budget.
+//! Arguments whose shape would make either pass cost more are refused before anything runs.
 
 mod cost;
 mod graph;

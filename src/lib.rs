@@ -64,7 +64,9 @@
 //!    replaced by the gateway's own, `_meta` rewritten only if it holds a progress token or
 //!    keys the upstream's era must not see; everything else is copied as it came.
 //! 5. `upstream::exchange` posts it on the upstream session rmcp's worker opened, over a
-//!    keep-alive connection, with the hook's headers (an OAuth token, renewed first if due). A
+//!    keep-alive connection, with the hook's headers (an OAuth token, renewed first if due) and,
+//!    to a 2026-07-28 upstream, the SEP-2243 ones (`Mcp-Method`, `Mcp-Name`, and the
+//!    `Mcp-Param-*` of a tool's annotated arguments, written from the arguments). A
 //!    plain-HTTP upstream's connection is driven by the request's own task until its answer
 //!    has ended (`upstream::raw_client`); an HTTPS one's by hyper's pooled client. The answer
 //!    comes back as JSON or an event stream; progress and log messages on the way go straight

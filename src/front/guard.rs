@@ -176,7 +176,7 @@ fn parse_authority(text: &str) -> Option<Authority> {
 
 /// A request's `Host` as host (without IPv6 brackets) and port, without copying it.
 fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
-    let text = text.trim();
+    let text = text.trim_ascii();
     let (host, port) = match text.strip_prefix('[') {
         Some(bracketed) => {
             let (host, rest) = bracketed.split_once(']')?;
@@ -187,8 +187,9 @@ fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
             None => (text, None),
         },
     };
-    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '%');
-    if host.is_empty() || !host.chars().all(valid) {
+    // Bytes, not chars: a byte of a character beyond ASCII is not valid either.
+    let valid = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b':' | b'%');
+    if host.is_empty() || !host.bytes().all(valid) {
         return None;
     }
     let port = match port {

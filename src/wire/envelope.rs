@@ -201,16 +201,20 @@ fn is_valid_id(id: &RawValue) -> bool {
     let text = id.get();
     match text.as_bytes().first() {
         Some(b'"') => true,
-        Some(b'-' | b'0'..=b'9') => !text.contains(['.', 'e', 'E']),
+        Some(b'-' | b'0'..=b'9') => !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')),
         _ => false,
     }
 }
 
 /// The text of a JSON string value, if `value` is one; borrowed when it has no escapes.
 pub fn string<'a>(value: &'a RawValue) -> Option<Cow<'a, str>> {
-    let text = value.get();
+    let text = value.get().trim_ascii();
     if !text.starts_with('"') {
         return None;
+    }
+    if !text.contains('\\') {
+        // A JSON string without escapes is its text between the quotes.
+        return Some(Cow::Borrowed(&text[1..text.len() - 1]));
     }
     serde_json::from_str::<CowStr<'a>>(text).ok().map(|s| s.0)
 }
@@ -301,5 +305,9 @@ mod tests {
         assert_eq!(string(&escaped).as_deref(), Some("aA"));
         let number = RawValue::from_string("1".into()).unwrap();
         assert_eq!(string(&number), None);
+        let empty = RawValue::from_string(r#""""#.into()).unwrap();
+        assert!(matches!(string(&empty), Some(Cow::Borrowed(""))));
+        let padded = RawValue::from_string(" \"x\"\n".into()).unwrap();
+        assert_eq!(string(&padded).as_deref(), Some("x"));
     }
 }

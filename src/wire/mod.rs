@@ -8,6 +8,7 @@ pub mod envelope;
 pub mod media;
 pub mod object;
 pub mod parsed;
+mod split;
 pub mod sse;
 pub mod write;
 

@@ -31,15 +31,20 @@ pub enum Edit<'e> {
     Drop,
     /// Write this JSON text as its value.
     Value(&'e str),
+    /// Write this text, as a JSON string, as its value.
+    String(&'e str),
 }
 
 impl<'a> Fields<'a> {
-    /// The fields of the JSON object `value`; `None` if it is not an object.
+    /// The fields of the JSON object `value`; `None` if it is not an object. A `RawValue` is
+    /// valid JSON, so it is split where its values end rather than read again.
     pub fn of(value: &'a RawValue) -> Option<Self> {
-        Self::of_text(value.get())
+        let mut fields = Self::default();
+        super::split::object_fields(value, |key, value| fields.push((key, value)))?;
+        Some(fields)
     }
 
-    /// The fields of the JSON object written as `text`; `None` if it is not one.
+    /// The fields of the JSON object written as `text`; `None` if it is not one (or not JSON).
     pub fn of_text(text: &'a str) -> Option<Self> {
         serde_json::from_str(text).ok()
     }
@@ -79,24 +84,34 @@ impl<'a> Fields<'a> {
     ) {
         out.push(b'{');
         let mut first = true;
-        let mut field = |out: &mut Vec<u8>, key: &str, value: &str| {
+        let mut name = |out: &mut Vec<u8>, key: &str| {
             if !first {
                 out.push(b',');
             }
             first = false;
             write_string(out, key);
             out.push(b':');
-            out.extend_from_slice(value.as_bytes());
         };
         for (key, value) in self.all() {
             match edit(key) {
-                Edit::Keep => field(out, key, value.get()),
+                Edit::Keep => {
+                    name(out, key);
+                    out.extend_from_slice(value.get().as_bytes());
+                }
                 Edit::Drop => {}
-                Edit::Value(text) => field(out, key, text),
+                Edit::Value(text) => {
+                    name(out, key);
+                    out.extend_from_slice(text.as_bytes());
+                }
+                Edit::String(text) => {
+                    name(out, key);
+                    write_string(out, text);
+                }
             }
         }
         for (key, value) in added {
-            field(out, key, value);
+            name(out, key);
+            out.extend_from_slice(value.as_bytes());
         }
         out.push(b'}');
     }
@@ -202,7 +217,7 @@ mod tests {
         fields.write(
             &mut out,
             |key| match key {
-                "name" => Edit::Value(r#""b""#),
+                "name" => Edit::String("b\u{1}"),
                 "_meta" => Edit::Drop,
                 _ => Edit::Keep,
             },
@@ -210,7 +225,7 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"{"name":"b","arguments":{"x":"y\n"},"extra":true}"#
+            r#"{"name":"b\u0001","arguments":{"x":"y\n"},"extra":true}"#
         );
     }
 

@@ -197,9 +197,11 @@ pub fn message_event(id: Option<&str>, data: &[u8]) -> Bytes {
     super::freeze(out)
 }
 
-/// About the length of `message_event(id, data)` (exact for one line of data).
+/// The length of `message_event(id, data)` for data of one line, the least it can be.
 pub fn message_event_len(id: Option<&str>, data: &[u8]) -> usize {
-    id.map_or(0, |id| id.len() + 5) + data.len() + 24
+    // `id: ID\n`, `event: message\n`, `data: DATA\n` and the blank line: exact for data
+    // without line breaks (JSON written compactly), each of which adds a `data: `.
+    id.map_or(0, |id| id.len() + 5) + data.len() + 23
 }
 
 /// `message_event(id, data)`, written at the end of `out`.
@@ -232,13 +234,15 @@ pub fn write_message_event(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
 /// An event with only an id and a reconnection delay: it lets a client resume a stream from
 /// its start.
 pub fn priming_event(id: &str, retry_ms: u64) -> Bytes {
-    let mut out = Vec::with_capacity(PRIMING_EVENT_LEN + id.len());
+    let mut out = Vec::with_capacity(priming_event_len(id, retry_ms));
     write_priming_event(&mut out, id, retry_ms);
     super::freeze(out)
 }
 
-/// The length of a priming event, beside its id.
-pub const PRIMING_EVENT_LEN: usize = 40;
+/// The length of `priming_event(id, retry_ms)`.
+pub fn priming_event_len(id: &str, retry_ms: u64) -> usize {
+    "id: \nretry: \ndata: \n\n".len() + id.len() + itoa::Buffer::new().format(retry_ms).len()
+}
 
 /// `priming_event(id, retry_ms)`, written at the end of `out`.
 pub fn write_priming_event(out: &mut Vec<u8>, id: &str, retry_ms: u64) {
@@ -266,6 +270,23 @@ mod tests {
             }
         }
         events
+    }
+
+    #[test]
+    fn written_events_are_as_long_as_their_lengths_say() {
+        for id in [None, Some(""), Some("7"), Some("18446744073709551615/3")] {
+            let event = message_event(id, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+            assert_eq!(
+                event.len(),
+                message_event_len(id, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+            );
+            let id = id.unwrap_or_default();
+            for retry in [0, 7, 1_000, u64::MAX] {
+                assert_eq!(priming_event(id, retry).len(), priming_event_len(id, retry));
+            }
+        }
+        // A line break adds a data line: the length is then a floor.
+        assert!(message_event(None, b"{\n}").len() > message_event_len(None, b"{\n}"));
     }
 
     #[test]

@@ -10,7 +10,9 @@ const VERSION: &[u8] = br#"{"jsonrpc":"2.0""#;
 
 /// `{"jsonrpc":"2.0","id":ID,"result":RESULT}`, with `id` and `result` as JSON text.
 pub fn response(id: &str, result: &str) -> Bytes {
-    let mut out = Vec::with_capacity(VERSION.len() + id.len() + result.len() + 16);
+    // Sized exactly, so that `freeze` neither grows nor shrinks it.
+    let mut out =
+        Vec::with_capacity(VERSION.len() + r#","id":,"result":}"#.len() + id.len() + result.len());
     out.extend_from_slice(VERSION);
     out.extend_from_slice(br#","id":"#);
     out.extend_from_slice(id.as_bytes());
@@ -23,7 +25,8 @@ pub fn response(id: &str, result: &str) -> Bytes {
 /// `{"jsonrpc":"2.0","id":ID,"error":ERROR}`, with `error` as JSON text; `id` `None` is `null`.
 pub fn error_raw(id: Option<&str>, error: &str) -> Bytes {
     let id = id.unwrap_or("null");
-    let mut out = Vec::with_capacity(VERSION.len() + id.len() + error.len() + 16);
+    let mut out =
+        Vec::with_capacity(VERSION.len() + r#","id":,"error":}"#.len() + id.len() + error.len());
     out.extend_from_slice(VERSION);
     out.extend_from_slice(br#","id":"#);
     out.extend_from_slice(id.as_bytes());

@@ -278,16 +278,21 @@ impl EventStream {
     /// A stream of one message, written with its priming event (if it has one) in one piece.
     pub fn single(ids: EventIds, message: Bytes) -> Self {
         let mut stream = Self::unprimed(ids, Source::Ended);
-        let mut out = Vec::with_capacity(
-            sse::PRIMING_EVENT_LEN + 2 * EventId::MAX_LEN + sse::message_event_len(None, &message),
-        );
-        if stream.has_priming() {
-            let id = stream.next_id();
-            let id = id.as_ref().map_or("", EventId::as_str);
-            sse::write_priming_event(&mut out, id, RETRY_MS);
-        }
+        let priming = stream.has_priming().then(|| stream.next_id());
+        let priming = priming
+            .as_ref()
+            .map(|id| id.as_ref().map_or("", EventId::as_str));
         let id = stream.next_id();
-        sse::write_message_event(&mut out, id.as_ref().map(EventId::as_str), &message);
+        let id = id.as_ref().map(EventId::as_str);
+        // Sized exactly (for an answer without line breaks), so that `freeze` keeps it as it is.
+        let mut out = Vec::with_capacity(
+            priming.map_or(0, |priming| sse::priming_event_len(priming, RETRY_MS))
+                + sse::message_event_len(id, &message),
+        );
+        if let Some(priming) = priming {
+            sse::write_priming_event(&mut out, priming, RETRY_MS);
+        }
+        sse::write_message_event(&mut out, id, &message);
         stream.ready.push_back(wire::freeze(out));
         stream
     }

@@ -89,13 +89,10 @@ pub fn upstream_request(
     out.extend_from_slice(br#","method":"#);
     write_string(&mut out, method);
     out.extend_from_slice(br#","params":"#);
-    let mut name = Vec::with_capacity(original.len() + 2);
-    write_string(&mut name, original);
-    let name = std::str::from_utf8(&name).unwrap_or("\"\"");
     params.write(
         &mut out,
         |key| match key {
-            key if key == field => Edit::Value(name),
+            key if key == field => Edit::String(original),
             "_meta" => match &new_meta {
                 Some(meta) => Edit::Value(meta),
                 None if rewrite_meta => Edit::Drop,

@@ -29,13 +29,7 @@ pub fn object_fields<'a>(
             _ => {}
         }
         let key_end = string_end(bytes, at)?;
-        let key = &text[at + 1..key_end - 1];
-        let key = if key.contains('\\') {
-            // Escapes are rare in keys: the key is read as serde_json reads strings.
-            Cow::Owned(serde_json::from_str::<String>(&text[at..key_end]).ok()?)
-        } else {
-            Cow::Borrowed(key)
-        };
+        let key = super::string(raw(&text[at..key_end]))?;
         // After the key, its colon.
         at = skip_space(bytes, key_end) + 1;
         at = skip_space(bytes, at);

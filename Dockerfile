@@ -1,7 +1,8 @@
-# Switchyard's container image: the gateway built with `--profile dist` on Debian bookworm, run
-# as an unprivileged user from bookworm-slim. See deploy/README.md for how to build, run and
-# configure it (the configuration is /etc/switchyard/switchyard.toml, secrets come from the
-# environment or from mounted files).
+# Switchyard's container image: the gateway built with `--profile dist` and guided by a profile
+# of its own request path (deploy/pgo.sh) on Debian bookworm, run as an unprivileged user from
+# bookworm-slim. See deploy/README.md for how to build, run and configure it (the
+# configuration is /etc/switchyard/switchyard.toml, secrets come from the environment or from
+# mounted files).
 #
 #   docker build -t switchyard .        (or: podman build / buildah bud)
 
@@ -10,13 +11,17 @@ ARG DEBIAN_RELEASE=bookworm
 
 # --- dependencies ----------------------------------------------------------------------------
 # The manifests and the lock file, with empty sources for the workspace's own crates: this
-# layer compiles every dependency and is reused until Cargo.toml or Cargo.lock change.
+# layer compiles every dependency as deploy/pgo.sh's instrumented build does (the same flags
+# and target directory) and is reused until Cargo.toml or Cargo.lock change. The build guided
+# by the profile compiles them again below: it needs the profile, which needs the sources.
 FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
 # No cmake: any build script that tried to run it should fail loudly.
 ENV CMAKE=/nonexistent \
     CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
 WORKDIR /src
+# llvm-profdata, which merges the profile's counts.
+RUN rustup component add llvm-tools
 COPY Cargo.toml Cargo.lock ./
 COPY crates/bench/Cargo.toml crates/bench/
 COPY crates/conformance/Cargo.toml crates/conformance/
@@ -28,17 +33,21 @@ RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src crates/em
     && echo 'fn main() {}' > crates/conformance/src/main.rs \
     && echo 'fn main() {}' > benches/hot_path.rs \
     && echo 'fn main() {}' > benches/micro/main.rs \
-    && cargo build --locked --profile dist --bin switchyard
+    && RUSTFLAGS=" -Cprofile-generate=/src/target/pgo/raw" CARGO_TARGET_DIR=/src/target/pgo/generate \
+        cargo build --locked --profile dist --bin switchyard
 
 # --- the gateway -----------------------------------------------------------------------------
 # The real sources over the empty ones; touched, so that cargo rebuilds the workspace's crates
-# whatever times the build context gave them.
+# whatever times the build context gave them. deploy/pgo.sh builds the gateway instrumented,
+# runs a few seconds of load through it on the container's loopback (the demo server as its
+# upstream, `switchyard bench` as its clients), and builds it again guided by what it counted.
 COPY src src
 COPY crates/bench/src crates/bench/src
 COPY crates/embed/src crates/embed/src
+COPY deploy/pgo.sh deploy/pgo.sh
 RUN find src crates/bench/src crates/embed/src -name '*.rs' -exec touch {} + \
-    && cargo build --locked --profile dist --bin switchyard \
-    && cp target/dist/switchyard /usr/local/bin/switchyard \
+    && built="$(deploy/pgo.sh dist)" \
+    && cp "$built" /usr/local/bin/switchyard \
     && /usr/local/bin/switchyard --version
 
 # --- runtime ---------------------------------------------------------------------------------

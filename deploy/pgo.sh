@@ -76,15 +76,34 @@ for _ in $(seq 100); do
 done
 # Calls in sessions (2025-11-25), many and one at a time; stateless calls, lists and reads
 # (2026-07-28); calls of 64 KiB. Every answer is checked: a failure stops the build.
-load() { scratch bench "$url" --warmup 0 --rounds 1 --quiet "$@" >/dev/null; }
+load() {
+  if ! scratch bench "$url" --warmup 0 --rounds 1 --quiet "$@" >"$work/load.log" 2>&1; then
+    cat "$work/load.log" >&2
+    echo "the training load failed (switchyard bench $*)" >&2
+    return 1
+  fi
+}
 load --sessions 8 --concurrency 32 --duration 4
 load --sessions 8 --concurrency 1 --duration 2
 load --era stateless --mix call=8,list=1,read=1 --concurrency 16 --duration 3
 load --sessions 4 --concurrency 8 --duration 2 --payload-bytes 65536
-# The counts are written as the gateway exits.
+# The counts are written as the gateway exits; it drains its sessions first.
 kill -TERM "$gateway"
+for _ in $(seq 300); do
+  kill -0 "$gateway" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$gateway" 2>/dev/null; then
+  echo "the instrumented gateway did not stop within 30 s of SIGTERM" >&2
+  exit 1
+fi
 wait "$gateway" || true
-"$profdata" merge -o "$merged" "$raw"/*.profraw
+if ! compgen -G "$raw/gateway-*.profraw" >/dev/null; then
+  echo "the instrumented gateway wrote no profile into $raw" >&2
+  cat "$work/gateway.log" >&2
+  exit 1
+fi
+"$profdata" merge -o "$merged" "$raw"/gateway-*.profraw
 echo "== the profile-guided build ($profile, $(du -h "$merged" | cut -f1) of counts)" >&2
 RUSTFLAGS="$flags -Cprofile-use=$merged -Cllvm-args=-pgo-warn-missing-function=false" \
   CARGO_TARGET_DIR="$pgo/use" cargo build --locked --profile "$profile" --bin switchyard >&2

@@ -11,21 +11,21 @@ ARG DEBIAN_RELEASE=bookworm
 
 # --- dependencies ----------------------------------------------------------------------------
 # The manifests and the lock file, with empty sources for the workspace's own crates: this
-# layer compiles every dependency as deploy/pgo.sh's instrumented build does (the same flags
-# and target directory) and is reused until Cargo.toml or Cargo.lock change. The build guided
-# by the profile compiles them again below: it needs the profile, which needs the sources.
+# layer is deploy/pgo.sh's instrumented build of them, which compiles every dependency (and
+# adds rustup's llvm-tools), and is reused until Cargo.toml, Cargo.lock or the script change.
+# The build guided by the profile compiles them again below: it needs the profile, which
+# needs the sources.
 FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
 # No cmake: any build script that tried to run it should fail loudly.
 ENV CMAKE=/nonexistent \
     CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0
 WORKDIR /src
-# llvm-profdata, which merges the profile's counts.
-RUN rustup component add llvm-tools
 COPY Cargo.toml Cargo.lock ./
 COPY crates/bench/Cargo.toml crates/bench/
 COPY crates/conformance/Cargo.toml crates/conformance/
 COPY crates/embed/Cargo.toml crates/embed/
+COPY deploy/pgo.sh deploy/pgo.sh
 RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src crates/embed/src \
     && echo 'fn main() {}' > src/main.rs \
     && touch src/lib.rs crates/bench/src/lib.rs crates/conformance/src/lib.rs \
@@ -33,8 +33,7 @@ RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src crates/em
     && echo 'fn main() {}' > crates/conformance/src/main.rs \
     && echo 'fn main() {}' > benches/hot_path.rs \
     && echo 'fn main() {}' > benches/micro/main.rs \
-    && RUSTFLAGS=" -Cprofile-generate=/src/target/pgo/raw" CARGO_TARGET_DIR=/src/target/pgo/generate \
-        cargo build --locked --profile dist --bin switchyard
+    && deploy/pgo.sh dist instrumented
 
 # --- the gateway -----------------------------------------------------------------------------
 # The real sources over the empty ones; touched, so that cargo rebuilds the workspace's crates
@@ -44,7 +43,6 @@ RUN mkdir -p src benches/micro crates/bench/src crates/conformance/src crates/em
 COPY src src
 COPY crates/bench/src crates/bench/src
 COPY crates/embed/src crates/embed/src
-COPY deploy/pgo.sh deploy/pgo.sh
 RUN find src crates/bench/src crates/embed/src -name '*.rs' -exec touch {} + \
     && built="$(deploy/pgo.sh dist)" \
     && cp "$built" /usr/local/bin/switchyard \

@@ -5,7 +5,9 @@
 # is taken. On the 2-core VM of benches/README.md it spends about a quarter fewer instructions
 # per proxied call than the same profile built plainly ("The profile-guided build").
 #
-#   deploy/pgo.sh [PROFILE]      (default: dist; prints the path of the binary built)
+#   deploy/pgo.sh [PROFILE]                (default: dist; prints the path of the binary built)
+#   deploy/pgo.sh PROFILE instrumented     (the instrumented build only: the image's layer of
+#                                           dependencies, built before the sources are there)
 #
 # Needs what `cargo build` needs, and llvm-profdata of the toolchain's own LLVM (rustup's
 # `llvm-tools` component, added here when rustup is there). Both builds go to target
@@ -16,6 +18,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-dist}"
+step="${2:-all}"
+case "$step" in
+  all | instrumented) ;;
+  *)
+    echo "deploy/pgo.sh: the second argument may only be \"instrumented\" (got \"$step\")" >&2
+    exit 2
+    ;;
+esac
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 pgo="$target/pgo"
 raw="$pgo/raw"
@@ -36,6 +46,10 @@ echo "== the instrumented build ($profile)" >&2
 RUSTFLAGS="$flags -Cprofile-generate=$raw" CARGO_TARGET_DIR="$pgo/generate" \
   cargo build --locked --profile "$profile" --bin switchyard >&2
 instrumented="$pgo/generate/$profile/switchyard"
+if [ "$step" = instrumented ]; then
+  echo "$instrumented"
+  exit 0
+fi
 
 echo "== the training load" >&2
 rm -rf "$raw"
@@ -47,9 +61,11 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 scratch() { LLVM_PROFILE_FILE="$work/other-%p.profraw" "$instrumented" "$@"; }
 # The URL a process prints once it listens (matching `$2`), from its log `$1`.
 url_in() {
+  local found
   for _ in $(seq 300); do
-    if grep -qo "$2" "$1"; then
-      grep -o "$2" "$1" | head -n 1 | grep -o 'http://[^ ]*/mcp'
+    found="$(grep -o "$2" "$1" | head -n 1 | grep -o 'http://[^ ]*/mcp')" || true
+    if [ -n "$found" ]; then
+      echo "$found"
       return 0
     fi
     sleep 0.1

@@ -1,12 +1,12 @@
 //! The encoder: BERT's embeddings and transformer layers, run on one sentence at a time, and
 //! the last layer's states pooled (their mean, or the first's) as the sentence's unit vector.
-//! Weights are `f32`; the matrix products are `matrixmultiply`'s, everything else is plain
-//! loops over rows.
+//! Weights are `f32`; the linear layers are `linear`'s, the attention's products (a few
+//! tokens by a few) `matrixmultiply`'s, everything else is plain loops over rows.
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
-use crate::sentence::Pooling;
+use crate::{linear::Linear, sentence::Pooling};
 
 /// The model's shape, from its `config.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -52,14 +52,6 @@ struct Layer {
     output_norm: Norm,
 }
 
-/// `y = x·Wᵀ + b`, with `W` stored as `outputs × inputs`.
-struct Linear {
-    weight: Vec<f32>,
-    bias: Vec<f32>,
-    inputs: usize,
-    outputs: usize,
-}
-
 struct Norm {
     gamma: Vec<f32>,
     beta: Vec<f32>,
@@ -92,12 +84,12 @@ impl Bert {
             })
         };
         let linear = |name: &str, inputs: usize, outputs: usize| -> Result<Linear, String> {
-            Ok(Linear {
-                weight: weights.get(&format!("{name}.weight"), &[outputs, inputs])?,
-                bias: weights.get(&format!("{name}.bias"), &[outputs])?,
+            Ok(Linear::new(
+                &weights.get(&format!("{name}.weight"), &[outputs, inputs])?,
+                weights.get(&format!("{name}.bias"), &[outputs])?,
                 inputs,
                 outputs,
-            })
+            ))
         };
         let layers = (0..config.num_hidden_layers)
             .map(|n| {
@@ -243,23 +235,6 @@ impl Scratch {
             out: vec![0.0; n * h],
             inner: vec![0.0; n * intermediate],
         }
-    }
-}
-
-impl Linear {
-    /// `out = x·Wᵀ + b` for the `rows` rows of `x`.
-    fn apply(&self, x: &[f32], rows: usize, out: &mut [f32]) {
-        for row in out.chunks_exact_mut(self.outputs).take(rows) {
-            row.copy_from_slice(&self.bias);
-        }
-        gemm(
-            (rows, self.inputs, self.outputs),
-            1.0,
-            (x, self.inputs, 1),
-            (&self.weight, 1, self.inputs),
-            1.0,
-            (out, self.outputs, 1),
-        );
     }
 }
 

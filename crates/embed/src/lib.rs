@@ -7,6 +7,7 @@
 //! Nothing is fetched: what is not in the directory is an error.
 
 mod bert;
+mod linear;
 mod sentence;
 mod wordpiece;
 

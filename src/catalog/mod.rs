@@ -37,7 +37,7 @@ pub use apps::UI_EXTENSION;
 pub use arguments::{ArgumentCheck, ArgumentError};
 pub use lists::CacheHint;
 
-pub use crate::meaning::SearchModel;
+pub use crate::meaning::{SearchModel, ToolVector};
 pub use listed::{
     Listed, ListedPrompt, ListedResource, ListedTemplate, ListedTool, Rejected, TaskSupport,
 };

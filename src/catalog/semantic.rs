@@ -13,13 +13,13 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::{
-        Arc, OnceLock,
+        OnceLock,
         atomic::{AtomicBool, Ordering},
     },
 };
 
 use super::{ListedTool, listed::parameters};
-use crate::meaning::SearchModel;
+use crate::meaning::{SearchModel, ToolVector};
 
 /// How many of each ranking's best are fused.
 pub const CANDIDATES: usize = 200;
@@ -41,7 +41,7 @@ const DESCRIPTION_CHARS: usize = 400;
 /// The vectors of one catalog's tools (in its order), once made.
 #[derive(Default)]
 pub struct Meanings {
-    vectors: OnceLock<Vec<Arc<[f32]>>>,
+    vectors: OnceLock<Vec<ToolVector>>,
     /// Their making has begun (on a blocking thread).
     begun: AtomicBool,
 }
@@ -95,11 +95,11 @@ impl Meanings {
 
 /// The positions of the `vectors` closest to `query`, best first, at most `limit`, none below
 /// `MIN_SIMILARITY` (public for the micro benchmark of a scan among 50,000 tools).
-pub fn nearest(vectors: &[Arc<[f32]>], query: &[f32], limit: usize) -> Vec<(usize, f32)> {
+pub fn nearest(vectors: &[ToolVector], query: &[f32], limit: usize) -> Vec<(usize, f32)> {
     let ranked = vectors
         .iter()
         .enumerate()
-        .map(|(position, vector)| (position, dot(query, vector)))
+        .map(|(position, vector)| (position, vector.dot(query)))
         .filter(|(_, similarity)| *similarity >= MIN_SIMILARITY)
         .collect();
     best(ranked, limit)
@@ -116,24 +116,6 @@ pub(super) fn best(mut ranked: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f
     }
     ranked.sort_unstable_by(by_score);
     ranked
-}
-
-/// The dot product, summed in sixteen lanes so that the compiler keeps it in vector registers
-/// (a single running sum must be added in order, one element at a time).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 16;
-    let mut sums = [0f32; LANES];
-    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let rest: f32 = (a_chunks.remainder().iter())
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (a, b) in a_chunks.zip(b_chunks) {
-        for lane in 0..LANES {
-            sums[lane] += a[lane] * b[lane];
-        }
-    }
-    sums.iter().sum::<f32>() + rest
 }
 
 /// The text a tool's vector is made from: its name as words, its title, the start of its
@@ -174,13 +156,6 @@ pub fn fuse(lexical: &[(usize, f32)], semantic: &[(usize, f32)], limit: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_dot_product_counts_every_element() {
-        let a: Vec<f32> = (0..37).map(|i| i as f32).collect();
-        let b = vec![2.0; 37];
-        assert_eq!(dot(&a, &b), 2.0 * (0..37).sum::<i32>() as f32);
-    }
 
     #[test]
     fn both_rankings_count_and_agreement_wins() {

@@ -2,7 +2,10 @@
 //! once per directory, and the tools' vectors it made, kept by the hash of their text so that
 //! a text is embedded once (`catalog::semantic` ranks with them). The vectors can be written
 //! out and read back (`to_bytes`, `restore`), so that a restart does not make them again; they
-//! are bound to the model's weights by their digest.
+//! are bound to the model's weights by their digest. A tool's vector is kept a byte per
+//! number (`vector`).
+
+mod vector;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -17,6 +20,8 @@ use aws_lc_rs::digest::{Context, SHA256, digest};
 
 use switchyard_embed::Encoder;
 
+pub use vector::ToolVector;
+
 /// A loaded sentence encoder, and the tools' vectors it made.
 pub struct SearchModel {
     path: PathBuf,
@@ -25,7 +30,7 @@ pub struct SearchModel {
     /// where that is not the default): what its vectors are bound to.
     identity: String,
     /// Vectors by the hash of the text they were made from.
-    known: Mutex<HashMap<u64, Arc<[f32]>>>,
+    known: Mutex<HashMap<u64, ToolVector>>,
     /// Vectors were made or forgotten since they were last written out.
     unsaved: AtomicBool,
     /// The vectors written out before were read back (or there were none).
@@ -100,12 +105,12 @@ impl SearchModel {
 
     /// The vector of a tool's `text`, made now unless it was made before, and the key it is
     /// kept by.
-    pub fn tool(&self, text: &str) -> (u64, Arc<[f32]>) {
+    pub fn tool(&self, text: &str) -> (u64, ToolVector) {
         let key = hash(text);
         if let Some(vector) = self.known().get(&key) {
             return (key, vector.clone());
         }
-        let vector: Arc<[f32]> = self.encoder.document(text).into();
+        let vector = ToolVector::new(&self.encoder.document(text));
         self.known().insert(key, vector.clone());
         self.unsaved.store(true, Ordering::Relaxed);
         (key, vector)
@@ -138,52 +143,57 @@ impl SearchModel {
     }
 
     /// Its vectors as bytes: `MAGIC`, the dimensions (u32), then per vector its text's key
-    /// (u64) and its numbers (f32), all little-endian.
+    /// (u64), its scale (f32) and its numbers (i8), all little-endian.
     pub fn to_bytes(&self) -> Vec<u8> {
         let known = self.known();
         let dimensions = self.encoder.dimensions();
-        let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + known.len() * (8 + 4 * dimensions));
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + known.len() * (12 + dimensions));
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&(dimensions as u32).to_le_bytes());
         for (key, vector) in known.iter() {
             bytes.extend_from_slice(&key.to_le_bytes());
-            for value in vector.iter() {
-                bytes.extend_from_slice(&value.to_le_bytes());
-            }
+            bytes.extend_from_slice(&vector.scale.to_le_bytes());
+            bytes.extend(vector.numbers.iter().map(|number| number.to_le_bytes()[0]));
         }
         bytes
     }
 
-    /// Takes the vectors of `bytes` (from `to_bytes` of a model with the same weights): how
-    /// many; an error, and nothing taken, if they are not such bytes.
+    /// Takes the vectors of `bytes` (from `to_bytes` of a model with the same weights, or of
+    /// an earlier version, which wrote each number as an f32: they are then unsaved, to be
+    /// written again in a quarter of the space): how many; an error, and nothing taken, if
+    /// they are not such bytes.
     pub fn restore(&self, bytes: &[u8]) -> Result<usize, String> {
         let dimensions = self.encoder.dimensions();
-        let body = bytes
-            .strip_prefix(MAGIC)
-            .filter(|body| body.len() >= 4)
-            .ok_or("not a file of search vectors")?;
-        let (stated, records) = body.split_at(4);
+        let (body, earlier) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_F32)) {
+            (Some(body), _) => (body, false),
+            (None, Some(body)) => (body, true),
+            (None, None) => return Err("not a file of search vectors".into()),
+        };
+        let (size, read): (_, fn(&[u8]) -> ToolVector) = if earlier {
+            (8 + 4 * dimensions, read_f32)
+        } else {
+            (12 + dimensions, read_scaled)
+        };
+        let (stated, records) = body.split_at_checked(4).ok_or("it is cut short")?;
         let stated = u32::from_le_bytes(stated.try_into().unwrap_or_default()) as usize;
-        let size = 8 + 4 * dimensions;
         if stated != dimensions || records.len() % size != 0 {
             return Err(format!(
                 "its vectors are not {dimensions} numbers each, or it is cut short"
             ));
         }
-        let restored: Vec<(u64, Arc<[f32]>)> = records
+        let restored: Vec<(u64, ToolVector)> = records
             .chunks_exact(size)
             .map(|record| {
-                let (key, numbers) = record.split_at(8);
+                let (key, vector) = record.split_at(8);
                 let key = u64::from_le_bytes(key.try_into().unwrap_or_default());
-                let vector = numbers
-                    .chunks_exact(4)
-                    .map(|n| f32::from_le_bytes([n[0], n[1], n[2], n[3]]))
-                    .collect();
-                (key, vector)
+                (key, read(vector))
             })
             .collect();
         let count = restored.len();
         self.known().extend(restored);
+        if earlier && count > 0 {
+            self.unsaved.store(true, Ordering::Relaxed);
+        }
         Ok(count)
     }
 
@@ -192,7 +202,7 @@ impl SearchModel {
         self.known().len()
     }
 
-    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<[f32]>>> {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ToolVector>> {
         self.known
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -200,7 +210,30 @@ impl SearchModel {
 }
 
 /// What a vectors file begins with.
-const MAGIC: &[u8] = b"switchyard search vectors 1\n";
+const MAGIC: &[u8] = b"switchyard search vectors 2\n";
+/// What a file of an earlier version began with: its numbers were f32s.
+const MAGIC_F32: &[u8] = b"switchyard search vectors 1\n";
+
+/// A vector written as its scale (f32) and numbers (i8).
+fn read_scaled(bytes: &[u8]) -> ToolVector {
+    let (scale, numbers) = bytes.split_at(4);
+    ToolVector {
+        scale: f32::from_le_bytes(scale.try_into().unwrap_or_default()),
+        numbers: numbers
+            .iter()
+            .map(|byte| i8::from_le_bytes([*byte]))
+            .collect(),
+    }
+}
+
+/// A vector written as f32s, scaled now.
+fn read_f32(bytes: &[u8]) -> ToolVector {
+    let numbers: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|n| f32::from_le_bytes([n[0], n[1], n[2], n[3]]))
+        .collect();
+    ToolVector::new(&numbers)
+}
 
 /// A text's key: the first 8 bytes of its SHA-256 (the same in every build, unlike `Hash`).
 fn hash(text: &str) -> u64 {

@@ -269,8 +269,9 @@ async fn search_by_meaning_finds_tools_that_share_no_word_with_the_query() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // They are kept in the state directory, for the next start: the owner's alone, one
-    // record (key and 384 numbers) per tool.
+    // record (key, scale and 384 numbers of a byte) per tool.
     let state_dir = gw.gateway.live().config.oauth.state_dir.clone();
+    const RECORD: usize = 8 + 4 + 384;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let kept = loop {
         let kept = std::fs::read_dir(&state_dir).ok().and_then(|entries| {
@@ -281,7 +282,7 @@ async fn search_by_meaning_finds_tools_that_share_no_word_with_the_query() {
         // The file may first hold the vectors of an earlier snapshot (fewer tools).
         let whole = |path: &std::path::PathBuf| {
             std::fs::metadata(path)
-                .is_ok_and(|m| (m.len() as usize).saturating_sub(32) / (8 + 384 * 4) >= 203)
+                .is_ok_and(|m| (m.len() as usize).saturating_sub(32) / RECORD >= 203)
         };
         if let Some(kept) = kept.filter(whole) {
             break kept;
@@ -294,7 +295,7 @@ async fn search_by_meaning_finds_tools_that_share_no_word_with_the_query() {
         std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o777,
         0o600
     );
-    let records = (metadata.len() as usize - 32) / (8 + 384 * 4);
+    let records = (metadata.len() as usize - 32) / RECORD;
     assert!(records >= 203, "{records} vectors kept");
     let catalog = gw.gateway.live().catalog.clone();
     for (query, tool) in queries {

@@ -364,12 +364,49 @@ fn search_by_meaning_finds_what_words_miss() {
         };
         assert_eq!(names(&catalog, &model), names(&snapshot, &again), "{query}");
     }
+    // A file of the earlier version, whose numbers were f32s, is read too: the vectors rank
+    // as they did.
+    let dimensions = u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+    let mut earlier = b"switchyard search vectors 1\n".to_vec();
+    earlier.extend_from_slice(&bytes[28..32]);
+    for record in bytes[32..].chunks_exact(12 + dimensions) {
+        let (key, rest) = record.split_at(8);
+        let (scale, numbers) = rest.split_at(4);
+        let scale = f32::from_le_bytes(scale.try_into().unwrap());
+        earlier.extend_from_slice(key);
+        for number in numbers {
+            earlier.extend_from_slice(&(f32::from(*number as i8) * scale).to_le_bytes());
+        }
+    }
+    let upgraded = SearchModel::load(crate::deps::search_model()).unwrap();
+    assert_eq!(upgraded.restore(&earlier).unwrap(), catalog.tools().len());
+    assert_eq!(upgraded.to_bytes().len(), bytes.len());
+    assert!(
+        upgraded.take_unsaved(),
+        "an earlier file is written again as bytes"
+    );
+    let snapshot = recorded_catalog();
+    snapshot.prepare_search(Some(&upgraded));
+    assert!(!upgraded.take_unsaved(), "vectors were made again");
+    let names = |catalog: &Catalog, model: &SearchModel| -> Vec<String> {
+        (catalog
+            .search_tools("keep this page for later", 5, Some(model))
+            .iter())
+        .map(|tool| tool.name.to_string())
+        .collect()
+    };
+    assert_eq!(names(&catalog, &model), names(&snapshot, &upgraded));
     // Bytes cut short, or of vectors of another length, are refused, and nothing is taken.
     let fresh = SearchModel::load(crate::deps::search_model()).unwrap();
     assert!(fresh.restore(&bytes[..bytes.len() - 3]).is_err());
     assert!(
         fresh
             .restore(b"switchyard search vectors 1\n\x10\0\0\0")
+            .is_err()
+    );
+    assert!(
+        fresh
+            .restore(b"switchyard search vectors 2\n\x10\0")
             .is_err()
     );
     assert!(fresh.restore(b"something else").is_err());

@@ -79,7 +79,7 @@ pub fn tool_search(c: &mut Criterion) {
         );
     }
     group.finish();
-    by_meaning(c, &parts[0].1.tools);
+    by_meaning(c, &parts[0].1.tools, &catalog);
 
     let schema = tools
         .iter()
@@ -120,8 +120,8 @@ fn search_model() -> Option<Arc<SearchModel>> {
 }
 
 /// Search by meaning: among the 1,281 real tools (their vectors made first), the query's vector
-/// alone, and the scan of 50,000 tools' vectors.
-fn by_meaning(c: &mut Criterion, tools: &[ListedTool]) {
+/// alone, the scan of 50,000 tools' vectors, and whole searches among `among`'s 50,000.
+fn by_meaning(c: &mut Criterion, tools: &[ListedTool], among: &Catalog) {
     let Some(model) = search_model() else {
         println!(
             "search by meaning: no model (run the search_quality tests, or set SWITCHYARD_SEARCH_MODEL)"
@@ -151,8 +151,8 @@ fn by_meaning(c: &mut Criterion, tools: &[ListedTool]) {
     group.bench_function("query_vector", |b| {
         b.iter(|| black_box(model.query(black_box(QUERIES[0]))))
     });
-    // 50,000 vectors, each of its own in memory as a catalog's are (19 MB): those of 250 real descriptions, each copy moved a little off its
-    // original and made a unit vector again.
+    // 50,000 vectors, each of its own in memory as a catalog's are (19 MB): those of 250 real
+    // descriptions, each copy moved a little off its original and made a unit vector again.
     let some: Vec<Vec<f32>> = tools
         .iter()
         .take(250)
@@ -174,4 +174,47 @@ fn by_meaning(c: &mut Criterion, tools: &[ListedTool]) {
         b.iter(|| black_box(nearest_by_meaning(&vectors, black_box(&query), 200)))
     });
     group.finish();
+    whole_searches(&model, &vectors, among);
+}
+
+/// Each query of the search evaluation (`tests/it/fixtures/search-eval.json`) searched among
+/// `among`'s 50,000 tools by words and meaning as a search does it, its parts timed one after
+/// the other: the query's vector, the scan of `vectors`, and the best 200 by words (what the
+/// fusion of the two rankings adds is a few microseconds). Prints the median, p95 and
+/// slowest, of the whole and of each part.
+fn whole_searches(model: &SearchModel, vectors: &[ToolVector], among: &Catalog) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/search-eval.json");
+    let queries: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut times: [Vec<f64>; 4] = Default::default();
+    for query in &queries {
+        let text = query["query"].as_str().unwrap();
+        let started = std::time::Instant::now();
+        let vector = model.query(text);
+        let vectored = started.elapsed();
+        black_box(nearest_by_meaning(vectors, &vector, 200));
+        let scanned = started.elapsed();
+        black_box(among.search_tools(text, 200, None));
+        let searched = started.elapsed();
+        let parts = [searched, vectored, scanned - vectored, searched - scanned];
+        for (times, part) in times.iter_mut().zip(parts) {
+            times.push(part.as_secs_f64() * 1e3);
+        }
+    }
+    println!(
+        "{} searches among {} tools by words and meaning, ms: median, p95, slowest",
+        queries.len(),
+        among.tools().len()
+    );
+    let labels = ["whole", "query's vector", "scan", "by words"];
+    for (label, times) in labels.iter().zip(&mut times) {
+        times.sort_by(f64::total_cmp);
+        let at = |share: f64| times[((times.len() - 1) as f64 * share).round() as usize];
+        println!(
+            "  {label:<15} {:>6.2} {:>6.2} {:>6.2}",
+            at(0.5),
+            at(0.95),
+            at(1.0)
+        );
+    }
 }

@@ -66,6 +66,12 @@ impl Bert {
                 config.hidden_act
             ));
         }
+        if config.hidden_size == 0 || config.intermediate_size == 0 {
+            return Err(format!(
+                "its layers are {} wide, {} inside: neither may be 0",
+                config.hidden_size, config.intermediate_size
+            ));
+        }
         let heads = config.num_attention_heads;
         if heads == 0 || !config.hidden_size.is_multiple_of(heads) {
             return Err(format!(
@@ -442,6 +448,24 @@ mod tests {
         let ids = [0, 0, 1];
         assert!(close(model.sentence(&ids, Pooling::Cls), [1.0, 1.0]));
         assert!(close(model.sentence(&ids, Pooling::Mean), [1.0, 5.0]));
+    }
+
+    #[test]
+    fn layers_of_no_width_are_refused() {
+        let config = |hidden_size, intermediate_size| Config {
+            hidden_size,
+            num_attention_heads: 1,
+            num_hidden_layers: 1,
+            intermediate_size,
+            max_position_embeddings: 4,
+            vocab_size: 2,
+            layer_norm_eps: 1e-12,
+            hidden_act: "gelu".into(),
+        };
+        for (hidden, intermediate) in [(0, 4), (4, 0)] {
+            let error = Bert::load(config(hidden, intermediate), b"").err().unwrap();
+            assert!(error.contains("neither may be 0"), "{error}");
+        }
     }
 
     #[test]

@@ -28,8 +28,10 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// The layer of `weight` (`outputs × inputs`, as checkpoints store it) and `bias`.
+    /// The layer of `weight` (`outputs × inputs`, as checkpoints store it) and `bias`; neither
+    /// dimension may be 0.
     pub fn new(weight: &[f32], bias: Vec<f32>, inputs: usize, outputs: usize) -> Self {
+        assert!(inputs > 0 && outputs > 0);
         assert_eq!(weight.len(), inputs * outputs);
         assert_eq!(bias.len(), outputs);
         let mut panels = vec![f16::ZERO; outputs.div_ceil(PANEL) * inputs * PANEL];

@@ -1,8 +1,10 @@
 //! The encoder: BERT's embeddings and transformer layers, run on one sentence at a time, and
 //! the last layer's states pooled (their mean, or the first's) as the sentence's unit vector.
-//! Weights are `f32`; the linear layers are `linear`'s, the attention's products (a few
-//! tokens by a few) `matrixmultiply`'s, everything else is plain loops over rows.
+//! Weights are `f32`, but for the linear layers' and the words' embeddings (16-bit floats);
+//! the linear layers are `linear`'s, the attention's products (a few tokens by a few)
+//! `matrixmultiply`'s, everything else is plain loops over rows.
 
+use half::f16;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -33,7 +35,9 @@ fn default_activation() -> String {
 
 pub struct Bert {
     config: Config,
-    words: Vec<f32>,
+    /// The vocabulary's embeddings, as 16-bit floats (half the memory: 23 MB for a vocabulary
+    /// of 30,522 words of 384 numbers; a sentence's vector moves by about 1e-4).
+    words: Vec<f16>,
     positions: Vec<f32>,
     /// The first token type's embedding (a single sentence has no second).
     token_type: Vec<f32>,
@@ -114,7 +118,8 @@ impl Bert {
             .collect::<Result<_, String>>()?;
         let types = weights.get_any("embeddings.token_type_embeddings.weight", h)?;
         Ok(Self {
-            words: weights.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            words: weights
+                .get_half("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
             positions: weights.get(
                 "embeddings.position_embeddings.weight",
                 &[config.max_position_embeddings, h],
@@ -148,7 +153,7 @@ impl Bert {
             let word = &self.words[id * h..(id + 1) * h];
             let position = &self.positions[t * h..(t + 1) * h];
             for (j, value) in row.iter_mut().enumerate() {
-                *value = word[j] + position[j] + self.token_type[j];
+                *value = word[j].to_f32() + position[j] + self.token_type[j];
             }
         }
         self.embedding_norm.apply(&mut x, h);
@@ -339,7 +344,21 @@ struct Weights<'a> {
 
 impl Weights<'_> {
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
-        let (values, found) = self.read(name)?;
+        self.get_as(name, shape, |value| value)
+    }
+
+    /// As `get`, each number made a 16-bit float as it is read (no `f32` copy of the whole).
+    fn get_half(&self, name: &str, shape: &[usize]) -> Result<Vec<f16>, String> {
+        self.get_as(name, shape, f16::from_f32)
+    }
+
+    fn get_as<T>(
+        &self,
+        name: &str,
+        shape: &[usize],
+        convert: impl Fn(f32) -> T,
+    ) -> Result<Vec<T>, String> {
+        let (values, found) = self.read(name, convert)?;
         if found != shape {
             return Err(format!(
                 "tensor `{name}` has shape {found:?}, not {shape:?}"
@@ -350,7 +369,7 @@ impl Weights<'_> {
 
     /// A tensor whose rows are `width` long, however many there are (at least one).
     fn get_any(&self, name: &str, width: usize) -> Result<Vec<f32>, String> {
-        let (values, found) = self.read(name)?;
+        let (values, found) = self.read(name, |value| value)?;
         if found.len() != 2 || found[1] != width || found[0] == 0 {
             return Err(format!(
                 "tensor `{name}` has shape {found:?}, not [_, {width}]"
@@ -359,7 +378,11 @@ impl Weights<'_> {
         Ok(values)
     }
 
-    fn read(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>), String> {
+    fn read<T>(
+        &self,
+        name: &str,
+        convert: impl Fn(f32) -> T,
+    ) -> Result<(Vec<T>, Vec<usize>), String> {
         let tensor = self
             .tensors
             .tensor(name)
@@ -374,7 +397,7 @@ impl Weights<'_> {
         let values = tensor
             .data()
             .chunks_exact(4)
-            .map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+            .map(|bytes| convert(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])))
             .collect();
         Ok((values, tensor.shape().to_vec()))
     }
